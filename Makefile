@@ -1,0 +1,116 @@
+# legate's front door. `make` lists the targets.
+SHELL := /usr/bin/env bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO        ?= go
+BIN       := $(CURDIR)/bin
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
+LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
+GOFLAGS_BUILD := -trimpath
+
+# Test tuning. TEST_TIMEOUT bounds the whole go test run; FUZZTIME is the short
+# fuzzing pass that `make test` includes.
+TEST_TIMEOUT ?= 30m
+FUZZTIME     ?= 10s
+TEST_FLAGS   ?=
+
+# Tools. Each tool is built from a pinned module under test/tools and rebuilt
+# only when that module's go.mod or go.sum changes. A prebuilt kube-apiserver
+# and etcd are used when KUBEBUILDER_ASSETS is set; a gitea on PATH is used
+# when present.
+K8S_TOOLS   := test/tools/k8s
+GITEA_TOOLS := test/tools/gitea
+LINT_TOOLS  := test/tools/lint
+
+ifdef KUBEBUILDER_ASSETS
+ENVTEST_ASSETS := $(KUBEBUILDER_ASSETS)
+ENVTEST_BINS   :=
+else
+ENVTEST_ASSETS := $(BIN)
+ENVTEST_BINS   := $(BIN)/kube-apiserver $(BIN)/etcd
+endif
+
+GITEA_ON_PATH := $(shell command -v gitea 2>/dev/null)
+ifneq ($(GITEA_ON_PATH),)
+GITEA      := $(GITEA_ON_PATH)
+GITEA_BINS :=
+else
+GITEA      := $(BIN)/gitea
+GITEA_BINS := $(BIN)/gitea $(BIN)/gitea.root
+endif
+
+GOLANGCI_LINT  := $(BIN)/golangci-lint
+CONTROLLER_GEN := $(BIN)/controller-gen
+
+# Everything the tests read to find the real components.
+TEST_ENV := KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) \
+	LEGATE_GITEA=$(GITEA) \
+	LEGATE_GITEA_ROOT="$$(cat $(BIN)/gitea.root 2>/dev/null || true)" \
+	LEGATE_REQUIRE_TOOLS=1
+
+.PHONY: help
+help: ## List the targets.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: build
+build: ## Build bin/legate.
+	$(GO) build $(GOFLAGS_BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/legate ./cmd/legate
+
+.PHONY: run
+run: build ## Run legate serve on the embedded store, serving examples/quickstart.
+	./hack/run.sh $(BIN)/legate
+
+.PHONY: test
+test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2e) and a short fuzz pass.
+	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) ./...
+	@$(MAKE) --no-print-directory fuzz
+
+.PHONY: fuzz
+fuzz: ## Run each fuzz target for FUZZTIME.
+	@for spec in $$(./hack/fuzz-targets.sh); do \
+		pkg=$${spec%%:*}; fn=$${spec##*:}; \
+		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done
+
+.PHONY: bench
+bench: build ## Run the benchmarks (go test -bench and test/bench harnesses).
+	$(GO) test -run '^$$' -bench . -benchmem ./render/... ./revisions/... ./xds/...
+
+.PHONY: lint
+lint: $(GOLANGCI_LINT) ## Run golangci-lint.
+	$(GOLANGCI_LINT) run ./...
+
+.PHONY: generate
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs and RBAC.
+	$(CONTROLLER_GEN) object paths=./config/...
+	$(CONTROLLER_GEN) crd rbac:roleName=legate paths=./config/... output:crd:artifacts:config=config/crd output:rbac:artifacts:config=config/rbac
+
+.PHONY: verify
+verify: ## Fail when go mod tidy or make generate would change the tree.
+	./hack/verify.sh
+
+.PHONY: tools
+tools: $(ENVTEST_BINS) $(GITEA_BINS) $(GOLANGCI_LINT) $(CONTROLLER_GEN) ## Build the pinned test tools into bin/ (cached).
+
+$(BIN)/kube-apiserver: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
+	cd $(K8S_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+
+$(BIN)/etcd: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
+	cd $(K8S_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ go.etcd.io/etcd/server/v3
+
+$(BIN)/gitea: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
+	cd $(GITEA_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -tags 'sqlite sqlite_unlock_notify' -o $@ code.gitea.io/gitea
+
+# Gitea reads its templates and options from its source tree at run time.
+$(BIN)/gitea.root: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
+	@mkdir -p $(BIN)
+	cd $(GITEA_TOOLS) && $(GO) mod download code.gitea.io/gitea && $(GO) list -m -f '{{.Dir}}' code.gitea.io/gitea > $@
+
+$(GOLANGCI_LINT): $(LINT_TOOLS)/go.mod $(LINT_TOOLS)/go.sum
+	cd $(LINT_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+$(CONTROLLER_GEN): $(LINT_TOOLS)/go.mod $(LINT_TOOLS)/go.sum
+	cd $(LINT_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

@@ -1,0 +1,22 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+)
+
+// newRootCommand builds the command tree. Subcommands only parse flags and
+// wire packages together; the work happens in the packages they call.
+func newRootCommand() *cobra.Command {
+	root := &cobra.Command{
+		Use:   "legate",
+		Short: "GitOps control plane for Envoy",
+		Long: `legate fetches Envoy configuration from Git, OCI artifacts and Kubernetes
+objects, validates it before any proxy sees it, keeps every accepted version as
+a revision, serves the published one over xDS and rolls back by itself when
+proxies reject it.`,
+		SilenceUsage: true,
+	}
+	root.CompletionOptions.HiddenDefaultCmd = false
+	root.AddCommand(newVersionCommand())
+	return root
+}

@@ -1,0 +1,94 @@
+package render
+
+import "fmt"
+
+// Position points into an input file. Line and Column are 1-based; zero
+// means unknown.
+type Position struct {
+	File   string `json:"file"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+}
+
+func (p Position) String() string {
+	switch {
+	case p.Line > 0 && p.Column > 0:
+		return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column)
+	case p.Line > 0:
+		return fmt.Sprintf("%s:%d", p.File, p.Line)
+	default:
+		return p.File
+	}
+}
+
+// Resource is one rendered Envoy resource in canonical form.
+type Resource struct {
+	// Name is the resource name xDS clients subscribe to.
+	Name string `json:"name"`
+	// Body is the deterministic protobuf wire encoding of the resource
+	// message (not wrapped in an Any). Equal content gives equal bytes.
+	Body []byte `json:"body"`
+	// Source is where the resource was defined.
+	Source Position `json:"source"`
+}
+
+// TypeSet is every resource of one xDS type for one node, sorted by name.
+type TypeSet struct {
+	// Hash is the content hash of the set (hex SHA-256 over names and bodies).
+	Hash      string     `json:"hash"`
+	Resources []Resource `json:"resources"`
+}
+
+// NodeConfig is the rendered configuration of one node ID.
+type NodeConfig struct {
+	NodeID string `json:"nodeID"`
+	// Hash is the content hash of the whole configuration: equal content
+	// gives an equal hash whatever the file layout or key order.
+	Hash string `json:"hash"`
+	// Types maps an xDS type URL (for example
+	// "type.googleapis.com/envoy.config.cluster.v3.Cluster") to its set.
+	// Types without resources are absent.
+	Types map[string]TypeSet `json:"types"`
+	// ExternalSecrets names the SDS secrets the home must supply (Kubernetes
+	// Secrets, files); they are never part of the rendered content.
+	ExternalSecrets []ExternalSecret `json:"externalSecrets,omitempty"`
+}
+
+// ExternalSecret is a secret a configuration refers to by name whose key
+// material the home supplies.
+type ExternalSecret struct {
+	// Name is the SDS secret name resources refer to.
+	Name string `json:"name"`
+	// Ref is the reference to resolve, for example "namespace/secret" for a
+	// Kubernetes Secret or a file path in standalone mode.
+	Ref string `json:"ref"`
+	// Kind says how to build the secret: "tls", "opaque" or "validation".
+	Kind   string   `json:"kind"`
+	Source Position `json:"source"`
+}
+
+// Diagnostic is one problem found in the input, compiler-style.
+type Diagnostic struct {
+	Pos Position `json:"pos"`
+	// Node, Type and Name identify the resource when known.
+	Node string `json:"node,omitempty"`
+	Type string `json:"type,omitempty"`
+	Name string `json:"name,omitempty"`
+	// Field is the field path inside the resource, e.g.
+	// "virtual_hosts[0].routes[2].route.cluster".
+	Field string `json:"field,omitempty"`
+	// Rule names the check that failed, e.g. "reference", "pgv", "decode".
+	Rule    string `json:"rule"`
+	Message string `json:"message"`
+}
+
+// Result is the outcome of rendering a tree: per-node configurations when
+// there are no diagnostics, and every diagnostic otherwise, sorted by file,
+// line and column.
+type Result struct {
+	Nodes       map[string]*NodeConfig `json:"nodes"`
+	Diagnostics []Diagnostic           `json:"diagnostics,omitempty"`
+}
+
+// OK reports whether rendering found no problems.
+func (r *Result) OK() bool { return len(r.Diagnostics) == 0 }

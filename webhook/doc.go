@@ -1,0 +1,4 @@
+// Package webhook holds legate's Kubernetes admission webhooks: Envoy sidecar
+// injection into Pods and validation of legate's own resources through the
+// renderer.
+package webhook
