@@ -1,0 +1,63 @@
+// Package envtest starts a real Kubernetes API server (kube-apiserver and
+// etcd built from source by `make tools`) for legate's tests, with legate's
+// CRDs installed.
+package envtest
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/legate-dev/legate/test/internal/tooling"
+)
+
+// Cluster is a running API server.
+type Cluster struct {
+	Config *rest.Config
+	Client client.Client
+}
+
+// assetsDir returns the directory holding kube-apiserver and etcd:
+// KUBEBUILDER_ASSETS when set, else the checkout's bin/.
+func assetsDir() string {
+	if dir := os.Getenv("KUBEBUILDER_ASSETS"); dir != "" {
+		return dir
+	}
+	return tooling.BinDir()
+}
+
+// Start runs a fresh API server for the test and stops it in t.Cleanup.
+func Start(t testing.TB) *Cluster {
+	t.Helper()
+	dir := assetsDir()
+	for _, bin := range []string{"kube-apiserver", "etcd"} {
+		if st, err := os.Stat(filepath.Join(dir, bin)); err != nil || st.IsDir() {
+			tooling.Missing(t, bin, "not found in "+dir)
+		}
+	}
+	env := &crenvtest.Environment{
+		BinaryAssetsDirectory: dir,
+		ErrorIfCRDPathMissing: false,
+	}
+	if root, err := tooling.RepoRoot(); err == nil {
+		env.CRDDirectoryPaths = []string{filepath.Join(root, "config", "crd")}
+	}
+	cfg, err := env.Start()
+	if err != nil {
+		t.Fatalf("start envtest API server from %s: %v", dir, err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop envtest API server: %v", err)
+		}
+	})
+	c, err := client.New(cfg, client.Options{})
+	if err != nil {
+		t.Fatalf("client for envtest API server: %v", err)
+	}
+	return &Cluster{Config: cfg, Client: c}
+}
