@@ -62,6 +62,9 @@ type ExternalSecret struct {
 	// Ref is the reference to resolve, for example "namespace/secret" for a
 	// Kubernetes Secret or a file path in standalone mode.
 	Ref string `json:"ref"`
+	// Key is the entry of an "opaque" secret's data to use (MARIN3R's
+	// generateFromOpaqueSecret.key); empty for the other kinds.
+	Key string `json:"key,omitempty"`
 	// Kind says how to build the secret: "tls", "opaque" or "validation".
 	Kind   string   `json:"kind"`
 	Source Position `json:"source"`

@@ -17,6 +17,6 @@ proxies reject it.`,
 		SilenceUsage: true,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
-	root.AddCommand(newVersionCommand())
+	root.AddCommand(newVersionCommand(), newServeCommand(), newStatusCommand())
 	return root
 }

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/legate-dev/legate/standalone"
+)
+
+// serveFlags are the flags of `legate serve`; each overrides the same
+// field of the --config file when set.
+type serveFlags struct {
+	configFile     string
+	gitURL         string
+	gitRef         string
+	path           string
+	interval       time.Duration
+	node           string
+	xdsAddr        string
+	httpAddr       string
+	stateDir       string
+	history        int
+	taintThreshold float64
+	answerTimeout  time.Duration
+	adminTokenFile string
+	logFormat      string
+}
+
+func newServeCommand() *cobra.Command {
+	var f serveFlags
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Run the standalone control plane on the embedded store",
+		Long: `serve follows a Git repository, validates every commit, keeps accepted
+configurations as revisions in an embedded store under --state-dir, serves the
+published revision over xDS (ADS) and rolls back by itself when proxies reject
+one. It needs no Kubernetes.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := f.config(cmd.Flags())
+			if err != nil {
+				return err
+			}
+			log := newLogger(f.logFormat)
+			srv, err := standalone.New(cfg, standalone.Options{Render: renderOptions(), Log: log})
+			if err != nil {
+				return err
+			}
+			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
+			defer stop()
+			return srv.Run(ctx)
+		},
+	}
+	fl := cmd.Flags()
+	fl.StringVar(&f.configFile, "config", "", "YAML file with the same settings as the flags (flags win)")
+	fl.StringVar(&f.gitURL, "git-url", "", "Git repository to follow: a local path, file://, http(s):// or ssh:// URL")
+	fl.StringVar(&f.gitRef, "git-ref", "", "branch to follow (default: the remote's default branch)")
+	fl.StringVar(&f.path, "path", "", "directory inside the repository that holds the configuration")
+	fl.DurationVar(&f.interval, "interval", standalone.DefaultInterval, "poll interval")
+	fl.StringVar(&f.node, "node", "", "node ID of files that name none")
+	fl.StringVar(&f.xdsAddr, "xds-addr", standalone.DefaultXDSAddr, "address of the xDS (ADS) server")
+	fl.StringVar(&f.httpAddr, "http-addr", standalone.DefaultHTTPAddr, "address of health checks, metrics and the status API")
+	fl.StringVar(&f.stateDir, "state-dir", standalone.DefaultStateDir, "directory of the embedded store and the clones")
+	fl.IntVar(&f.history, "history", 10, "revisions kept per node")
+	fl.Float64Var(&f.taintThreshold, "taint-threshold", 1, "share of a node's proxies that must reject a revision to taint it, in (0, 1]")
+	fl.DurationVar(&f.answerTimeout, "answer-timeout", 30*time.Second, "how long to wait for every proxy to answer a new revision")
+	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: loopback clients only)")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	return cmd
+}
+
+// config merges the --config file and the flags that were set.
+func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
+	var cfg standalone.Config
+	if f.configFile != "" {
+		var err error
+		if cfg, err = standalone.LoadConfig(f.configFile); err != nil {
+			return cfg, err
+		}
+	}
+	set := func(name string) bool { return fl.Changed(name) || f.configFile == "" }
+	if fl.Changed("git-url") {
+		src := standalone.SourceConfig{
+			Name:     "default",
+			Git:      &standalone.GitSource{URL: f.gitURL, Branch: f.gitRef},
+			Path:     f.path,
+			Interval: standalone.Duration{Duration: f.interval},
+		}
+		cfg.Sources = append([]standalone.SourceConfig{src}, cfg.Sources...)
+	} else if fl.Changed("git-ref") || fl.Changed("path") {
+		return cfg, fmt.Errorf("--git-ref and --path need --git-url")
+	}
+	if set("node") {
+		cfg.DefaultNode = f.node
+	}
+	if set("xds-addr") {
+		cfg.XDSAddr = f.xdsAddr
+	}
+	if set("http-addr") {
+		cfg.HTTPAddr = f.httpAddr
+	}
+	if set("state-dir") {
+		cfg.StateDir = f.stateDir
+	}
+	if set("history") {
+		cfg.History = f.history
+	}
+	if set("taint-threshold") {
+		cfg.TaintThreshold = f.taintThreshold
+	}
+	if set("answer-timeout") {
+		cfg.AnswerTimeout = standalone.Duration{Duration: f.answerTimeout}
+	}
+	if set("admin-token-file") {
+		cfg.AdminTokenFile = f.adminTokenFile
+	}
+	return cfg, cfg.Validate()
+}
+
+func newLogger(format string) logr.Logger {
+	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
+	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
+	if format == "json" {
+		h = slog.NewJSONHandler(os.Stderr, opts)
+	}
+	return logr.FromSlogHandler(h)
+}

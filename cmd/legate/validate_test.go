@@ -1,0 +1,94 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func runValidate(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	var out bytes.Buffer
+	cmd := newValidateCommand()
+	cmd.SetOut(&out)
+	cmd.SetErr(&out)
+	cmd.SetArgs(args)
+	err := cmd.Execute()
+	return out.String(), err
+}
+
+func TestValidateQuickstart(t *testing.T) {
+	out, err := runValidate(t, "../../examples/quickstart")
+	require.NoError(t, err)
+	assert.Regexp(t, `^node edge: 1 Cluster, 1 ClusterLoadAssignment, 1 Listener, 1 RouteConfiguration \(hash [0-9a-f]{12}\)\n$`, out)
+}
+
+func brokenRepo(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "nodes", "edge"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "nodes", "edge", "routes.yaml"), []byte(`resources:
+- "@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
+  name: main
+  virtual_hosts:
+  - name: all
+    domains: ["*"]
+    routes:
+    - match: {prefix: /}
+      route: {cluster: api-v2}
+`), 0o644))
+	return dir
+}
+
+func TestValidateBrokenText(t *testing.T) {
+	dir := brokenRepo(t)
+	out, err := runValidate(t, dir)
+	require.ErrorIs(t, err, errInvalid)
+	assert.Equal(t, filepath.ToSlash(dir)+`/nodes/edge/routes.yaml:9:24: route "main" virtual_hosts[0].routes[0].route.cluster: cluster "api-v2" is not defined for node "edge"
+invalid: 1 problem(s)
+`, out)
+}
+
+func TestValidateBrokenGitHub(t *testing.T) {
+	dir := brokenRepo(t)
+	out, err := runValidate(t, "-o", "github", dir)
+	require.ErrorIs(t, err, errInvalid)
+	assert.Contains(t, out, "::error file="+filepath.ToSlash(dir)+"/nodes/edge/routes.yaml,line=9,col=24,title=legate reference::route \"main\" virtual_hosts[0].routes[0].route.cluster: cluster \"api-v2\" is not defined for node \"edge\"\n")
+}
+
+func TestValidateJSON(t *testing.T) {
+	out, err := runValidate(t, "--output", "json", "../../examples/grpc")
+	require.NoError(t, err)
+	var got struct {
+		Valid bool `json:"valid"`
+		Nodes map[string]struct {
+			Resources map[string]int `json:"resources"`
+		} `json:"nodes"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(out), &got))
+	assert.True(t, got.Valid)
+	assert.Equal(t, 1, got.Nodes["grpc-client"].Resources["Listener"])
+}
+
+func TestValidateNodeFlagForLooseFile(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "cluster.yaml")
+	require.NoError(t, os.WriteFile(f, []byte(`"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+name: c
+type: STATIC
+`), 0o644))
+	_, err := runValidate(t, f)
+	require.ErrorIs(t, err, errInvalid)
+	out, err := runValidate(t, "--node", "n1", f)
+	require.NoError(t, err)
+	assert.Contains(t, out, "node n1: 1 Cluster")
+}
+
+func TestValidateRejectsUnknownOutput(t *testing.T) {
+	_, err := runValidate(t, "-o", "yaml", ".")
+	require.ErrorContains(t, err, `--output "yaml"`)
+}

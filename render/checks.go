@@ -1,0 +1,192 @@
+package render
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
+	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+)
+
+const (
+	routerTypeURL = "type.googleapis.com/envoy.extensions.filters.http.router.v3.Router"
+	routerName    = "envoy.filters.http.router"
+)
+
+// ref is a name one resource uses that another resource of the same node
+// must define.
+type ref struct {
+	it     *item
+	path   []string
+	target string // type URL
+	name   string
+}
+
+// checker collects what the rules find in one item, so that items can be
+// checked in parallel and merged in a fixed order.
+type checker struct {
+	it    *item
+	diags []Diagnostic
+	refs  []ref
+}
+
+// validate runs PGV over every decoded resource (descending into every
+// Any) and the rules local to one resource, and collects the references
+// to resolve once all resources are known. It returns the resources for
+// the Checks.
+func (r *renderer) validate() []*Decoded {
+	var todo []*item
+	for _, it := range r.items {
+		if it.msg != nil {
+			todo = append(todo, it)
+		}
+	}
+	checkers := make([]checker, len(todo))
+	parallel(len(todo), func(i int) {
+		c := &checkers[i]
+		c.it = todo[i]
+		var vs []violation
+		walkMessage(c.it.msg, nil, c.visit, &vs)
+		nameField := "name"
+		if c.it.kind.url == EndpointType {
+			nameField = "cluster_name"
+		}
+		named := false
+		for _, v := range vs {
+			c.fieldDiag(v.path, RulePGV, "%s", v.msg)
+			named = named || (len(v.path) == 1 && v.path[0] == nameField)
+		}
+		if c.it.unnamed && !named {
+			c.diags = append(c.diags, c.it.diag(nil, RuleName, nameField+" is required: xDS clients ask for resources by name"))
+		}
+	})
+	out := make([]*Decoded, 0, len(todo))
+	for i := range checkers {
+		c := &checkers[i]
+		r.diags = append(r.diags, c.diags...)
+		r.refs = append(r.refs, c.refs...)
+		it := c.it
+		out = append(out, &Decoded{Nodes: it.nodes, TypeURL: it.kind.url, Name: it.displayName(), Message: it.msg, Source: it.pos(), it: it})
+	}
+	return out
+}
+
+// fieldDiag reports a rule broken at a field path of the item.
+func (c *checker) fieldDiag(path []string, rule, format string, args ...any) {
+	d := c.it.diag(nil, rule, fmt.Sprintf(format, args...))
+	d.Field = joinPath(path)
+	d.Pos = c.it.locate(d.Field)
+	c.diags = append(c.diags, d)
+}
+
+func (c *checker) refer(path []string, target, name string, field ...string) {
+	if name == "" {
+		return
+	}
+	p := make([]string, 0, len(path)+len(field))
+	p = append(append(p, path...), field...)
+	c.refs = append(c.refs, ref{it: c.it, path: p, target: target, name: name})
+}
+
+// local reports whether a config source points at legate itself (ADS or
+// self), so that the resource it names must be in the same render. An
+// unset source counts as local.
+func local(cs *corev3.ConfigSource) bool {
+	return cs == nil || cs.GetAds() != nil || cs.GetSelf() != nil
+}
+
+// visit applies the per-message rules to a message of an item's tree.
+func (c *checker) visit(path []string, m proto.Message) {
+	switch m := m.(type) {
+	case *hcmv3.HttpConnectionManager:
+		if rds := m.GetRds(); rds != nil && local(rds.GetConfigSource()) {
+			c.refer(path, RouteType, rds.GetRouteConfigName(), "rds", "route_config_name")
+		}
+		c.httpFilters(path, m.GetHttpFilters())
+	case *routev3.RouteConfiguration:
+		c.uniqueDomains(path, m)
+	case *routev3.RouteAction:
+		c.refer(path, ClusterType, m.GetCluster(), "cluster")
+		for i, w := range m.GetWeightedClusters().GetClusters() {
+			c.refer(path, ClusterType, w.GetName(), "weighted_clusters", "clusters", indexSeg(i), "name")
+		}
+		for i, p := range m.GetRequestMirrorPolicies() {
+			c.refer(path, ClusterType, p.GetCluster(), "request_mirror_policies", indexSeg(i), "cluster")
+		}
+	case *tcpproxyv3.TcpProxy:
+		c.refer(path, ClusterType, m.GetCluster(), "cluster")
+		for i, w := range m.GetWeightedClusters().GetClusters() {
+			c.refer(path, ClusterType, w.GetName(), "weighted_clusters", "clusters", indexSeg(i), "name")
+		}
+	case *routev3.ScopedRouteConfiguration:
+		if m.GetRouteConfiguration() == nil {
+			c.refer(path, RouteType, m.GetRouteConfigurationName(), "route_configuration_name")
+		}
+	case *clusterv3.Cluster:
+		if m.GetType() == clusterv3.Cluster_EDS && local(m.GetEdsClusterConfig().GetEdsConfig()) {
+			name := m.GetEdsClusterConfig().GetServiceName()
+			field := []string{"eds_cluster_config", "service_name"}
+			if name == "" {
+				name, field = m.GetName(), []string{"name"}
+			}
+			c.refer(path, EndpointType, name, field...)
+		}
+	case *tlsv3.SdsSecretConfig:
+		if local(m.GetSdsConfig()) {
+			c.refer(path, SecretType, m.GetName(), "name")
+		}
+	}
+}
+
+// isRouter reports whether an HTTP filter is Envoy's router.
+func isRouter(f *hcmv3.HttpFilter) bool {
+	if tc := f.GetTypedConfig(); tc != nil {
+		return tc.GetTypeUrl() == routerTypeURL
+	}
+	if cd := f.GetConfigDiscovery(); cd != nil {
+		return slices.Contains(cd.GetTypeUrls(), routerTypeURL)
+	}
+	return f.GetName() == routerName
+}
+
+func (c *checker) httpFilters(path []string, filters []*hcmv3.HttpFilter) {
+	if len(filters) == 0 {
+		c.fieldDiag(append(clonePath(path), "http_filters"), RuleListener,
+			"no HTTP filters: add %s as the last HTTP filter", routerName)
+		return
+	}
+	for i, f := range filters {
+		last := i == len(filters)-1
+		switch router := isRouter(f); {
+		case router && !last:
+			c.fieldDiag(append(clonePath(path), "http_filters", indexSeg(i)), RuleListener,
+				"the router must be the last HTTP filter: filters after it never run")
+		case !router && last:
+			c.fieldDiag(append(clonePath(path), "http_filters", indexSeg(i)), RuleListener,
+				"the last HTTP filter is %q, not the router: add %s at the end", f.GetName(), routerName)
+		}
+	}
+}
+
+// uniqueDomains reports a domain that two virtual hosts of one route
+// configuration both claim (Envoy compares them case-insensitively).
+func (c *checker) uniqueDomains(path []string, rc *routev3.RouteConfiguration) {
+	seen := map[string]string{}
+	for i, vh := range rc.GetVirtualHosts() {
+		for j, d := range vh.GetDomains() {
+			key := strings.ToLower(d)
+			if first, ok := seen[key]; ok {
+				c.fieldDiag(append(clonePath(path), "virtual_hosts", indexSeg(i), "domains", indexSeg(j)), RuleRoute,
+					"domain %q is already used by virtual host %q: each domain may appear once per route configuration", d, first)
+				continue
+			}
+			seen[key] = vh.GetName()
+		}
+	}
+}

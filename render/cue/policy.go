@@ -1,0 +1,304 @@
+package cue
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"slices"
+	"sort"
+	"strings"
+
+	"cuelang.org/go/cue"
+	"cuelang.org/go/cue/ast"
+	"cuelang.org/go/cue/parser"
+	"cuelang.org/go/cue/token"
+
+	"github.com/legate-dev/legate/render"
+)
+
+// PolicyDir is where policies live in a configuration tree.
+const PolicyDir = "policy"
+
+// RulePolicy names diagnostics of broken or invalid policies.
+const RulePolicy = "policy"
+
+// policyKeys maps the top-level fields a policy file may declare to the xDS
+// type URL of the resources they constrain.
+var policyKeys = map[string]string{
+	"listener":                   "type.googleapis.com/envoy.config.listener.v3.Listener",
+	"route_configuration":        "type.googleapis.com/envoy.config.route.v3.RouteConfiguration",
+	"scoped_route_configuration": "type.googleapis.com/envoy.config.route.v3.ScopedRouteConfiguration",
+	"virtual_host":               "type.googleapis.com/envoy.config.route.v3.VirtualHost",
+	"cluster":                    "type.googleapis.com/envoy.config.cluster.v3.Cluster",
+	"cluster_load_assignment":    "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment",
+	"secret":                     "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret",
+	"runtime":                    "type.googleapis.com/envoy.service.runtime.v3.Runtime",
+	"typed_extension_config":     "type.googleapis.com/envoy.config.core.v3.TypedExtensionConfig",
+}
+
+// policy is one compiled policy file.
+type policy struct {
+	file  string
+	lines []string
+	// nodes selects the node IDs the policy applies to (path.Match
+	// patterns); empty means every node.
+	nodes []string
+	// rules maps a type URL to the constraint on its resources.
+	rules map[string]*rule
+}
+
+// rule is the constraint of one policy on one resource type.
+type rule struct {
+	key   string
+	value cue.Value
+	// keep says which parts of a resource the constraint can see; nil
+	// means the whole resource.
+	keep *mask
+	// verdicts caches the violations per distinct folded value (JSON).
+	verdicts map[string][]*violation
+}
+
+func (p *policy) appliesTo(nodes []string) []string {
+	if len(p.nodes) == 0 {
+		return nodes
+	}
+	var out []string
+	for _, n := range nodes {
+		for _, pat := range p.nodes {
+			if ok, _ := path.Match(pat, n); ok {
+				out = append(out, n)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// loadPolicies compiles every .cue file under dir in fsys. Each file is a
+// policy of its own, so each may select its own nodes.
+func (s *Stage) loadPolicies(fsys fs.FS, dir string) []render.Diagnostic {
+	var diags []render.Diagnostic
+	var files []string
+	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() && strings.HasSuffix(p, ".cue") {
+			files = append(files, p)
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		diags = append(diags, render.Diagnostic{Pos: render.Position{File: dir}, Rule: RulePolicy,
+			Message: fmt.Sprintf("read policies: %v", err)})
+	}
+	sort.Strings(files)
+	for _, f := range files {
+		src, err := fs.ReadFile(fsys, f)
+		if err != nil {
+			diags = append(diags, render.Diagnostic{Pos: render.Position{File: f}, Rule: RulePolicy,
+				Message: fmt.Sprintf("read policy: %v", err)})
+			continue
+		}
+		p, ds := s.compilePolicy(f, src)
+		diags = append(diags, ds...)
+		if p != nil {
+			s.policies = append(s.policies, p)
+		}
+	}
+	return diags
+}
+
+func (s *Stage) compilePolicy(file string, src []byte) (*policy, []render.Diagnostic) {
+	syntax, err := parser.ParseFile(file, src)
+	if err != nil {
+		return nil, cueDiagnostics(err, RulePolicy, "policy does not parse")
+	}
+	v := s.ctx.BuildFile(syntax)
+	if err := v.Err(); err != nil {
+		return nil, cueDiagnostics(err, RulePolicy, "policy does not compile")
+	}
+	p := &policy{file: file, lines: strings.Split(string(src), "\n"), rules: map[string]*rule{}}
+	var diags []render.Diagnostic
+	prune := prunable(syntax)
+	it, err := v.Fields(cue.Optional(true))
+	if err != nil {
+		return nil, cueDiagnostics(err, RulePolicy, "policy does not evaluate")
+	}
+	for it.Next() {
+		key := it.Selector().Unquoted()
+		fv := it.Value()
+		switch {
+		case key == "nodes":
+			if err := fv.Decode(&p.nodes); err != nil {
+				diags = append(diags, posDiag(fv.Pos(), RulePolicy, "nodes: want a list of node IDs or path.Match patterns"))
+			}
+		case policyKeys[key] != "":
+			r := &rule{key: key, value: fv}
+			if prune {
+				r.keep = buildMask(fv)
+			}
+			p.rules[policyKeys[key]] = r
+		default:
+			keys := make([]string, 0, len(policyKeys))
+			for k := range policyKeys {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			diags = append(diags, posDiag(fv.Pos(), RulePolicy, fmt.Sprintf(
+				"unknown policy field %q: want nodes or one of %s (use #name or _name for helpers)", key, strings.Join(keys, ", "))))
+		}
+	}
+	return p, diags
+}
+
+// prunable reports whether a policy only names fields and constraints, so
+// a resource can be cut down to the fields it mentions before unifying.
+// Comprehensions and references to other fields of the resource need the
+// whole value.
+func prunable(f *ast.File) bool {
+	ok := true
+	imports := map[string]bool{}
+	for spec := range f.ImportSpecs() {
+		p := strings.Trim(spec.Path.Value, `"`)
+		imports[path.Base(p)] = true
+		if spec.Name != nil {
+			imports[spec.Name.Name] = true
+		}
+	}
+	ast.Walk(f, func(n ast.Node) bool {
+		switch x := n.(type) {
+		case *ast.Package, *ast.ImportDecl:
+			return false
+		case *ast.Comprehension, *ast.LetClause:
+			ok = false
+		case *ast.SelectorExpr:
+			// pkg.Func: only the package name is an identifier to check.
+			if id, isID := x.X.(*ast.Ident); isID && imports[id.Name] {
+				return false
+			}
+		case *ast.Field:
+			// Labels are not references.
+			ast.Walk(x.Value, func(n ast.Node) bool {
+				if !ok {
+					return false
+				}
+				return visitRef(n, imports, &ok)
+			}, nil)
+			return false
+		case *ast.Ident:
+			visitRef(x, imports, &ok)
+		}
+		return ok
+	}, nil)
+	return ok
+}
+
+func visitRef(n ast.Node, imports map[string]bool, ok *bool) bool {
+	switch x := n.(type) {
+	case *ast.Comprehension, *ast.LetClause:
+		*ok = false
+	case *ast.SelectorExpr:
+		if id, isID := x.X.(*ast.Ident); isID && imports[id.Name] {
+			return false
+		}
+	case *ast.Field:
+		ast.Walk(x.Value, func(n ast.Node) bool { return visitRef(n, imports, ok) }, nil)
+		return false
+	case *ast.Ident:
+		name := x.Name
+		if !strings.HasPrefix(name, "#") && !strings.HasPrefix(name, "_") && !predeclared[name] && !imports[name] {
+			*ok = false
+		}
+	}
+	return *ok
+}
+
+var predeclared = map[string]bool{
+	"string": true, "number": true, "int": true, "float": true, "bool": true, "bytes": true,
+	"null": true, "true": true, "false": true, "_": true, "len": true, "close": true, "and": true,
+	"or": true, "div": true, "mod": true, "quo": true, "rem": true, "matchN": true, "matchIf": true,
+	"int8": true, "int16": true, "int32": true, "int64": true, "int128": true, "uint": true,
+	"uint8": true, "uint16": true, "uint32": true, "uint64": true, "uint128": true,
+	"float32": true, "float64": true, "rune": true,
+}
+
+// mask is the part of a resource a constraint can see.
+type mask struct {
+	fields map[string]*mask // nil: keep the whole value
+	elem   *mask            // for lists: the mask of every element
+	list   bool
+}
+
+// buildMask follows the structure of a constraint. Wherever it is not a
+// plain open struct or a [...X] list, the value below is kept whole.
+func buildMask(v cue.Value) *mask {
+	if op, _ := v.Expr(); op == cue.OrOp || op == cue.AndOp {
+		return nil
+	}
+	switch v.IncompleteKind() {
+	case cue.StructKind:
+		if v.IsClosed() || v.LookupPath(cue.MakePath(cue.AnyString)).Exists() {
+			return nil
+		}
+		it, err := v.Fields(cue.Optional(true))
+		if err != nil {
+			return nil
+		}
+		m := &mask{fields: map[string]*mask{}}
+		for it.Next() {
+			m.fields[it.Selector().Unquoted()] = buildMask(it.Value())
+		}
+		return m
+	case cue.ListKind:
+		// Only [...X]: no fixed elements, one constraint for all.
+		it, err := v.List()
+		if err != nil || it.Next() {
+			return nil
+		}
+		elem := v.LookupPath(cue.MakePath(cue.AnyIndex))
+		if !elem.Exists() {
+			return nil
+		}
+		return &mask{list: true, elem: buildMask(elem)}
+	}
+	return nil
+}
+
+// constraintText is the source of a policy rule at pos, for messages.
+func (p *policy) constraintText(pos token.Pos) string {
+	line := pos.Line()
+	if line < 1 || line > len(p.lines) {
+		return ""
+	}
+	text := p.lines[line-1]
+	if c := pos.Column(); c >= 1 && c <= len(text) {
+		text = text[c-1:]
+	}
+	if i := strings.Index(text, "//"); i >= 0 {
+		text = text[:i]
+	}
+	return strings.TrimRight(strings.TrimSpace(text), ",")
+}
+
+// rulePos picks the position of the broken rule among an error's positions
+// in the policy file: the latest line, the first column on it.
+func (p *policy) rulePos(positions []token.Pos) (token.Pos, bool) {
+	var in []token.Pos
+	for _, pos := range positions {
+		if pos.Filename() == p.file {
+			in = append(in, pos)
+		}
+	}
+	if len(in) == 0 {
+		return token.NoPos, false
+	}
+	slices.SortFunc(in, func(a, b token.Pos) int {
+		if a.Line() != b.Line() {
+			return b.Line() - a.Line()
+		}
+		return a.Column() - b.Column()
+	})
+	return in[0], true
+}

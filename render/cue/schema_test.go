@@ -1,0 +1,116 @@
+package cue
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/legate-dev/legate/render"
+)
+
+// schemaCheck validates every decoded resource against the generated
+// schema in both JSON spellings.
+type schemaCheck struct {
+	t     *testing.T
+	stage *Stage
+	count int
+}
+
+func (c *schemaCheck) Check(resources []*render.Decoded) []render.Diagnostic {
+	var out []render.Diagnostic
+	for _, d := range resources {
+		for _, protoNames := range []bool{false, true} {
+			data, err := protojson.MarshalOptions{UseProtoNames: protoNames}.Marshal(d.Message)
+			require.NoError(c.t, err)
+			errs, err := c.stage.ValidateJSON(d.TypeURL, data)
+			require.NoError(c.t, err)
+			for _, e := range errs {
+				out = append(out, d.Diagnose(e.Field, "schema", e.Message))
+			}
+			c.count++
+		}
+	}
+	return out
+}
+
+// TestSchemaAcceptsValidCorpus renders the renderer's corpus of real
+// configurations and the examples, and checks that every resource they
+// hold satisfies the generated CUE schema.
+func TestSchemaAcceptsValidCorpus(t *testing.T) {
+	dirs := []string{"../testdata/corpus/envoy", "../testdata/corpus/marin3r", "../testdata/in/valid-targeting", "../testdata/in/envoyconfig"}
+	examples, _ := filepath.Glob("../../examples/*")
+	dirs = append(dirs, examples...)
+	check := &schemaCheck{t: t, stage: New()}
+	for _, dir := range dirs {
+		t.Run(strings.TrimLeft(dir, "./"), func(t *testing.T) {
+			if _, err := os.Stat(dir); err != nil {
+				t.Skipf("no %s", dir)
+			}
+			res := render.Render(os.DirFS(dir), render.Options{DefaultNode: "default", Checks: []render.Check{check}})
+			var schemaDiags []string
+			for _, d := range res.Diagnostics {
+				if d.Rule == "schema" {
+					schemaDiags = append(schemaDiags, d.String())
+				}
+			}
+			assert.Empty(t, schemaDiags)
+		})
+	}
+	assert.Positive(t, check.count, "no resource was checked")
+}
+
+func TestSchemaRejectsInvalid(t *testing.T) {
+	const (
+		cluster  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+		listener = "type.googleapis.com/envoy.config.listener.v3.Listener"
+		routes   = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
+	)
+	tests := []struct {
+		name, typeURL, json string
+		field, message      string
+	}{
+		{"unknown field", cluster, `{"name": "a", "conect_timeout": "1s"}`, "conect_timeout", "field not allowed"},
+		{"bad enum", cluster, `{"name": "a", "type": "STRICT"}`, "type", "matches none"},
+		{"bad duration", cluster, `{"name": "a", "connect_timeout": "5 seconds"}`, "connect_timeout", "out of bound"},
+		{"pgv min_len", cluster, `{"name": ""}`, "name", "strings.MinRunes(1)"},
+		{"pgv required name", cluster, `{"type": "STATIC"}`, "name", "required"},
+		{"oneof twice", cluster, `{"name": "a", "type": "STATIC", "cluster_type": {"name": "x"}}`, "", "oneof"},
+		{"wrong type", cluster, `{"name": "a", "per_connection_buffer_limit_bytes": true}`, "per_connection_buffer_limit_bytes", "matches none"},
+		{"port range", listener, `{"name": "l", "address": {"socket_address": {"address": "0.0.0.0", "port_value": 70000}}}`, "address.socket_address.port_value", "out of bound"},
+		{"repeated min_items", routes, `{"name": "r", "virtual_hosts": [{"name": "v", "domains": []}]}`, "virtual_hosts[0].domains", "MinItems"},
+		{"inside Any", listener, `{"name": "l", "filter_chains": [{"filters": [{"name": "hcm", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager", "stat_prefix": "x", "routeConfig": {"name": "r"}, "bogus": 1}}]}]}`, "filter_chains[0].filters[0].typed_config.bogus", "field not allowed"},
+	}
+	s := New()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs, err := s.ValidateJSON(tt.typeURL, []byte(tt.json))
+			require.NoError(t, err)
+			require.NotEmpty(t, errs)
+			var found bool
+			for _, e := range errs {
+				if e.Field == tt.field && strings.Contains(e.Message, tt.message) {
+					found = true
+				}
+				assert.NotContains(t, e.Message, "#envoy_", "message shows a generated definition name")
+			}
+			assert.True(t, found, "want %s: %s in %+v", tt.field, tt.message, errs)
+		})
+	}
+}
+
+func TestSchemaAcceptsBothSpellings(t *testing.T) {
+	s := New()
+	for _, js := range []string{
+		`{"name": "a", "connect_timeout": "0.25s", "lb_policy": "ROUND_ROBIN", "max_requests_per_connection": 5}`,
+		`{"name": "a", "connectTimeout": "0.25s", "lbPolicy": 1, "maxRequestsPerConnection": "5"}`,
+	} {
+		errs, err := s.ValidateJSON("envoy.config.cluster.v3.Cluster", []byte(js))
+		require.NoError(t, err)
+		assert.Empty(t, errs, js)
+	}
+}

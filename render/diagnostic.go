@@ -1,0 +1,135 @@
+package render
+
+import (
+	"cmp"
+	"encoding/json"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Rules name the check behind a diagnostic.
+const (
+	RuleLimit     = "limit"     // file size, total size, file count, symlinks
+	RuleSyntax    = "syntax"    // YAML or JSON that does not parse
+	RuleDocument  = "document"  // a document of no accepted shape
+	RuleNode      = "node"      // no node ID for a resource
+	RuleDecode    = "decode"    // strict protobuf decoding
+	RulePGV       = "pgv"       // Envoy's protoc-gen-validate rules
+	RuleName      = "name"      // missing or duplicate resource names
+	RuleReference = "reference" // a name that points nowhere
+	RuleListener  = "listener"  // listener rules (addresses, HTTP filters)
+	RuleRoute     = "route"     // route configuration rules (domains)
+)
+
+// String formats the diagnostic compiler-style:
+//
+//	nodes/edge/routes.yaml:14:9: route "main" virtual_hosts[0].routes[2].route.cluster: cluster "api-v2" is not defined for node "edge"
+func (d Diagnostic) String() string {
+	var subject []string
+	if d.Type != "" {
+		subject = append(subject, typeLabel(d.Type), strconv.Quote(d.Name))
+	}
+	if d.Field != "" {
+		subject = append(subject, d.Field)
+	}
+	if len(subject) == 0 {
+		return d.Pos.String() + ": " + d.Message
+	}
+	return d.Pos.String() + ": " + strings.Join(subject, " ") + ": " + d.Message
+}
+
+// SortDiagnostics orders diagnostics by file, line, column, then the rest,
+// and drops exact duplicates.
+func SortDiagnostics(ds []Diagnostic) []Diagnostic {
+	slices.SortFunc(ds, func(a, b Diagnostic) int {
+		return cmp.Or(
+			cmp.Compare(a.Pos.File, b.Pos.File),
+			cmp.Compare(a.Pos.Line, b.Pos.Line),
+			cmp.Compare(a.Pos.Column, b.Pos.Column),
+			cmp.Compare(a.Node, b.Node),
+			cmp.Compare(a.Type, b.Type),
+			cmp.Compare(a.Name, b.Name),
+			cmp.Compare(a.Field, b.Field),
+			cmp.Compare(a.Rule, b.Rule),
+			cmp.Compare(a.Message, b.Message),
+		)
+	})
+	return slices.Compact(ds)
+}
+
+// Diagnostic output formats accepted by WriteDiagnostics.
+const (
+	FormatText   = "text"
+	FormatJSON   = "json"
+	FormatGitHub = "github"
+)
+
+// WriteDiagnostics writes diagnostics in format: "text" (one compiler-style
+// line each), "json" (an array) or "github" (workflow commands that
+// annotate a pull request).
+func WriteDiagnostics(w io.Writer, format string, ds []Diagnostic) error {
+	switch format {
+	case FormatText, "":
+		for _, d := range ds {
+			if _, err := fmt.Fprintln(w, d.String()); err != nil {
+				return fmt.Errorf("write diagnostics: %w", err)
+			}
+		}
+		return nil
+	case FormatJSON:
+		if ds == nil {
+			ds = []Diagnostic{}
+		}
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		if err := enc.Encode(ds); err != nil {
+			return fmt.Errorf("write diagnostics: %w", err)
+		}
+		return nil
+	case FormatGitHub:
+		for _, d := range ds {
+			if _, err := io.WriteString(w, GitHubAnnotation(d)+"\n"); err != nil {
+				return fmt.Errorf("write diagnostics: %w", err)
+			}
+		}
+		return nil
+	default:
+		return fmt.Errorf("diagnostics format %q: want text, json or github", format)
+	}
+}
+
+// GitHubAnnotation formats a diagnostic as a GitHub Actions workflow
+// command, e.g. `::error file=a.yaml,line=3,col=5,title=reference::...`.
+func GitHubAnnotation(d Diagnostic) string {
+	var props []string
+	if d.Pos.File != "" {
+		props = append(props, "file="+escapeProperty(d.Pos.File))
+	}
+	if d.Pos.Line > 0 {
+		props = append(props, "line="+strconv.Itoa(d.Pos.Line))
+	}
+	if d.Pos.Column > 0 {
+		props = append(props, "col="+strconv.Itoa(d.Pos.Column))
+	}
+	title := "legate"
+	if d.Rule != "" {
+		title = "legate " + d.Rule
+	}
+	props = append(props, "title="+escapeProperty(title))
+	msg := d.String()
+	if d.Pos.File != "" {
+		msg = strings.TrimPrefix(msg, d.Pos.String()+": ")
+	}
+	return "::error " + strings.Join(props, ",") + "::" + escapeData(msg)
+}
+
+func escapeData(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A").Replace(s)
+}
+
+func escapeProperty(s string) string {
+	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}

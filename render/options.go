@@ -1,0 +1,123 @@
+package render
+
+import (
+	"io/fs"
+
+	"google.golang.org/protobuf/proto"
+)
+
+// Default limits applied when an Options field is zero.
+const (
+	DefaultMaxFileSize  = 10 << 20
+	DefaultMaxTotalSize = 256 << 20
+	DefaultMaxFiles     = 10000
+)
+
+// Options tune a render. The zero value is valid.
+type Options struct {
+	// DefaultNode is the node ID of resources whose file names no node by
+	// the directory convention, a legate.yaml or the document itself
+	// (`legate validate --node`). Empty means such resources are an error.
+	DefaultNode string
+	// MaxFileSize is the largest input file read, in bytes
+	// (default DefaultMaxFileSize).
+	MaxFileSize int64
+	// MaxTotalSize bounds the bytes read from all files together
+	// (default DefaultMaxTotalSize).
+	MaxTotalSize int64
+	// MaxFiles bounds the number of configuration files read
+	// (default DefaultMaxFiles).
+	MaxFiles int
+	// Generators add documents made from the tree by another language (CUE),
+	// before decoding. They run in order.
+	Generators []Generator
+	// Checks run after decoding, PGV and reference checks, on every decoded
+	// resource; their diagnostics join the others.
+	Checks []Check
+}
+
+func (o Options) withDefaults() Options {
+	if o.MaxFileSize <= 0 {
+		o.MaxFileSize = DefaultMaxFileSize
+	}
+	if o.MaxTotalSize <= 0 {
+		o.MaxTotalSize = DefaultMaxTotalSize
+	}
+	if o.MaxFiles <= 0 {
+		o.MaxFiles = DefaultMaxFiles
+	}
+	return o
+}
+
+// Document is one input file held in memory: a file of a tree, or the
+// serialized EnvoyConfig object the Kubernetes home renders.
+type Document struct {
+	// Path names the document in diagnostics, e.g. "nodes/edge/routes.yaml"
+	// or "namespace/name" for an object.
+	Path string
+	// Data is YAML or JSON, one or more documents.
+	Data []byte
+	// Nodes are the node IDs of the raw Envoy resources in Data that do not
+	// name their node themselves. Nil means: use the nodes/<nodeID>/
+	// convention on Path, then Options.DefaultNode.
+	Nodes []string
+}
+
+// Generator turns files that are not YAML or JSON (CUE packages) into
+// documents. It must be pure: no network, no clock.
+type Generator interface {
+	// Generate reads fsys (nil when rendering in-memory documents) and
+	// returns documents to render, or diagnostics naming what is wrong.
+	Generate(fsys fs.FS) ([]Document, []Diagnostic)
+}
+
+// Check is an extra rule over every decoded resource, such as a CUE policy.
+// It must be pure and must not keep or modify the messages it is given.
+type Check interface {
+	// Check returns a diagnostic for each violation; use Decoded.Locate to
+	// give each one a position.
+	Check(resources []*Decoded) []Diagnostic
+}
+
+// CheckFunc adapts a function to Check.
+type CheckFunc func(resources []*Decoded) []Diagnostic
+
+// Check calls f.
+func (f CheckFunc) Check(resources []*Decoded) []Diagnostic { return f(resources) }
+
+// Decoded is one decoded, PGV-valid resource handed to a Check.
+type Decoded struct {
+	// Nodes are the node IDs the resource belongs to.
+	Nodes []string
+	// TypeURL is the xDS type URL, Name the resource name.
+	TypeURL string
+	Name    string
+	// Message is the decoded resource. Read-only.
+	Message proto.Message
+	// Source is where the resource starts.
+	Source Position
+
+	it *item
+}
+
+// Locate returns the position of a field path inside the resource
+// ("virtual_hosts[0].routes[2].route.cluster"), falling back to the nearest
+// enclosing field that exists in the input, then to Source.
+func (d *Decoded) Locate(field string) Position {
+	if d.it == nil {
+		return d.Source
+	}
+	return d.it.locate(field)
+}
+
+// Diagnose builds a diagnostic for a field of the resource, for Checks.
+func (d *Decoded) Diagnose(field, rule, message string) Diagnostic {
+	node := ""
+	if len(d.Nodes) == 1 {
+		node = d.Nodes[0]
+	}
+	return Diagnostic{
+		Pos: d.Locate(field), Node: node, Type: d.TypeURL, Name: d.Name,
+		Field: field, Rule: rule, Message: message,
+	}
+}

@@ -1,0 +1,139 @@
+package render
+
+import (
+	"cmp"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+)
+
+// index maps node → type URL → name → the item defining it.
+type index map[string]map[string]map[string]*item
+
+func (x index) get(node, typeURL, name string) *item {
+	return x[node][typeURL][name]
+}
+
+func (x index) put(node, typeURL, name string, it *item) {
+	byType := x[node]
+	if byType == nil {
+		byType = map[string]map[string]*item{}
+		x[node] = byType
+	}
+	byName := byType[typeURL]
+	if byName == nil {
+		byName = map[string]*item{}
+		byType[typeURL] = byName
+	}
+	byName[name] = it
+}
+
+// names gives every item its name, reports missing names and nodes, and
+// builds the per-node index, reporting duplicates.
+func (r *renderer) names() {
+	slices.SortStableFunc(r.items, func(a, b *item) int {
+		pa, pb := a.pos(), b.pos()
+		return cmp.Or(cmp.Compare(pa.File, pb.File), cmp.Compare(pa.Line, pb.Line), cmp.Compare(pa.Column, pb.Column))
+	})
+	r.index = index{}
+	r.failed = index{}
+	for _, it := range r.items {
+		if it.msg == nil && it.ext == nil {
+			// Remember what failed to decode so that references to it do
+			// not add a second, misleading diagnostic.
+			if it.kind != nil {
+				for _, n := range it.nodes {
+					r.failed.put(n, it.kind.url, it.displayName(), it)
+				}
+			}
+			continue
+		}
+		if it.ext == nil && it.name == "" {
+			it.name = it.kind.name(it.msg)
+			if it.name == "" && it.autoName {
+				it.name = listenerAutoName(it.msg.(*listenerv3.Listener))
+			}
+		}
+		name := it.displayName()
+		if name == "" {
+			// Reported by validate unless a PGV rule already says so.
+			it.unnamed = true
+			continue
+		}
+		if len(it.nodes) == 0 {
+			r.add(it.diag(nil, RuleNode, "no node ID for this resource: put the file under nodes/<nodeID>/, list nodeIDs in a legate.yaml in a parent directory, or pass --node"))
+			continue
+		}
+		for _, n := range it.nodes {
+			if first := r.index.get(n, it.kind.url, name); first != nil {
+				d := it.diag(nil, RuleName, fmt.Sprintf("duplicate %s name %q for node %q: first defined at %s", it.kind.label, name, n, first.pos()))
+				d.Node = n
+				r.add(d)
+				continue
+			}
+			r.index.put(n, it.kind.url, name, it)
+		}
+	}
+}
+
+// references resolves the names collected by validate and checks the
+// rules that span resources of a node.
+func (r *renderer) references() {
+	for _, rf := range r.refs {
+		for _, n := range rf.it.nodes {
+			if r.index.get(n, rf.target, rf.name) != nil || r.failed.get(n, rf.target, rf.name) != nil {
+				continue
+			}
+			if rf.target == EndpointType && r.generatedEndpoints[n+"\x00"+rf.name] {
+				continue
+			}
+			what := "defined"
+			if rf.target == SecretType {
+				what = "defined or declared external"
+			}
+			d := rf.it.diag(nil, RuleReference, fmt.Sprintf("%s %q is not %s for node %q", typeLabel(rf.target), rf.name, what, n))
+			d.Field = joinPath(rf.path)
+			d.Pos = rf.it.locate(d.Field)
+			d.Node = n
+			r.add(d)
+		}
+	}
+	r.listenerAddresses()
+}
+
+// listenerAddresses reports two listeners of a node bound to the same
+// address, port and protocol.
+func (r *renderer) listenerAddresses() {
+	type key struct{ node, addr string }
+	seen := map[key]*item{}
+	for _, it := range r.items {
+		l, ok := it.msg.(*listenerv3.Listener)
+		if !ok || l.GetApiListener() != nil || l.GetInternalListener() != nil {
+			continue
+		}
+		if b := l.GetBindToPort(); b != nil && !b.GetValue() {
+			continue
+		}
+		sa := l.GetAddress().GetSocketAddress()
+		if sa == nil {
+			continue
+		}
+		addr := sa.GetProtocol().String() + " " + net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
+		for _, n := range it.nodes {
+			k := key{n, addr}
+			if first, dup := seen[k]; dup && first != it {
+				d := it.diag(nil, RuleListener, fmt.Sprintf("address %s is already used by listener %q (%s) on node %q",
+					net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)), first.displayName(), first.pos(), n))
+				d.Field = "address"
+				d.Pos = it.locate("address.socket_address")
+				d.Node = n
+				r.add(d)
+				continue
+			}
+			seen[k] = it
+		}
+	}
+}

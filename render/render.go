@@ -1,0 +1,260 @@
+package render
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	yaml "go.yaml.in/yaml/v3"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoregistry"
+)
+
+// Render reads every YAML and JSON file of fsys, decodes and validates the
+// Envoy resources they hold and renders them per node. Files name their
+// node by the documented conventions (see Load). The result holds either
+// the node configurations or every diagnostic, never both.
+func Render(fsys fs.FS, opts Options) *Result {
+	opts = opts.withDefaults()
+	docs, diags := Load(fsys, opts)
+	for _, g := range opts.Generators {
+		more, ds := g.Generate(fsys)
+		docs = append(docs, more...)
+		diags = append(diags, ds...)
+	}
+	return renderDocuments(docs, opts, diags)
+}
+
+// RenderDocuments renders in-memory documents, such as the EnvoyConfig
+// objects the Kubernetes home watches. Generators are not run.
+func RenderDocuments(docs []Document, opts Options) *Result {
+	return renderDocuments(docs, opts.withDefaults(), nil)
+}
+
+// renderer carries one render's state. It is not safe for concurrent use.
+type renderer struct {
+	opts    Options
+	diags   []Diagnostic
+	items   []*item
+	skipped int
+	src     []byte // the file being classified
+	jw      jsonWriter
+	// generatedEndpoints are node+"\x00"+cluster keys of load assignments
+	// the home builds (MARIN3R generateFromEndpointSlices).
+	generatedEndpoints map[string]bool
+	refs               []ref
+	index              index
+	failed             index // resources that did not decode
+}
+
+func (r *renderer) add(d Diagnostic) { r.diags = append(r.diags, d) }
+
+func (r *renderer) addf(pos Position, rule, format string, args ...any) {
+	r.add(Diagnostic{Pos: pos, Rule: rule, Message: fmt.Sprintf(format, args...)})
+}
+
+func renderDocuments(docs []Document, opts Options, diags []Diagnostic) *Result {
+	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}}
+	for _, d := range docs {
+		r.document(d)
+	}
+	r.decodeAll()
+	r.names()
+	decoded := r.validate()
+	r.references()
+	for _, c := range opts.Checks {
+		r.diags = append(r.diags, c.Check(decoded)...)
+	}
+	res := &Result{}
+	if len(r.diags) > 0 {
+		res.Diagnostics = SortDiagnostics(r.diags)
+		return res
+	}
+	res.Nodes = r.output()
+	return res
+}
+
+// document parses one input document and classifies what it holds.
+func (r *renderer) document(d Document) {
+	nodes := d.Nodes
+	if nodes == nil {
+		nodes = pathNodes(d.Path)
+	}
+	if nodes == nil && r.opts.DefaultNode != "" {
+		nodes = []string{r.opts.DefaultNode}
+	}
+	roots, err := parseDocuments(d.Data)
+	if err != nil {
+		r.add(syntaxDiagnostic(d.Path, err))
+	}
+	r.src = d.Data
+	for _, root := range roots {
+		r.classify(d.Path, root, nodes)
+	}
+	r.src = nil
+}
+
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+func syntaxDiagnostic(file string, err error) Diagnostic {
+	d := Diagnostic{Pos: Position{File: file}, Rule: RuleSyntax, Message: err.Error()}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		d.Message = strings.Join(te.Errors, "; ")
+	}
+	if m := yamlLine.FindStringSubmatch(d.Message); m != nil {
+		d.Pos.Line, _ = strconv.Atoi(m[1])
+		d.Message = m[2]
+	}
+	d.Message = strings.TrimPrefix(d.Message, "yaml: ")
+	return d
+}
+
+var protojsonPos = regexp.MustCompile(`^proto:\s*(?:syntax error )?\(line (\d+):(\d+)\): (.*)$`)
+
+// decodeAll strictly decodes every item's resource message, in parallel.
+func (r *renderer) decodeAll() {
+	diags := make([]*Diagnostic, len(r.items))
+	parallel(len(r.items), func(i int) {
+		it := r.items[i]
+		if it.ext != nil {
+			return
+		}
+		jw := writers.Get().(*jsonWriter)
+		m := it.kind.new()
+		if d := decodeWith(jw, it, m); d != nil {
+			diags[i] = d
+		} else {
+			it.msg = m
+		}
+		writers.Put(jw)
+	})
+	for _, d := range diags {
+		if d != nil {
+			r.add(*d)
+		}
+	}
+}
+
+var writers = sync.Pool{New: func() any { return &jsonWriter{} }}
+
+// decodeInto decodes it.root into m, reporting a failure.
+func (r *renderer) decodeInto(it *item, m proto.Message) bool {
+	if d := decodeWith(&r.jw, it, m); d != nil {
+		r.add(*d)
+		return false
+	}
+	return true
+}
+
+// decodeWith decodes it.root into m with protojson, rejecting unknown
+// fields, and returns a diagnostic at the YAML node the error points at.
+func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
+	jw.reset()
+	if err := jw.writeResource(it.root, it.skip...); err != nil {
+		var ne *nodeError
+		var d Diagnostic
+		if errors.As(err, &ne) {
+			d = it.diag(ne.node, RuleDecode, ne.msg)
+		} else {
+			d = it.diag(nil, RuleDecode, err.Error())
+		}
+		return &d
+	}
+	err := protojson.UnmarshalOptions{Resolver: protoregistry.GlobalTypes}.Unmarshal(jw.buf, m)
+	if err == nil {
+		return nil
+	}
+	msg := strings.ReplaceAll(err.Error(), "\u00a0", " ")
+	var at *yaml.Node
+	if mm := protojsonPos.FindStringSubmatch(msg); mm != nil {
+		col, _ := strconv.Atoi(mm[2])
+		at = jw.nodeAt(col)
+		msg = mm[3]
+	}
+	msg = strings.TrimPrefix(msg, "proto: ")
+	d := it.diag(at, RuleDecode, msg)
+	return &d
+}
+
+// diag builds a diagnostic about an item at node n (the item when nil).
+func (it *item) diag(n *yaml.Node, rule, msg string) Diagnostic {
+	d := Diagnostic{Pos: it.pos(), Rule: rule, Message: msg}
+	if it.kind != nil {
+		d.Type = it.kind.url
+		d.Name = it.displayName()
+	}
+	if len(it.nodes) == 1 {
+		d.Node = it.nodes[0]
+	}
+	if n != nil {
+		d.Pos = nodePos(it.file, n)
+		if segs := pathTo(it.root, n); len(segs) > 0 {
+			d.Field = joinPath(segs)
+		}
+	}
+	return d
+}
+
+// displayName is the resource's name, read from the input when the
+// message is not decoded.
+func (it *item) displayName() string {
+	if it.ext != nil {
+		return it.ext.Name
+	}
+	if it.name != "" {
+		return it.name
+	}
+	if it.msg != nil {
+		return it.kind.name(it.msg)
+	}
+	if it.autoName {
+		if n := scalar(mapValue(it.root, "name")); n != "" {
+			return n
+		}
+		sa := mapValue(mapValue(it.root, "address"), "socket_address")
+		if sa == nil {
+			sa = mapValue(mapValue(it.root, "address"), "socketAddress")
+		}
+		port := scalar(mapValue(sa, "port_value")) + scalar(mapValue(sa, "portValue"))
+		return scalar(mapValue(sa, "address")) + ":" + port
+	}
+	if it.kind != nil && it.kind.url == EndpointType {
+		return scalar(mapValue(it.root, "cluster_name")) + scalar(mapValue(it.root, "clusterName"))
+	}
+	return scalar(mapValue(it.root, "name"))
+}
+
+// parallel calls fn(i) for i in [0, n) on up to GOMAXPROCS goroutines.
+func parallel(n int, fn func(i int)) {
+	workers := min(runtime.GOMAXPROCS(0), n)
+	if workers <= 1 {
+		for i := 0; i < n; i++ {
+			fn(i)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				fn(i)
+			}
+		}()
+	}
+	wg.Wait()
+}

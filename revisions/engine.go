@@ -1,0 +1,381 @@
+package revisions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sources"
+)
+
+// Defaults of Options.
+const (
+	DefaultHistory   = 10
+	DefaultThreshold = 1.0
+	DefaultTimeout   = 30 * time.Second
+)
+
+// Options configure an Engine. Store and Publisher are required.
+type Options struct {
+	Store     Store
+	Publisher Publisher
+	// Clock defaults to the wall clock.
+	Clock Clock
+	// History bounds each node's history (default DefaultHistory).
+	History int
+	// Threshold is the share of a node's proxies that must reject a
+	// publication to taint it, in (0, 1] (default DefaultThreshold).
+	Threshold float64
+	// Timeout is how long to wait for every proxy to answer before judging
+	// a publication on the answers at hand (default DefaultTimeout).
+	Timeout time.Duration
+	// TickInterval is how often Run checks answer timeouts (default 1s).
+	TickInterval time.Duration
+	// Registerer receives the engine's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	Log        logr.Logger
+}
+
+// Engine keeps each node's revision history, publishes through a Publisher,
+// judges publications from the proxies' answers and rolls back tainted
+// ones. All exported methods are safe for concurrent use. ObserveProxy only
+// queues; Run must be running for answers and timeouts to take effect.
+type Engine struct {
+	store     Store
+	publisher Publisher
+	clock     Clock
+	log       logr.Logger
+	history   int
+	threshold float64
+	timeout   time.Duration
+	tick      time.Duration
+	metrics   *metrics
+
+	mu       sync.Mutex // guards everything below and serializes store writes
+	restored bool
+	nodes    map[string]*nodeState
+	outbound []Outcome // collected under mu, delivered by unlock
+
+	queue eventQueue
+
+	notifyMu sync.Mutex // held while delivering, so outcomes arrive in order
+	subsMu   sync.Mutex
+	subs     []func(Outcome)
+}
+
+// nodeState is the engine's memory of one node ID. The store holds the same
+// record and revisions.
+type nodeState struct {
+	rec   NodeRecord
+	revs  map[string]*Revision
+	track *tracker
+	// base is the publish rule's state; state refines it with the verdict.
+	base    State
+	state   State
+	verdict verdict
+	// announce: outcomes of the current publication are reported (it was
+	// made for new content, not as a rollback or a restart).
+	announce bool
+	// finalSent: success or failure was already reported for it.
+	finalSent bool
+	// changed holds revisions to write at the next commit; dirty asks for
+	// every revision because a previous commit failed.
+	changed map[string]bool
+	dirty   bool
+}
+
+// New returns an Engine. Call Restore before anything else.
+func New(opts Options) (*Engine, error) {
+	if opts.Store == nil || opts.Publisher == nil {
+		return nil, errors.New("revisions engine needs a Store and a Publisher")
+	}
+	e := &Engine{
+		store:     opts.Store,
+		publisher: opts.Publisher,
+		clock:     opts.Clock,
+		log:       opts.Log,
+		history:   opts.History,
+		threshold: opts.Threshold,
+		timeout:   opts.Timeout,
+		tick:      opts.TickInterval,
+		nodes:     map[string]*nodeState{},
+	}
+	if e.clock == nil {
+		e.clock = realClock{}
+	}
+	if e.history == 0 {
+		e.history = DefaultHistory
+	}
+	if e.history < 1 {
+		return nil, fmt.Errorf("history must be at least 1, got %d", e.history)
+	}
+	if e.threshold == 0 {
+		e.threshold = DefaultThreshold
+	}
+	if e.threshold < 0 || e.threshold > 1 {
+		return nil, fmt.Errorf("taint threshold must be in (0, 1], got %g", e.threshold)
+	}
+	if e.timeout == 0 {
+		e.timeout = DefaultTimeout
+	}
+	if e.tick == 0 {
+		e.tick = time.Second
+	}
+	e.queue.init()
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	e.metrics = m
+	return e, nil
+}
+
+// Restore loads the store and re-publishes, for every node, its newest
+// untainted revision under fresh versions, so proxies are served before the
+// first fetch. A tainted revision is never re-published: a node whose
+// revisions are all tainted is left unpublished in RollbackFailed.
+func (e *Engine) Restore(ctx context.Context) error {
+	data, err := e.store.Load(ctx)
+	if err != nil {
+		return fmt.Errorf("load revisions from the store: %w", err)
+	}
+	defer e.unlock()
+	e.mu.Lock()
+	if e.restored {
+		return errors.New("revisions engine already restored")
+	}
+	e.restored = true
+	now := e.clock.Now()
+	var errs []error
+	for _, d := range data {
+		n := e.nodeFor(d.Record.Node)
+		n.rec = d.Record
+		for _, r := range d.Revisions {
+			n.revs[r.Hash] = r
+		}
+		hist := n.rec.History[:0:0]
+		for _, h := range n.rec.History {
+			if n.revs[h] != nil {
+				hist = append(hist, h)
+			} else {
+				e.log.Info("history names a revision missing from the store; dropping it", "node", d.Record.Node, "revision", h)
+			}
+		}
+		n.rec.History = hist
+		var orphans []string
+		for h := range n.revs {
+			if !slices.Contains(hist, h) {
+				orphans = append(orphans, h)
+				delete(n.revs, h)
+			}
+		}
+		// Nothing is served after a restart until we publish again.
+		n.rec.Published, n.rec.Version = "", ""
+		e.reconcile(n, now, true, false)
+		if err := e.commit(ctx, n, orphans); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Apply records one rendered configuration of node and publishes per the
+// publish rule. New content becomes a new revision on top of the history;
+// content seen before moves its revision to the top and takes origin as its
+// origin. Content that was tainted stays tainted and is not published.
+// The engine keeps cfg: the caller must not modify it afterwards. An error
+// from the store is returned after the publication has been made; the
+// engine rewrites the node in full at its next successful write.
+func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig, origin sources.Origin) error {
+	if node == "" || cfg == nil || cfg.Hash == "" {
+		return errors.New("apply needs a node ID and a rendered config with a hash")
+	}
+	if cfg.NodeID != "" && cfg.NodeID != node {
+		return fmt.Errorf("config rendered for node %q applied to node %q", cfg.NodeID, node)
+	}
+	defer e.unlock()
+	e.mu.Lock()
+	if !e.restored {
+		return errors.New("revisions engine not restored: call Restore first")
+	}
+	now := e.clock.Now()
+	n := e.nodeFor(node)
+	rev := n.revs[cfg.Hash]
+	if rev == nil {
+		rev = &Revision{Node: node, Hash: cfg.Hash, Origin: origin, Config: cfg, CreatedAt: now}
+		n.revs[cfg.Hash] = rev
+		e.metrics.revisions.WithLabelValues(node).Inc()
+	} else {
+		rev.Origin = origin
+	}
+	n.changed[rev.Hash] = true
+	n.rec.History = moveToTop(n.rec.History, rev.Hash)
+
+	gen := n.rec.Generation
+	e.reconcile(n, now, false, true)
+	if n.rec.Generation == gen {
+		// Nothing was published (a refusal reports itself): tell the origin
+		// where its content stands.
+		e.reportStanding(n, rev, now)
+	}
+	keep, drop := prune(n.rec.History, n.rec.Published, e.history)
+	n.rec.History = keep
+	for _, h := range drop {
+		delete(n.revs, h)
+		delete(n.changed, h)
+	}
+	return e.commit(ctx, n, drop)
+}
+
+// ClearTaint removes the taint of one revision and publishes again per the
+// publish rule; if the revision is the one served, it is re-published under
+// fresh versions so every proxy receives it again.
+func (e *Engine) ClearTaint(ctx context.Context, node, hash string) error {
+	defer e.unlock()
+	e.mu.Lock()
+	n := e.nodes[node]
+	if n == nil || n.revs[hash] == nil {
+		return fmt.Errorf("revision %q of node %q: %w", hash, node, ErrNotFound)
+	}
+	rev := n.revs[hash]
+	if rev.Taint == nil {
+		return nil
+	}
+	rev.Taint = nil
+	n.changed[hash] = true
+	e.reconcile(n, e.clock.Now(), n.rec.Published == hash, true)
+	return e.commit(ctx, n, nil)
+}
+
+// reconcile publishes what the publish rule chooses, tainting revisions the
+// Publisher refuses. force re-publishes even an unchanged choice; announce
+// reports the publication's outcomes. Called with mu held.
+func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
+	for {
+		c := choose(n.candidates())
+		served := n.revs[n.rec.Published]
+		plan := planPublish(c, n.rec.Published, served != nil && served.Taint != nil, force)
+		n.base = c.State
+		if !plan.Publish {
+			e.setState(n, combineState(n.base, n.verdict))
+			return
+		}
+		rev := n.revs[plan.Hash]
+		n.rec.Generation++
+		version, types := assignVersions(rev.Config, n.rec.Types, n.rec.Generation, plan.Fresh)
+		if err := e.publisher.Publish(rev.Node, publication(rev.Config, version, types)); err != nil {
+			e.log.Error(err, "xDS server refused a revision; tainting it", "node", rev.Node, "revision", rev.Hash)
+			rev.Taint = &Taint{At: now, Message: "the xDS server refused the revision: " + err.Error()}
+			n.changed[rev.Hash] = true
+			e.metrics.taints.WithLabelValues(rev.Node).Inc()
+			e.emit(Outcome{Node: rev.Node, Hash: rev.Hash, Origin: rev.Origin, Status: OutcomeFailure, Description: rev.Taint.Message, Time: now})
+			force = false
+			continue
+		}
+		n.rec.Published, n.rec.Version, n.rec.Types = rev.Hash, version, types
+		rev.PublishedAt = now
+		n.changed[rev.Hash] = true
+		n.track.reset(version, now)
+		n.verdict = verdictPending
+		n.announce, n.finalSent = announce, false
+		e.metrics.publishes.WithLabelValues(rev.Node).Inc()
+		if c.State == StateRollback {
+			e.metrics.rollbacks.WithLabelValues(rev.Node).Inc()
+			e.log.Info("rolled back", "node", rev.Node, "revision", rev.Hash, "version", version)
+		}
+		e.setState(n, combineState(n.base, n.verdict))
+		if announce {
+			e.emit(e.outcome(n, rev, OutcomePending, "published, waiting for the proxies to answer", now))
+		}
+		// The verdict may already be in (nobody connected, or a timeout of 0).
+		return
+	}
+}
+
+// reportStanding reports, for an origin whose content was not published
+// anew, where that content stands.
+func (e *Engine) reportStanding(n *nodeState, rev *Revision, now time.Time) {
+	switch {
+	case rev.Taint != nil:
+		e.emit(Outcome{
+			Node: rev.Node, Hash: rev.Hash, Origin: rev.Origin, Status: OutcomeFailure,
+			State: n.state, Description: "content rejected before: " + rev.Taint.Message,
+			Rejections: rev.Taint.Proxies, Time: now,
+		})
+	case rev.Hash == n.rec.Published:
+		n.announce = true
+		switch n.verdict {
+		case verdictAccepted, verdictDegraded:
+			n.finalSent = true
+			e.emit(e.outcome(n, rev, OutcomeSuccess, successText(n), now))
+		default:
+			e.emit(e.outcome(n, rev, OutcomePending, "published, waiting for the proxies to answer", now))
+		}
+	}
+}
+
+// commit writes the node's changed revisions, its record and deletions.
+// Called with mu held.
+func (e *Engine) commit(ctx context.Context, n *nodeState, drop []string) error {
+	u := Update{Record: n.rec, Delete: drop}
+	u.Record.History = append([]string(nil), n.rec.History...)
+	for h, r := range n.revs {
+		if n.dirty || n.changed[h] {
+			cp := *r
+			u.Put = append(u.Put, &cp)
+		}
+	}
+	if err := e.store.Commit(ctx, u); err != nil {
+		n.dirty = true
+		return fmt.Errorf("store revisions of node %q: %w", n.rec.Node, err)
+	}
+	n.dirty = false
+	clear(n.changed)
+	return nil
+}
+
+func (e *Engine) nodeFor(id string) *nodeState {
+	n := e.nodes[id]
+	if n == nil {
+		n = &nodeState{
+			rec:     NodeRecord{Node: id},
+			revs:    map[string]*Revision{},
+			track:   newTracker(),
+			changed: map[string]bool{},
+		}
+		e.nodes[id] = n
+	}
+	return n
+}
+
+func (n *nodeState) candidates() []candidate {
+	out := make([]candidate, len(n.rec.History))
+	for i, h := range n.rec.History {
+		out[i] = candidate{Hash: h, Tainted: n.revs[h].Taint != nil}
+	}
+	return out
+}
+
+func (e *Engine) setState(n *nodeState, s State) {
+	if n.state == s {
+		return
+	}
+	n.state = s
+	e.metrics.setState(n.rec.Node, s)
+}
+
+// publication builds what the Publisher receives.
+func publication(cfg *render.NodeConfig, version string, types map[string]TypeVersion) Publication {
+	p := Publication{Version: version, Types: make(map[string]PublishedType, len(types))}
+	for url, tv := range types {
+		p.Types[url] = PublishedType{Version: tv.Version, Resources: cfg.Types[url].Resources}
+	}
+	return p
+}

@@ -1,0 +1,133 @@
+package revisions
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sources"
+)
+
+// OutcomeStatus is the feedback for one origin (a commit) on one node.
+type OutcomeStatus string
+
+const (
+	// OutcomePending: published, waiting for the proxies to answer.
+	OutcomePending OutcomeStatus = "pending"
+	// OutcomeSuccess: the proxies accepted it (Degraded counts: it stays
+	// published; Description says who rejected it).
+	OutcomeSuccess OutcomeStatus = "success"
+	// OutcomeFailure: validation rejected it, or the proxies (or the xDS
+	// server) rejected it and it was rolled back.
+	OutcomeFailure OutcomeStatus = "failure"
+)
+
+// Outcome is one piece of feedback for a reporter (commit statuses,
+// events). For a validation failure Node and Hash are empty and Diagnostics
+// holds the renderer's messages.
+type Outcome struct {
+	Node   string         `json:"node,omitempty"`
+	Hash   string         `json:"hash,omitempty"`
+	Origin sources.Origin `json:"origin"`
+	Status OutcomeStatus  `json:"status"`
+	// State is the node's state after the event.
+	State State `json:"state,omitempty"`
+	// Description is one line for people; for rejections it carries the
+	// proxies' own error text.
+	Description string              `json:"description"`
+	Rejections  []ProxyRejection    `json:"rejections,omitempty"`
+	Diagnostics []render.Diagnostic `json:"diagnostics,omitempty"`
+	Time        time.Time           `json:"time"`
+}
+
+// Subscribe registers fn to receive every Outcome, in the order they
+// happen. fn is called from the goroutine that caused the outcome (Apply,
+// ClearTaint, RecordValidationFailure or Run) after the engine's lock is
+// released; it must return quickly (queue to an Outbox, for example) and
+// must not call Apply, ClearTaint, Restore or RecordValidationFailure.
+func (e *Engine) Subscribe(fn func(Outcome)) {
+	e.subsMu.Lock()
+	defer e.subsMu.Unlock()
+	e.subs = append(e.subs, fn)
+}
+
+// RecordValidationFailure reports that the snapshot from origin failed
+// validation: nothing is published, and subscribers get a failure carrying
+// the first diagnostics.
+func (e *Engine) RecordValidationFailure(origin sources.Origin, diags []render.Diagnostic) {
+	defer e.unlock()
+	e.mu.Lock()
+	e.metrics.validationFailures.WithLabelValues(origin.Source).Inc()
+	e.emit(Outcome{
+		Origin: origin, Status: OutcomeFailure, Description: diagnosticsSummary(diags),
+		Diagnostics: diags, Time: e.clock.Now(),
+	})
+}
+
+// diagnosticsSummary renders the first diagnostics compiler-style on one
+// line.
+func diagnosticsSummary(diags []render.Diagnostic) string {
+	const shown = 3
+	if len(diags) == 0 {
+		return "validation failed"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "validation failed with %d problem", len(diags))
+	if len(diags) > 1 {
+		b.WriteString("s")
+	}
+	for i, d := range diags {
+		if i == shown {
+			fmt.Fprintf(&b, "; and %d more", len(diags)-shown)
+			break
+		}
+		fmt.Fprintf(&b, "; %s: %s", d.Pos, d.Message)
+		if d.Rule != "" {
+			fmt.Fprintf(&b, " [%s]", d.Rule)
+		}
+	}
+	return b.String()
+}
+
+// emit queues an outcome for delivery when the engine's lock is released.
+// Called with mu held.
+func (e *Engine) emit(o Outcome) { e.outbound = append(e.outbound, o) }
+
+func (e *Engine) outcome(n *nodeState, rev *Revision, s OutcomeStatus, desc string, now time.Time) Outcome {
+	return Outcome{
+		Node: rev.Node, Hash: rev.Hash, Origin: rev.Origin, Status: s,
+		State: n.state, Description: desc, Time: now,
+	}
+}
+
+func successText(n *nodeState) string {
+	t := n.track.tally()
+	if t.Rejected == 0 {
+		return fmt.Sprintf("accepted by %d of %d proxies", t.Accepted, t.Population)
+	}
+	return "degraded, not rolled back: " + taintMessage(n.track.rejections(), t.Population)
+}
+
+// unlock releases mu and delivers the outcomes collected under it. The
+// delivery lock is taken before mu is released, so outcomes reach
+// subscribers in the order they were decided.
+func (e *Engine) unlock() {
+	out := e.outbound
+	e.outbound = nil
+	e.notifyMu.Lock()
+	e.mu.Unlock()
+	defer e.notifyMu.Unlock()
+	if len(out) == 0 {
+		return
+	}
+	e.subsMu.Lock()
+	subs := slices.Clone(e.subs)
+	e.subsMu.Unlock()
+	for _, o := range out {
+		for _, fn := range subs {
+			fn(o)
+		}
+	}
+}

@@ -1,0 +1,140 @@
+package revisions
+
+import (
+	"context"
+	"sync"
+	"time"
+)
+
+// eventQueue hands proxy events from the xDS server's stream goroutines to
+// the engine without blocking them: appending takes a short lock of its own,
+// never the engine's.
+type eventQueue struct {
+	mu     sync.Mutex
+	events []ProxyEvent
+	wake   chan struct{}
+}
+
+func (q *eventQueue) init() { q.wake = make(chan struct{}, 1) }
+
+func (q *eventQueue) push(ev ProxyEvent) {
+	q.mu.Lock()
+	q.events = append(q.events, ev)
+	q.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (q *eventQueue) take() []ProxyEvent {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	evs := q.events
+	q.events = nil
+	return evs
+}
+
+// ObserveProxy queues what a proxy did; Run applies it. It never blocks on
+// the engine, so the xDS server may call it from any goroutine, including
+// while it holds its own locks.
+func (e *Engine) ObserveProxy(ev ProxyEvent) { e.queue.push(ev) }
+
+// Run applies queued proxy events and checks answer timeouts every
+// TickInterval until ctx ends. Run it once, after Restore.
+func (e *Engine) Run(ctx context.Context) error {
+	t := time.NewTicker(e.tick)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-e.queue.wake:
+			e.drain(ctx)
+		case <-t.C:
+			e.Tick(e.clock.Now())
+		}
+	}
+}
+
+// Tick judges every publication whose answer timeout has passed at now.
+// Run calls it; tests and other drivers may call it with their own clock.
+func (e *Engine) Tick(now time.Time) {
+	defer e.unlock()
+	e.mu.Lock()
+	for _, n := range e.nodes {
+		e.evaluate(context.Background(), n, now)
+	}
+}
+
+// drain applies every queued event, then judges the nodes they touched.
+func (e *Engine) drain(ctx context.Context) {
+	evs := e.queue.take()
+	if len(evs) == 0 {
+		return
+	}
+	defer e.unlock()
+	e.mu.Lock()
+	touched := map[*nodeState]bool{}
+	for _, ev := range evs {
+		if ev.Node == "" || ev.Proxy == "" {
+			continue
+		}
+		n := e.nodeFor(ev.Node)
+		if n.track.observe(ev) {
+			touched[n] = true
+		}
+	}
+	now := e.clock.Now()
+	for n := range touched {
+		e.evaluate(ctx, n, now)
+		if len(n.rec.History) == 0 && len(n.track.proxies) == 0 {
+			delete(e.nodes, n.rec.Node)
+		}
+	}
+}
+
+// maxTaintProxies bounds the rejections a taint records (sorted by proxy);
+// the message still counts them all.
+const maxTaintProxies = 50
+
+// evaluate judges the node's current publication and acts on a new verdict:
+// a taint is stored before the rollback is published. Called with mu held.
+func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
+	if n.track.version == "" {
+		return
+	}
+	t := n.track.tally()
+	v := judge(t, e.threshold, now.Sub(n.track.since) >= e.timeout)
+	if v == n.verdict {
+		return
+	}
+	n.verdict = v
+	rev := n.revs[n.rec.Published]
+	if v == verdictTainted && rev.Taint == nil {
+		rej := n.track.rejections()
+		rev.Taint = &Taint{At: now, Proxies: rej[:min(len(rej), maxTaintProxies)], Message: taintMessage(rej, t.Population)}
+		n.changed[rev.Hash] = true
+		e.metrics.taints.WithLabelValues(rev.Node).Inc()
+		e.log.Info("revision tainted", "node", rev.Node, "revision", rev.Hash, "commit", rev.Origin.Commit, "message", rev.Taint.Message)
+		// Persist the taint before acting on it: a crash after the rollback
+		// must not re-publish the rejected revision on restart.
+		if err := e.commit(ctx, n, nil); err != nil {
+			e.log.Error(err, "could not store a taint; will retry with the next write", "node", rev.Node, "revision", rev.Hash)
+		}
+		e.reconcile(n, now, false, false)
+		if err := e.commit(ctx, n, nil); err != nil {
+			e.log.Error(err, "could not store a rollback; will retry with the next write", "node", rev.Node)
+		}
+		e.emit(Outcome{
+			Node: rev.Node, Hash: rev.Hash, Origin: rev.Origin, Status: OutcomeFailure, State: n.state,
+			Description: rev.Taint.Message, Rejections: rev.Taint.Proxies, Time: now,
+		})
+		return
+	}
+	e.setState(n, combineState(n.base, n.verdict))
+	if (v == verdictAccepted || v == verdictDegraded) && n.announce && !n.finalSent {
+		n.finalSent = true
+		e.emit(e.outcome(n, rev, OutcomeSuccess, successText(n), now))
+	}
+}

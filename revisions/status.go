@@ -1,0 +1,114 @@
+package revisions
+
+import (
+	"slices"
+	"time"
+)
+
+// NodeStatus is the state of one node ID for the status API.
+type NodeStatus struct {
+	NodeID string `json:"nodeID"`
+	State  State  `json:"state"`
+	// Published is the revision served now; nil when nothing is.
+	Published *PublishedStatus `json:"published,omitempty"`
+	// History is newest first.
+	History []RevisionStatus `json:"history"`
+	// Answers counts the proxies' answers to the current publication.
+	Answers AnswerCounts `json:"answers"`
+}
+
+// PublishedStatus names the revision served to a node.
+type PublishedStatus struct {
+	Hash    string `json:"hash"`
+	Version string `json:"version"`
+	Commit  string `json:"commit,omitempty"`
+	// Revision is the origin in Flux's form, e.g. "main@sha1:<sha>".
+	Revision string `json:"revision,omitempty"`
+	Source   string `json:"source,omitempty"`
+}
+
+// RevisionStatus is one history entry.
+type RevisionStatus struct {
+	Hash        string     `json:"hash"`
+	Commit      string     `json:"commit,omitempty"`
+	Revision    string     `json:"revision,omitempty"`
+	Source      string     `json:"source,omitempty"`
+	CreatedAt   time.Time  `json:"createdAt"`
+	PublishedAt *time.Time `json:"publishedAt,omitempty"`
+	Tainted     bool       `json:"tainted"`
+	Taint       *Taint     `json:"taint,omitempty"`
+}
+
+// AnswerCounts summarizes the proxies' answers to the current publication.
+type AnswerCounts struct {
+	Connected int `json:"connected"`
+	Accepted  int `json:"accepted"`
+	Rejected  int `json:"rejected"`
+}
+
+// Nodes returns the status of every node with a history, sorted by node ID.
+func (e *Engine) Nodes() []NodeStatus {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	out := make([]NodeStatus, 0, len(e.nodes))
+	for _, n := range e.nodes {
+		if len(n.rec.History) > 0 {
+			out = append(out, n.status())
+		}
+	}
+	slices.SortFunc(out, func(a, b NodeStatus) int {
+		switch {
+		case a.NodeID < b.NodeID:
+			return -1
+		case a.NodeID > b.NodeID:
+			return 1
+		}
+		return 0
+	})
+	return out
+}
+
+// Node returns the status of one node ID.
+func (e *Engine) Node(id string) (NodeStatus, bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.nodes[id]
+	if n == nil || len(n.rec.History) == 0 {
+		return NodeStatus{}, false
+	}
+	return n.status(), true
+}
+
+func (n *nodeState) status() NodeStatus {
+	t := n.track.tally()
+	s := NodeStatus{
+		NodeID:  n.rec.Node,
+		State:   n.state,
+		History: make([]RevisionStatus, 0, len(n.rec.History)),
+		Answers: AnswerCounts{Connected: n.track.connected(), Accepted: t.Accepted, Rejected: t.Rejected},
+	}
+	if r := n.revs[n.rec.Published]; r != nil {
+		s.Published = &PublishedStatus{
+			Hash: r.Hash, Version: n.rec.Version, Commit: r.Origin.Commit,
+			Revision: r.Origin.Revision(), Source: r.Origin.Source,
+		}
+	}
+	for _, h := range n.rec.History {
+		r := n.revs[h]
+		rs := RevisionStatus{
+			Hash: r.Hash, Commit: r.Origin.Commit, Revision: r.Origin.Revision(), Source: r.Origin.Source,
+			CreatedAt: r.CreatedAt, Tainted: r.Taint != nil,
+		}
+		if !r.PublishedAt.IsZero() {
+			at := r.PublishedAt
+			rs.PublishedAt = &at
+		}
+		if r.Taint != nil {
+			tc := *r.Taint
+			tc.Proxies = slices.Clone(r.Taint.Proxies)
+			rs.Taint = &tc
+		}
+		s.History = append(s.History, rs)
+	}
+	return s
+}

@@ -1,0 +1,164 @@
+package revisions
+
+import (
+	"slices"
+	"strings"
+	"time"
+)
+
+// tracker keeps, for one node ID, which proxies are connected and how each
+// answered the current publication. It is plain data (no clock, no I/O);
+// the Engine feeds it events in the order the xDS server reported them.
+// Its size is bounded by the proxies connected now plus those that rejected
+// the current publication.
+type tracker struct {
+	// version is the Publication.Version being judged; "" when nothing is
+	// published.
+	version string
+	// since is when that publication was made, for the answer timeout.
+	since   time.Time
+	proxies map[string]*proxyAnswer
+	// gone counts proxies kept only for their rejection (no stream open);
+	// it is capped at maxGone so that a crash-looping proxy with a new
+	// identity per stream cannot grow the map without bound.
+	gone int
+}
+
+const maxGone = 256
+
+// proxyAnswer is one proxy's standing towards the current publication.
+type proxyAnswer struct {
+	// conns counts the open streams with this identity (a pod may
+	// reconnect before its old stream is reported closed).
+	conns       int
+	outstanding int
+	acked       bool
+	rejected    bool
+	err         string
+}
+
+func newTracker() *tracker {
+	return &tracker{proxies: map[string]*proxyAnswer{}}
+}
+
+// reset starts judging a new publication: answers to the previous one are
+// forgotten, and proxies kept only for their rejection are dropped.
+func (t *tracker) reset(version string, since time.Time) {
+	t.version = version
+	t.since = since
+	for id, p := range t.proxies {
+		if p.conns == 0 {
+			delete(t.proxies, id)
+			continue
+		}
+		p.acked, p.rejected, p.err = false, false, ""
+	}
+	t.gone = 0
+}
+
+// observe records one event. It reports whether the event may change the
+// verdict.
+func (t *tracker) observe(ev ProxyEvent) bool {
+	p := t.proxies[ev.Proxy]
+	switch ev.Kind {
+	case ProxyConnected:
+		if p == nil {
+			p = &proxyAnswer{}
+			t.proxies[ev.Proxy] = p
+		} else if p.conns == 0 {
+			t.gone--
+		}
+		p.conns++
+		return true
+	case ProxyDisconnected:
+		if p == nil {
+			return false
+		}
+		p.conns--
+		if p.conns > 0 {
+			return false
+		}
+		p.conns = 0
+		p.outstanding = 0
+		if !p.rejected || t.gone >= maxGone {
+			delete(t.proxies, ev.Proxy)
+		} else {
+			t.gone++
+		}
+		return true
+	case ProxyACK:
+		if p == nil {
+			// An answer from a stream we never saw open: nothing to count.
+			return false
+		}
+		p.outstanding = ev.Outstanding
+		if ev.SnapshotVersion == t.version && t.version != "" {
+			p.acked = true
+		}
+		return true
+	case ProxyNACK:
+		if ev.SnapshotVersion != t.version || t.version == "" {
+			if p != nil {
+				p.outstanding = ev.Outstanding
+			}
+			return p != nil
+		}
+		if p == nil {
+			// A rejection counts even if its stream is already gone.
+			if t.gone >= maxGone {
+				return false
+			}
+			p = &proxyAnswer{}
+			t.proxies[ev.Proxy] = p
+			t.gone++
+		}
+		p.outstanding = ev.Outstanding
+		if !p.rejected {
+			p.rejected = true
+			p.err = ev.Error
+		}
+		return true
+	}
+	return false
+}
+
+// tally counts the answers to the current publication.
+func (t *tracker) tally() tally {
+	var out tally
+	for _, p := range t.proxies {
+		switch {
+		case p.rejected:
+			out.Population++
+			out.Rejected++
+		case p.conns > 0:
+			out.Population++
+			if p.acked && p.outstanding == 0 {
+				out.Accepted++
+			}
+		}
+	}
+	return out
+}
+
+// rejections lists who rejected the current publication, sorted by proxy.
+func (t *tracker) rejections() []ProxyRejection {
+	var out []ProxyRejection
+	for id, p := range t.proxies {
+		if p.rejected {
+			out = append(out, ProxyRejection{Proxy: id, Error: p.err})
+		}
+	}
+	slices.SortFunc(out, func(a, b ProxyRejection) int { return strings.Compare(a.Proxy, b.Proxy) })
+	return out
+}
+
+// connected reports whether any proxy of the node has a stream open.
+func (t *tracker) connected() int {
+	n := 0
+	for _, p := range t.proxies {
+		if p.conns > 0 {
+			n++
+		}
+	}
+	return n
+}

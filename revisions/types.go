@@ -1,0 +1,139 @@
+package revisions
+
+import (
+	"time"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sources"
+)
+
+// State is the publication state of a node ID.
+type State string
+
+const (
+	// StatePending: the newest revision is published and the node's proxies
+	// have not all answered yet.
+	StatePending State = "Pending"
+	// StateInSync: the newest revision is published and accepted.
+	StateInSync State = "InSync"
+	// StateDegraded: the newest revision is published and some, but fewer
+	// than the taint threshold, of the node's proxies rejected it.
+	StateDegraded State = "Degraded"
+	// StateRollback: newer revisions are tainted, so an older untainted one
+	// is published.
+	StateRollback State = "Rollback"
+	// StateRollbackFailed: every revision in the history is tainted; the
+	// publication in place is left as it is.
+	StateRollbackFailed State = "RollbackFailed"
+)
+
+// allStates lists every state, for the per-node state gauge.
+var allStates = []State{StatePending, StateInSync, StateDegraded, StateRollback, StateRollbackFailed}
+
+// Revision is one rendered configuration of one node ID. Equal content gives
+// an equal Hash and so the same revision, whatever commit produced it.
+type Revision struct {
+	Node string `json:"node"`
+	// Hash is the content hash (render.NodeConfig.Hash).
+	Hash string `json:"hash"`
+	// Origin is where the content came from most recently: re-applying the
+	// same content from a newer commit updates it.
+	Origin sources.Origin `json:"origin"`
+	// Config is the rendered content.
+	Config *render.NodeConfig `json:"config"`
+	// CreatedAt is when the content was first applied.
+	CreatedAt time.Time `json:"createdAt"`
+	// PublishedAt is when it was last published; zero if never.
+	PublishedAt time.Time `json:"publishedAt,omitzero"`
+	// Taint is set when the node's proxies (or the xDS server) rejected it.
+	Taint *Taint `json:"taint,omitempty"`
+}
+
+// Taint records who rejected a revision, when, and why.
+type Taint struct {
+	At      time.Time        `json:"at"`
+	Proxies []ProxyRejection `json:"proxies,omitempty"`
+	// Message is a one-line summary for people, carrying the proxies' own
+	// error text.
+	Message string `json:"message"`
+}
+
+// ProxyRejection is one proxy's NACK of a publication.
+type ProxyRejection struct {
+	Proxy string `json:"proxy"`
+	Error string `json:"error"`
+}
+
+// Publisher hands a publication to the xDS server. It returns an error when
+// the server refuses the publication (for example an inconsistent set); the
+// engine then taints the revision. Publish is called from one goroutine at a
+// time, never while the engine holds a lock that ObserveProxy needs.
+type Publisher interface {
+	Publish(node string, pub Publication) error
+}
+
+// PublisherFunc adapts a function to Publisher.
+type PublisherFunc func(node string, pub Publication) error
+
+// Publish calls f.
+func (f PublisherFunc) Publish(node string, pub Publication) error { return f(node, pub) }
+
+// Publication is what the xDS server serves to one node ID.
+type Publication struct {
+	// Version is unique per publication of a node: "<hash12>-<generation>".
+	Version string
+	// Types maps an xDS type URL to its resources. Once a type has been
+	// published to a node it stays in every later publication, with no
+	// resources when the content no longer has any; a type never published
+	// is absent. The resource slices are shared and must not be modified.
+	Types map[string]PublishedType
+}
+
+// PublishedType is the resource set of one type in a publication.
+type PublishedType struct {
+	// Version is the per-type version. It stays the same across
+	// publications while the type's content is unchanged, except that a
+	// rollback gives every type a fresh version.
+	Version string
+	// Resources are sorted by name.
+	Resources []render.Resource
+}
+
+// ProxyEventKind says what a proxy did.
+type ProxyEventKind string
+
+const (
+	ProxyConnected    ProxyEventKind = "Connected"
+	ProxyDisconnected ProxyEventKind = "Disconnected"
+	ProxyACK          ProxyEventKind = "ACK"
+	ProxyNACK         ProxyEventKind = "NACK"
+)
+
+// ProxyEvent is one report from the xDS server about a proxy's stream.
+type ProxyEvent struct {
+	Kind ProxyEventKind
+	// Node is the proxy's node ID.
+	Node string
+	// Proxy identifies the proxy within the node (pod name or a stream id).
+	Proxy string
+	// TypeURL and TypeVersion name the answered response (ACK/NACK only).
+	TypeURL     string
+	TypeVersion string
+	// SnapshotVersion is the Publication.Version the answered response was
+	// built from, matched by nonce.
+	SnapshotVersion string
+	// Error is the proxy's own error text (NACK only).
+	Error string
+	// Outstanding counts responses sent to the proxy not answered yet.
+	Outstanding int
+	Time        time.Time
+}
+
+// Clock tells the time. k8s.io/utils/clock's clocks satisfy it.
+type Clock interface {
+	Now() time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time { return time.Now() }

@@ -1,0 +1,131 @@
+package git
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+)
+
+// Shape of the benchmark repository: 10 000 commits over a tree of 500
+// config files of about 2 KiB each (hex, so they compress like real YAML
+// with hashes and certificates rather than like repeated padding).
+const (
+	benchCommits = 10000
+	benchFiles   = 500
+)
+
+func benchFile(f, version int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: cluster-%d\nversion: %d\n", f, version)
+	sum := sha256.Sum256([]byte(fmt.Sprint(f, version)))
+	for b.Len() < 2048 {
+		sum = sha256.Sum256(sum[:])
+		fmt.Fprintf(&b, "# %x\n", sum)
+	}
+	return b.String()
+}
+
+// fastImport appends n commits to refs/heads/main of the bare repository
+// at dir, each rewriting one config file, starting at commit number start.
+func fastImport(tb testing.TB, dir string, start, n int) {
+	tb.Helper()
+	var in bytes.Buffer
+	for i := start; i < start+n; i++ {
+		fmt.Fprintf(&in, "commit refs/heads/main\ncommitter Bench <bench@example.com> %d +0000\n", 1_700_000_000+i)
+		msg := fmt.Sprintf("change %d", i)
+		fmt.Fprintf(&in, "data %d\n%s\n", len(msg), msg)
+		if i == start && start > 0 {
+			in.WriteString("from refs/heads/main^0\n")
+		}
+		if i == 0 {
+			for f := 0; f < benchFiles; f++ {
+				body := benchFile(f, 0)
+				fmt.Fprintf(&in, "M 100644 inline envoy/clusters/c%03d.yaml\ndata %d\n%s\n", f, len(body), body)
+			}
+		}
+		body := benchFile(i%benchFiles, i)
+		fmt.Fprintf(&in, "M 100644 inline envoy/clusters/c%03d.yaml\ndata %d\n%s\n", i%benchFiles, len(body), body)
+	}
+	cmd := exec.Command("git", "fast-import", "--quiet")
+	cmd.Dir = dir
+	cmd.Stdin = &in
+	out, err := cmd.CombinedOutput()
+	require.NoError(tb, err, "%s", out)
+}
+
+// BenchmarkFetch compares, on a repository of 10 000 commits served over
+// smart HTTP by git's http-backend, bringing a persistent clone up to date
+// after one new commit with a fresh shallow (depth 1) clone of the tip, and
+// a poll when nothing moved.
+//
+//	go test ./sources/git -run '^$' -bench BenchmarkFetch -benchtime 20x
+func BenchmarkFetch(b *testing.B) {
+	root := b.TempDir()
+	bare := filepath.Join(root, "cfg.git")
+	out, err := exec.Command("git", "init", "-q", "--bare", "-b", "main", bare).CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	fastImport(b, bare, 0, benchCommits)
+	out, err = exec.Command("git", "-C", bare, "gc", "-q").CombinedOutput()
+	require.NoError(b, err, "%s", out)
+	srv := serveGitHTTP(b, root, nil)
+	url := srv.URL + "/cfg.git"
+	ctx := context.Background()
+	next := benchCommits
+
+	b.Run("incremental-one-commit", func(b *testing.B) {
+		src := mustNew(b, Config{URL: url, Path: "envoy", Timeout: 5 * time.Minute})
+		_, err := src.Fetch(ctx)
+		require.NoError(b, err)
+		wire := srv.sent.Load()
+		b.ResetTimer()
+		defer func() { reportWire(b, srv.sent.Load()-wire) }()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			fastImport(b, bare, next, 1)
+			next++
+			b.StartTimer()
+			res, err := src.Fetch(ctx)
+			if err != nil || !res.Changed {
+				b.Fatalf("fetch: %v (changed %v)", err, res != nil && res.Changed)
+			}
+		}
+	})
+	b.Run("fresh-shallow-clone", func(b *testing.B) {
+		wire := srv.sent.Load()
+		defer func() { reportWire(b, srv.sent.Load()-wire) }()
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			src := mustNew(b, Config{URL: url, Path: "envoy", Depth: 1, Timeout: 5 * time.Minute})
+			b.StartTimer()
+			if _, err := src.Fetch(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("poll-unchanged", func(b *testing.B) {
+		src := mustNew(b, Config{URL: url, Path: "envoy", Timeout: 5 * time.Minute})
+		_, err := src.Fetch(ctx)
+		require.NoError(b, err)
+		wire := srv.sent.Load()
+		b.ResetTimer()
+		defer func() { reportWire(b, srv.sent.Load()-wire) }()
+		for i := 0; i < b.N; i++ {
+			if _, err := src.Fetch(ctx); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// reportWire reports the bytes the server sent per operation.
+func reportWire(b *testing.B, sent int64) {
+	b.ReportMetric(float64(sent)/float64(b.N), "wire-B/op")
+}

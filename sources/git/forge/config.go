@@ -1,0 +1,72 @@
+package forge
+
+import (
+	"fmt"
+	"net/http"
+	"time"
+
+	"github.com/legate-dev/legate/sources"
+)
+
+// Provider names a forge.
+type Provider string
+
+// Supported providers.
+const (
+	ProviderGitea  Provider = "gitea"
+	ProviderGitHub Provider = "github"
+	ProviderGitLab Provider = "gitlab"
+)
+
+// Config configures a reporter for one repository.
+type Config struct {
+	// BaseURL of the forge: Gitea's root URL (https://gitea.example);
+	// GitHub's API URL ("" for api.github.com, https://ghe.example/api/v3/
+	// for Enterprise); GitLab's root URL ("" for gitlab.com).
+	BaseURL string
+	// Repository is "owner/name"; for GitLab the project path (which may
+	// have sub-groups) or its numeric ID.
+	Repository string
+	// Token is an access token allowed to write commit statuses. It is read
+	// on every post, so a rotated file takes effect at once.
+	Token sources.Secret
+	// HTTPClient is used for every request; nil uses a client with a 30 s
+	// timeout.
+	HTTPClient *http.Client
+}
+
+// New returns the reporter for provider.
+func New(provider Provider, cfg Config) (Reporter, error) {
+	switch provider {
+	case ProviderGitea:
+		return NewGitea(cfg)
+	case ProviderGitHub:
+		return NewGitHub(cfg)
+	case ProviderGitLab:
+		return NewGitLab(cfg)
+	default:
+		return nil, fmt.Errorf("forge provider %q is not gitea, github or gitlab", provider)
+	}
+}
+
+func (c *Config) httpClient() *http.Client {
+	if c.HTTPClient != nil {
+		return c.HTTPClient
+	}
+	return &http.Client{Timeout: 30 * time.Second}
+}
+
+func (c *Config) token() (string, error) {
+	tok, err := c.Token.Read()
+	if err != nil {
+		return "", fmt.Errorf("forge token for %s: %w", c.Repository, err)
+	}
+	return tok, nil
+}
+
+// postError scrubs the token and anything credential-shaped from a
+// delivery error, keeping whether it is permanent.
+func postError(repo string, code int, err error, token string) error {
+	msg := fmt.Errorf("post commit status to %s: %s", repo, sources.Redact(err.Error(), token))
+	return classify(code, msg)
+}

@@ -1,0 +1,246 @@
+package forge
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"time"
+)
+
+// Clock is the time source of a Dispatcher; tests inject a fake one.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed.
+	After(d time.Duration) <-chan time.Time
+}
+
+type realClock struct{}
+
+func (realClock) Now() time.Time                         { return time.Now() }
+func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// Backoff bounds of delivery retries: the first retry waits MinBackoff, each
+// further one twice as long, up to MaxBackoff.
+const (
+	MinBackoff = time.Second
+	MaxBackoff = 5 * time.Minute
+	// dedupeCap bounds the memory of last-known statuses.
+	dedupeCap = 10000
+)
+
+// DispatcherOptions configure a Dispatcher.
+type DispatcherOptions struct {
+	// Clock defaults to the wall clock.
+	Clock Clock
+	// Logger defaults to discarding.
+	Logger *slog.Logger
+}
+
+// Dispatcher delivers commit statuses through an Outbox to Reporters keyed
+// by target name. Statuses of one target are delivered in the order they
+// were enqueued; a target whose forge fails is retried with backoff while
+// the others go on. Enqueue and Flush may be called from any goroutine; Run
+// runs once.
+type Dispatcher struct {
+	outbox    Outbox
+	reporters map[string]Reporter
+	clock     Clock
+	log       *slog.Logger
+	wake      chan struct{}
+
+	mu     sync.Mutex
+	latest map[dedupeKey]Status // last enqueued status per key
+	loaded bool
+	retry  map[string]retryState
+}
+
+type dedupeKey struct{ target, commit, context string }
+
+type retryState struct {
+	failures int
+	next     time.Time
+}
+
+// NewDispatcher returns a Dispatcher; reporters maps target names (e.g. the
+// source name) to their Reporter.
+func NewDispatcher(outbox Outbox, reporters map[string]Reporter, opts DispatcherOptions) *Dispatcher {
+	d := &Dispatcher{
+		outbox:    outbox,
+		reporters: reporters,
+		clock:     opts.Clock,
+		log:       opts.Logger,
+		wake:      make(chan struct{}, 1),
+		latest:    map[dedupeKey]Status{},
+		retry:     map[string]retryState{},
+	}
+	if d.clock == nil {
+		d.clock = realClock{}
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	return d
+}
+
+// Enqueue stores st for delivery to target, unless it equals the last
+// status enqueued for the same target, commit and context. The description
+// is scrubbed of secrets before it is stored.
+func (d *Dispatcher) Enqueue(ctx context.Context, target string, st Status) error {
+	if _, ok := d.reporters[target]; !ok {
+		return fmt.Errorf("no commit status reporter named %q", target)
+	}
+	st, err := prepare(st, 1024)
+	if err != nil {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if err := d.loadLocked(ctx); err != nil {
+		return err
+	}
+	key := dedupeKey{target, st.Commit, st.Context}
+	if prev, ok := d.latest[key]; ok && prev == st {
+		return nil
+	}
+	if _, err := d.outbox.Put(ctx, Entry{Target: target, Status: st}); err != nil {
+		return fmt.Errorf("store commit status for %s: %w", st.Commit, err)
+	}
+	if len(d.latest) >= dedupeCap {
+		d.latest = map[dedupeKey]Status{}
+	}
+	d.latest[key] = st
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// loadLocked seeds the dedupe memory from entries left in the outbox by an
+// earlier run.
+func (d *Dispatcher) loadLocked(ctx context.Context) error {
+	if d.loaded {
+		return nil
+	}
+	entries, err := d.outbox.List(ctx)
+	if err != nil {
+		return fmt.Errorf("read commit status outbox: %w", err)
+	}
+	for _, e := range entries {
+		d.latest[dedupeKey{e.Target, e.Status.Commit, e.Status.Context}] = e.Status
+	}
+	d.loaded = true
+	return nil
+}
+
+// Flush attempts every due entry once, in order, and returns when the next
+// retry is due (the zero time when nothing waits for a retry).
+func (d *Dispatcher) Flush(ctx context.Context) (time.Time, error) {
+	entries, err := d.outbox.List(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("read commit status outbox: %w", err)
+	}
+	now := d.clock.Now()
+	blocked := map[string]bool{}
+	for _, e := range entries {
+		if ctx.Err() != nil {
+			return time.Time{}, ctx.Err()
+		}
+		if blocked[e.Target] || d.waiting(e.Target, now) {
+			blocked[e.Target] = true
+			continue
+		}
+		rep, ok := d.reporters[e.Target]
+		if !ok {
+			d.log.Error("dropping commit status for an unknown target", "target", e.Target, "commit", e.Status.Commit)
+			_ = d.outbox.Delete(ctx, e.Seq)
+			continue
+		}
+		err := rep.Post(ctx, e.Status)
+		switch {
+		case err == nil:
+			d.succeeded(e.Target)
+		case IsPermanent(err):
+			d.log.Error("dropping commit status the forge rejected", "target", e.Target, "commit", e.Status.Commit, "context", e.Status.Context, "error", err.Error())
+			d.succeeded(e.Target)
+		default:
+			wait := d.failed(e.Target, now)
+			d.log.Info("commit status delivery failed, will retry", "target", e.Target, "commit", e.Status.Commit, "retryIn", wait, "error", err.Error())
+			blocked[e.Target] = true
+			continue
+		}
+		if err := d.outbox.Delete(ctx, e.Seq); err != nil {
+			return time.Time{}, fmt.Errorf("remove delivered commit status %d: %w", e.Seq, err)
+		}
+	}
+	return d.nextRetry(), nil
+}
+
+func (d *Dispatcher) waiting(target string, now time.Time) bool {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r, ok := d.retry[target]
+	return ok && now.Before(r.next)
+}
+
+func (d *Dispatcher) succeeded(target string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	delete(d.retry, target)
+}
+
+func (d *Dispatcher) failed(target string, now time.Time) time.Duration {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	r := d.retry[target]
+	wait := backoff(r.failures)
+	r.failures++
+	r.next = now.Add(wait)
+	d.retry[target] = r
+	return wait
+}
+
+func (d *Dispatcher) nextRetry() time.Time {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	var next time.Time
+	for _, r := range d.retry {
+		if next.IsZero() || r.next.Before(next) {
+			next = r.next
+		}
+	}
+	return next
+}
+
+// backoff is the wait after the given number of earlier failures.
+func backoff(failures int) time.Duration {
+	wait := MinBackoff
+	for i := 0; i < failures && wait < MaxBackoff; i++ {
+		wait *= 2
+	}
+	return min(wait, MaxBackoff)
+}
+
+// Run delivers until ctx ends: at start, whenever a status is enqueued and
+// when a retry is due.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	for {
+		next, err := d.Flush(ctx)
+		if err != nil && ctx.Err() == nil {
+			d.log.Error("flushing commit statuses failed", "error", err.Error())
+			next = d.clock.Now().Add(MinBackoff)
+		}
+		var timer <-chan time.Time
+		if !next.IsZero() {
+			timer = d.clock.After(max(next.Sub(d.clock.Now()), 0))
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.wake:
+		case <-timer:
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package forge
+
+import (
+	"context"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) After(time.Duration) <-chan time.Time { return nil }
+
+func (c *fakeClock) advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+}
+
+func githubReporter(t *testing.T, srv *forgeServer) Reporter {
+	t.Helper()
+	rep, err := NewGitHub(Config{BaseURL: srv.URL, Repository: "org/cfg", Token: tokenFile(t)})
+	require.NoError(t, err)
+	return rep
+}
+
+func states(reqs []forgeRequest) []string {
+	out := make([]string, 0, len(reqs))
+	for _, r := range reqs {
+		out = append(out, r.Body["context"].(string)+"="+r.Body["state"].(string))
+	}
+	return out
+}
+
+func TestDispatcherRetriesInOrderWithBackoff(t *testing.T) {
+	ctx := context.Background()
+	down := startForge(t, http.StatusServiceUnavailable)
+	other := startForge(t, http.StatusCreated)
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	outbox := NewMemOutbox()
+	d := NewDispatcher(outbox, map[string]Reporter{"cfg": githubReporter(t, down), "other": githubReporter(t, other)}, DispatcherOptions{Clock: clock})
+
+	pending := Status{Commit: sha, State: StatePending, Context: "legate/a", Description: "published, waiting for proxies"}
+	success := Status{Commit: sha, State: StateSuccess, Context: "legate/a", Description: "all proxies ACKed"}
+	require.NoError(t, d.Enqueue(ctx, "cfg", pending))
+	require.NoError(t, d.Enqueue(ctx, "cfg", pending), "a duplicate is dropped")
+	require.NoError(t, d.Enqueue(ctx, "cfg", success))
+	require.NoError(t, d.Enqueue(ctx, "other", pending))
+	entries, err := outbox.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, entries, 3)
+
+	next, err := d.Flush(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, clock.Now().Add(MinBackoff), next)
+	assert.Len(t, down.requests(), 1, "the first failure blocks the rest of its target")
+	assert.Equal(t, []string{"legate/a=pending"}, states(other.requests()), "other targets go on")
+
+	clock.advance(MinBackoff / 2)
+	_, err = d.Flush(ctx)
+	require.NoError(t, err)
+	assert.Len(t, down.requests(), 1, "no retry before the backoff")
+
+	clock.advance(MinBackoff / 2)
+	next, err = d.Flush(ctx)
+	require.NoError(t, err)
+	assert.Len(t, down.requests(), 2)
+	assert.Equal(t, clock.Now().Add(2*MinBackoff), next, "the backoff doubles")
+
+	down.setCode(http.StatusCreated)
+	clock.advance(2 * MinBackoff)
+	next, err = d.Flush(ctx)
+	require.NoError(t, err)
+	assert.True(t, next.IsZero())
+	assert.Equal(t, []string{"legate/a=pending", "legate/a=pending", "legate/a=pending", "legate/a=success"}, states(down.requests()), "delivered in order once back")
+	entries, err = outbox.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+
+	require.NoError(t, d.Enqueue(ctx, "cfg", success))
+	_, err = d.Flush(ctx)
+	require.NoError(t, err)
+	assert.Len(t, down.requests(), 4, "an unchanged status is not posted again")
+}
+
+func TestDispatcherDropsPermanentFailures(t *testing.T) {
+	ctx := context.Background()
+	srv := startForge(t, http.StatusUnprocessableEntity)
+	outbox := NewMemOutbox()
+	d := NewDispatcher(outbox, map[string]Reporter{"cfg": githubReporter(t, srv)}, DispatcherOptions{Clock: &fakeClock{}})
+	require.NoError(t, d.Enqueue(ctx, "cfg", Status{Commit: sha, State: StateFailure, Context: "legate/a"}))
+	require.NoError(t, d.Enqueue(ctx, "cfg", Status{Commit: sha, State: StateFailure, Context: "legate/b"}))
+	next, err := d.Flush(ctx)
+	require.NoError(t, err)
+	assert.True(t, next.IsZero())
+	assert.Len(t, srv.requests(), 2, "a rejected status does not block the next")
+	entries, err := outbox.List(ctx)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+	assert.Error(t, d.Enqueue(ctx, "unknown", Status{Commit: sha, State: StatePending, Context: "legate/a"}))
+}
+
+func TestDispatcherDeliversWhatAnEarlierRunLeft(t *testing.T) {
+	ctx := context.Background()
+	srv := startForge(t, http.StatusCreated)
+	outbox := NewMemOutbox()
+	st := Status{Commit: sha, State: StateFailure, Context: "legate/a", Description: "rolled back: token " + token}
+	_, err := outbox.Put(ctx, Entry{Target: "cfg", Status: st})
+	require.NoError(t, err)
+
+	d := NewDispatcher(outbox, map[string]Reporter{"cfg": githubReporter(t, srv)}, DispatcherOptions{})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	require.Eventually(t, func() bool { return len(srv.requests()) == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.NotContains(t, srv.requests()[0].Body["description"], token, "scrubbed even when stored by someone else")
+
+	require.NoError(t, d.Enqueue(ctx, "cfg", Status{Commit: sha, State: StateSuccess, Context: "legate/a"}))
+	require.Eventually(t, func() bool { return len(srv.requests()) == 2 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, []string{"legate/a=failure", "legate/a=success"}, states(srv.requests()))
+}
+
+func TestBackoff(t *testing.T) {
+	assert.Equal(t, MinBackoff, backoff(0))
+	assert.Equal(t, 2*MinBackoff, backoff(1))
+	assert.Equal(t, 8*MinBackoff, backoff(3))
+	assert.Equal(t, MaxBackoff, backoff(100))
+}

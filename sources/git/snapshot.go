@@ -1,0 +1,109 @@
+package git
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"path"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/legate-dev/legate/sources"
+)
+
+// snapshot reads the configured path at commit into memory, within the
+// checkout limits, and describes where it came from.
+// Contents of files whose blob did not change since the previous snapshot
+// are taken from it instead of being decoded again.
+func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, map[plumbing.Hash][]byte, error) {
+	root, err := commit.Tree()
+	if err != nil {
+		return nil, nil, fmt.Errorf("read tree of commit %s: %w", commit.Hash, err)
+	}
+	tree := root
+	if s.path != "." {
+		tree, err = root.Tree(s.path)
+		if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+			return nil, nil, fmt.Errorf("path %q does not exist at commit %s", s.path, commit.Hash)
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("read path %q at commit %s: %w", s.path, commit.Hash, err)
+		}
+	}
+	files := map[string][]byte{}
+	blobs := map[plumbing.Hash][]byte{}
+	var total int64
+	iter := tree.Files()
+	defer iter.Close()
+	for {
+		f, err := iter.Next()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, nil, fmt.Errorf("read path %q at commit %s: %w", s.path, commit.Hash, err)
+		}
+		if f.Mode == filemode.Symlink {
+			return nil, nil, fmt.Errorf("%s is a symbolic link: links are not followed in a config path, commit the file itself", s.repoPath(f.Name))
+		}
+		if len(files) >= s.cfg.MaxFiles {
+			return nil, nil, fmt.Errorf("path %q at commit %s has more than %d files, the checkout limit: raise it or point the source at a smaller directory", s.path, commit.Hash, s.cfg.MaxFiles)
+		}
+		total += f.Size
+		if total > s.cfg.MaxCheckoutSize {
+			return nil, nil, fmt.Errorf("files under path %q at commit %s exceed the checkout size limit of %s: raise it or point the source at a smaller directory", s.path, commit.Hash, mib(s.cfg.MaxCheckoutSize))
+		}
+		data, ok := s.lastBlobs[f.Hash]
+		if !ok {
+			if data, err = readBlob(f); err != nil {
+				return nil, nil, fmt.Errorf("read %s at commit %s: %w", s.repoPath(f.Name), commit.Hash, err)
+			}
+		}
+		files[f.Name] = data
+		blobs[f.Hash] = data
+	}
+	fsys, err := sources.NewTree(files)
+	if err != nil {
+		return nil, nil, fmt.Errorf("path %q at commit %s: %w", s.path, commit.Hash, err)
+	}
+	origin := sources.Origin{
+		Kind:    sources.KindGit,
+		Source:  s.cfg.Name,
+		URL:     s.display,
+		Ref:     tgt.display,
+		Path:    s.path,
+		Commit:  commit.Hash.String(),
+		Author:  fmt.Sprintf("%s <%s>", commit.Author.Name, commit.Author.Email),
+		Message: strings.TrimSpace(commit.Message),
+	}
+	return &sources.Result{
+		Snapshot: sources.Snapshot{Files: fsys, Origin: origin},
+		Content:  "sha1:" + tree.Hash.String(),
+	}, blobs, nil
+}
+
+func readBlob(f *object.File) ([]byte, error) {
+	r, err := f.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	data, err := io.ReadAll(io.LimitReader(r, f.Size+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) != f.Size {
+		return nil, fmt.Errorf("blob %s is %d bytes, the object header says %d", f.Hash, len(data), f.Size)
+	}
+	return data, nil
+}
+
+func (s *Source) repoPath(name string) string {
+	if s.path == "." {
+		return name
+	}
+	return path.Join(s.path, name)
+}

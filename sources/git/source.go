@@ -1,0 +1,277 @@
+package git
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+
+	gogit "github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/legate-dev/legate/sources"
+)
+
+const remoteName = "origin"
+
+// Source is a Git source. It implements sources.Source; Fetch calls are
+// serialised by the Source itself.
+type Source struct {
+	cfg      Config
+	endpoint string // URL handed to go-git, without user info
+	display  string // URL shown in Origin and errors, without user info
+	urlUser  *url.Userinfo
+	path     string
+	dir      string
+
+	mu          sync.Mutex
+	repo        *gogit.Repository // opened once; its object caches survive polls
+	lastContent string
+	last        *sources.Result          // the previous snapshot, reused when the commit did not move
+	lastBlobs   map[plumbing.Hash][]byte // its file contents by blob hash, reused for unchanged files
+}
+
+// New validates cfg, applies defaults and prepares the source. It does not
+// touch the network; the clone is created or opened by the first Fetch.
+func New(cfg Config) (*Source, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	endpoint, user, err := remoteURL(cfg.URL)
+	if err != nil {
+		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
+	}
+	p, err := sources.CleanPath(cfg.Path)
+	if err != nil {
+		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
+	}
+	sum := sha256.Sum256([]byte(endpoint))
+	dir := filepath.Join(cfg.StateDir, "git", safeName(cfg.Name)+"-"+hex.EncodeToString(sum[:6]))
+	return &Source{
+		cfg:      cfg,
+		endpoint: endpoint,
+		display:  sources.Redact(endpoint),
+		urlUser:  user,
+		path:     p,
+		dir:      dir,
+	}, nil
+}
+
+var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
+
+func safeName(name string) string {
+	s := strings.Trim(unsafeChars.ReplaceAllString(name, "_"), "._")
+	if len(s) > 64 {
+		s = s[:64]
+	}
+	if s == "" {
+		s = "source"
+	}
+	return s
+}
+
+// Name implements sources.Source.
+func (s *Source) Name() string { return s.cfg.Name }
+
+// URL is the repository URL without credentials.
+func (s *Source) URL() string { return s.display }
+
+// Dir is the directory of the persistent clone.
+func (s *Source) Dir() string { return s.dir }
+
+// Fetch implements sources.Source: it lists the remote's refs, fetches the
+// followed ref only when its commit is not already in the local clone, and
+// returns the configured path at the resolved commit.
+func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	creds, err := readCredentials(s.cfg.Auth, s.endpoint, s.urlUser)
+	if err != nil {
+		return nil, s.wrap(creds, fmt.Errorf("git source %q: %w", s.cfg.Name, err))
+	}
+	res, err := s.fetch(ctx, creds)
+	if err != nil {
+		return nil, s.wrap(creds, fmt.Errorf("git source %q (%s): %w", s.cfg.Name, s.display, err))
+	}
+	res.Changed = res.Content != s.lastContent
+	s.lastContent = res.Content
+	return res, nil
+}
+
+func (s *Source) fetch(ctx context.Context, creds credentials) (*sources.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	defer cancel()
+	repo, err := s.open()
+	if err != nil {
+		return nil, err
+	}
+	remote, err := repo.Remote(remoteName)
+	if err != nil {
+		return nil, fmt.Errorf("open remote of clone %s: %w", s.dir, err)
+	}
+	refs, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: creds.method, PeelingOption: gogit.AppendPeeled})
+	if err != nil {
+		return nil, timeoutHint(ctx, fmt.Errorf("list remote refs: %w", err), s.cfg.Timeout)
+	}
+	tgt, err := resolve(s.cfg.Ref, toAdvertised(refs))
+	if err != nil {
+		return nil, err
+	}
+	if tgt.commit == "" || !hasCommit(repo, tgt.commit) {
+		if err := s.fetchRef(ctx, repo, tgt, creds); err != nil {
+			return nil, err
+		}
+	}
+	commit, err := s.commitFor(repo, tgt)
+	if err != nil {
+		return nil, err
+	}
+	if s.last != nil && s.last.Origin.Commit == commit.Hash.String() && s.last.Origin.Ref == tgt.display {
+		prev := *s.last
+		return &prev, nil
+	}
+	res, blobs, err := s.snapshot(commit, tgt)
+	if err != nil {
+		return nil, err
+	}
+	s.last, s.lastBlobs = res, blobs
+	copied := *res
+	return &copied, nil
+}
+
+// open opens the persistent clone, creating it (or re-creating it when the
+// URL changed or the directory is damaged).
+func (s *Source) open() (*gogit.Repository, error) {
+	if s.repo != nil {
+		return s.repo, nil
+	}
+	repo, err := s.openDir()
+	if err != nil {
+		return nil, err
+	}
+	s.repo = repo
+	return repo, nil
+}
+
+func (s *Source) openDir() (*gogit.Repository, error) {
+	repo, err := gogit.PlainOpen(s.dir)
+	if err == nil {
+		if rc, rerr := repo.Remote(remoteName); rerr == nil && len(rc.Config().URLs) == 1 && rc.Config().URLs[0] == s.endpoint {
+			return repo, nil
+		}
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		return nil, fmt.Errorf("remove stale clone %s: %w", s.dir, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(s.dir), 0o750); err != nil {
+		return nil, fmt.Errorf("create state directory: %w", err)
+	}
+	repo, err = gogit.PlainInit(s.dir, true)
+	if err != nil {
+		return nil, fmt.Errorf("create clone %s: %w", s.dir, err)
+	}
+	if _, err := repo.CreateRemote(&gitconfig.RemoteConfig{Name: remoteName, URLs: []string{s.endpoint}}); err != nil {
+		return nil, fmt.Errorf("configure remote of clone %s: %w", s.dir, err)
+	}
+	return repo, nil
+}
+
+func hasCommit(repo *gogit.Repository, sha string) bool {
+	_, err := repo.CommitObject(plumbing.NewHash(sha))
+	return err == nil
+}
+
+// fetchRef fetches the target ref into the same name locally, so that the
+// local refs are the "haves" of the next negotiation and only new objects
+// travel.
+func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, tgt target, creds credentials) error {
+	spec := gitconfig.RefSpec("+refs/heads/*:refs/heads/*")
+	if tgt.refName != "" {
+		spec = gitconfig.RefSpec("+" + tgt.refName + ":" + tgt.refName)
+	}
+	err := repo.FetchContext(ctx, &gogit.FetchOptions{
+		RemoteName: remoteName,
+		RefSpecs:   []gitconfig.RefSpec{spec},
+		Auth:       creds.method,
+		Depth:      s.cfg.Depth,
+		Tags:       gogit.NoTags,
+		Force:      true,
+	})
+	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
+		return timeoutHint(ctx, fmt.Errorf("fetch %s: %w", spec.Src(), err), s.cfg.Timeout)
+	}
+	size, err := dirSize(s.dir)
+	if err != nil {
+		return fmt.Errorf("measure clone %s: %w", s.dir, err)
+	}
+	if size > s.cfg.MaxRepoSize {
+		return fmt.Errorf("the local clone is %s, over the repository size limit of %s: raise the limit, or use a shallow depth", mib(size), mib(s.cfg.MaxRepoSize))
+	}
+	return nil
+}
+
+func (s *Source) commitFor(repo *gogit.Repository, tgt target) (*object.Commit, error) {
+	sha := tgt.commit
+	if sha == "" {
+		ref, err := repo.Reference(plumbing.ReferenceName(tgt.refName), true)
+		if err != nil {
+			return nil, fmt.Errorf("read fetched ref %s: %w", tgt.refName, err)
+		}
+		sha = ref.Hash().String()
+	}
+	h := plumbing.NewHash(sha)
+	if tag, err := repo.TagObject(h); err == nil {
+		c, err := tag.Commit()
+		if err != nil {
+			return nil, fmt.Errorf("tag %s does not point at a commit: %w", tgt.display, err)
+		}
+		return c, nil
+	}
+	c, err := repo.CommitObject(h)
+	if err != nil {
+		if s.cfg.Ref.Commit != "" {
+			return nil, fmt.Errorf("commit %s is not on %s in the remote repository", sha, tgt.display)
+		}
+		return nil, fmt.Errorf("read commit %s: %w", sha, err)
+	}
+	return c, nil
+}
+
+func dirSize(dir string) (int64, error) {
+	var total int64
+	err := filepath.WalkDir(dir, func(_ string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.Type().IsRegular() {
+			info, err := d.Info()
+			if err != nil {
+				return err
+			}
+			total += info.Size()
+		}
+		return nil
+	})
+	return total, err
+}
+
+func mib(n int64) string { return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20)) }
+
+func timeoutHint(ctx context.Context, err error, d interface{ String() string }) error {
+	if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return fmt.Errorf("%w (the fetch timeout of %s passed)", err, d)
+	}
+	return err
+}
+
+var _ sources.Source = (*Source)(nil)

@@ -1,0 +1,154 @@
+package git
+
+import (
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/crypto/ssh"
+	"golang.org/x/crypto/ssh/knownhosts"
+
+	"github.com/legate-dev/legate/sources"
+)
+
+// sshGitServer is an in-process SSH server that runs git's own
+// git-upload-pack for the repositories under root, for one client key.
+type sshGitServer struct {
+	addr    string
+	hostKey ssh.PublicKey
+}
+
+func serveGitSSH(t *testing.T, root string, clientKey ssh.PublicKey) *sshGitServer {
+	t.Helper()
+	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	signer, err := ssh.NewSignerFromKey(hostPriv)
+	require.NoError(t, err)
+	cfg := &ssh.ServerConfig{PublicKeyCallback: func(_ ssh.ConnMetadata, k ssh.PublicKey) (*ssh.Permissions, error) {
+		if string(k.Marshal()) == string(clientKey.Marshal()) {
+			return &ssh.Permissions{}, nil
+		}
+		return nil, fmt.Errorf("unknown key")
+	}}
+	cfg.AddHostKey(signer)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go serveSSHConn(conn, cfg, root)
+		}
+	}()
+	return &sshGitServer{addr: ln.Addr().String(), hostKey: signer.PublicKey()}
+}
+
+func serveSSHConn(conn net.Conn, cfg *ssh.ServerConfig, root string) {
+	defer conn.Close()
+	_, chans, reqs, err := ssh.NewServerConn(conn, cfg)
+	if err != nil {
+		return
+	}
+	go ssh.DiscardRequests(reqs)
+	for nc := range chans {
+		if nc.ChannelType() != "session" {
+			_ = nc.Reject(ssh.UnknownChannelType, "session only")
+			continue
+		}
+		ch, chReqs, err := nc.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer ch.Close()
+			for req := range chReqs {
+				if req.Type != "exec" || len(req.Payload) < 4 {
+					_ = req.Reply(false, nil)
+					continue
+				}
+				command := string(req.Payload[4:])
+				_ = req.Reply(true, nil)
+				fields := strings.Fields(command)
+				status := uint32(1)
+				if len(fields) == 2 && fields[0] == "git-upload-pack" {
+					repo := filepath.Join(root, filepath.Clean("/"+strings.Trim(fields[1], "'\"")))
+					cmd := exec.Command("git-upload-pack", repo)
+					cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
+					if cmd.Run() == nil {
+						status = 0
+					}
+				}
+				_, _ = ch.SendRequest("exit-status", false, binary.BigEndian.AppendUint32(nil, status))
+				return
+			}
+		}()
+	}
+}
+
+func TestSSHWithKnownHosts(t *testing.T) {
+	root := t.TempDir()
+	repo := newTestRepo(t)
+	c1 := repo.commit("one", map[string]string{"a.yaml": "1"})
+	repo.git("clone", "-q", "--bare", repo.dir, filepath.Join(root, "cfg.git"))
+	t.Setenv("PATH", filepath.Dir(strings.TrimSpace(repo.git("--exec-path"))+"/")+string(os.PathListSeparator)+os.Getenv("PATH"))
+
+	clientPub, clientPriv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	sshPub, err := ssh.NewPublicKey(clientPub)
+	require.NoError(t, err)
+	block, err := ssh.MarshalPrivateKey(clientPriv, "")
+	require.NoError(t, err)
+	keyFile := writeSecret(t, string(pem.EncodeToMemory(block)))
+	srv := serveGitSSH(t, root, sshPub)
+
+	writeKnownHosts := func(key ssh.PublicKey) string {
+		p := filepath.Join(t.TempDir(), "known_hosts")
+		require.NoError(t, os.WriteFile(p, []byte(knownhosts.Line([]string{srv.addr}, key)+"\n"), 0o600))
+		return p
+	}
+	_, otherPriv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	otherSigner, err := ssh.NewSignerFromKey(otherPriv)
+	require.NoError(t, err)
+
+	url := "ssh://git@" + srv.addr + "/cfg.git"
+	tests := []struct {
+		name       string
+		knownHosts string
+		wantErr    string
+	}{
+		{"accepted host key", writeKnownHosts(srv.hostKey), ""},
+		{"no known_hosts", "", "needs a known_hosts file"},
+		{"missing known_hosts", filepath.Join(t.TempDir(), "absent"), "known_hosts file"},
+		{"other host key", writeKnownHosts(otherSigner.PublicKey()), "is not accepted by known_hosts file"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			src := mustNew(t, Config{URL: url, Auth: Auth{SSHKey: sources.Secret{File: keyFile}, KnownHosts: tt.knownHosts}})
+			res, err := src.Fetch(context.Background())
+			if tt.wantErr != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.wantErr)
+				assert.NotContains(t, err.Error(), "PRIVATE KEY")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, c1, res.Origin.Commit)
+			assert.Equal(t, "1", readAll(t, res.Files)["a.yaml"])
+		})
+	}
+}

@@ -1,0 +1,250 @@
+package hooks
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+)
+
+// Trigger is called once per repository named by a valid push event (with
+// the first URL form the payload gives: the HTTP clone URL for the forges)
+// and the pushed ref (e.g. "refs/heads/main"). It must not block.
+type Trigger func(repoURL, ref string)
+
+// Signature header of the generic webhook: "sha256=" followed by the hex
+// HMAC-SHA256 of the request body keyed with the shared secret (the same
+// scheme as GitHub's X-Hub-Signature-256).
+const GenericSignatureHeader = "X-Legate-Signature-256"
+
+// MaxBodyBytes bounds a webhook request body.
+const MaxBodyBytes = 1 << 20
+
+// Secrets holds the shared secret of each provider; a provider whose secret
+// is empty rejects every request.
+type Secrets struct {
+	Gitea, GitHub, GitLab, Generic []byte
+}
+
+// Register adds POST /hooks/gitea, /hooks/github, /hooks/gitlab and
+// /hooks/generic to mux.
+func Register(mux *http.ServeMux, s Secrets, trigger Trigger) {
+	mux.Handle("/hooks/gitea", Gitea(s.Gitea, trigger))
+	mux.Handle("/hooks/github", GitHub(s.GitHub, trigger))
+	mux.Handle("/hooks/gitlab", GitLab(s.GitLab, trigger))
+	mux.Handle("/hooks/generic", Generic(s.Generic, trigger))
+}
+
+// push is what a handler extracts from a payload.
+type push struct {
+	urls []string
+	ref  string
+}
+
+// handler is the shared request flow of every provider.
+type handler struct {
+	verify func(r *http.Request, body []byte) bool
+	// parse returns ok false for events that are not pushes.
+	parse   func(r *http.Request, body []byte) (push, bool, error)
+	trigger Trigger
+}
+
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", http.MethodPost)
+		http.Error(w, "webhooks are POSTed", http.StatusMethodNotAllowed)
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	if err != nil {
+		var tooBig *http.MaxBytesError
+		if errors.As(err, &tooBig) {
+			http.Error(w, "payload too large", http.StatusRequestEntityTooLarge)
+			return
+		}
+		http.Error(w, "cannot read payload", http.StatusBadRequest)
+		return
+	}
+	if !h.verify(r, body) {
+		http.Error(w, "invalid or missing signature", http.StatusUnauthorized)
+		return
+	}
+	p, ok, err := h.parse(r, body)
+	if err != nil {
+		http.Error(w, fmt.Sprintf("cannot parse push event: %v", err), http.StatusBadRequest)
+		return
+	}
+	if !ok {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	// A payload names one repository in several forms (clone, ssh, web
+	// URLs); trigger once per repository, with the first form given.
+	seen := map[string]bool{}
+	for _, u := range p.urls {
+		if k := repoKey(u); u != "" && !seen[k] {
+			seen[k] = true
+			h.trigger(u, p.ref)
+		}
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// validHMAC checks a hex HMAC-SHA256 of body, optionally after a prefix
+// such as "sha256=".
+func validHMAC(secret, body []byte, got, prefix string) bool {
+	if len(secret) == 0 || got == "" {
+		return false
+	}
+	hexSig, ok := strings.CutPrefix(got, prefix)
+	if !ok {
+		return false
+	}
+	sig, err := hex.DecodeString(hexSig)
+	if err != nil {
+		return false
+	}
+	mac := hmac.New(sha256.New, secret)
+	mac.Write(body)
+	return hmac.Equal(sig, mac.Sum(nil))
+}
+
+// equalToken compares a shared token in constant time, also hiding its
+// length.
+func equalToken(secret []byte, got string) bool {
+	if len(secret) == 0 || got == "" {
+		return false
+	}
+	a := sha256.Sum256(secret)
+	b := sha256.Sum256([]byte(got))
+	return subtle.ConstantTimeCompare(a[:], b[:]) == 1
+}
+
+func decode(body []byte, v any) error {
+	if err := json.Unmarshal(body, v); err != nil {
+		return fmt.Errorf("payload is not the expected JSON: %w", err)
+	}
+	return nil
+}
+
+// Gitea handles Gitea (and Forgejo) push webhooks signed with
+// X-Gitea-Signature (hex HMAC-SHA256 of the body).
+func Gitea(secret []byte, trigger Trigger) http.Handler {
+	return handler{
+		verify: func(r *http.Request, body []byte) bool {
+			return validHMAC(secret, body, r.Header.Get("X-Gitea-Signature"), "")
+		},
+		parse: func(r *http.Request, body []byte) (push, bool, error) {
+			if ev := r.Header.Get("X-Gitea-Event"); ev != "push" {
+				return push{}, false, nil
+			}
+			var p struct {
+				Ref        string `json:"ref"`
+				Repository struct {
+					CloneURL string `json:"clone_url"`
+					SSHURL   string `json:"ssh_url"`
+					HTMLURL  string `json:"html_url"`
+				} `json:"repository"`
+			}
+			if err := decode(body, &p); err != nil {
+				return push{}, false, err
+			}
+			return push{urls: []string{p.Repository.CloneURL, p.Repository.SSHURL, p.Repository.HTMLURL}, ref: p.Ref}, true, nil
+		},
+		trigger: trigger,
+	}
+}
+
+// GitHub handles GitHub push webhooks signed with X-Hub-Signature-256.
+func GitHub(secret []byte, trigger Trigger) http.Handler {
+	return handler{
+		verify: func(r *http.Request, body []byte) bool {
+			return validHMAC(secret, body, r.Header.Get("X-Hub-Signature-256"), "sha256=")
+		},
+		parse: func(r *http.Request, body []byte) (push, bool, error) {
+			if ev := r.Header.Get("X-GitHub-Event"); ev != "push" {
+				return push{}, false, nil
+			}
+			var p struct {
+				Ref        string `json:"ref"`
+				Repository struct {
+					CloneURL string `json:"clone_url"`
+					SSHURL   string `json:"ssh_url"`
+					GitURL   string `json:"git_url"`
+					HTMLURL  string `json:"html_url"`
+				} `json:"repository"`
+			}
+			if err := decode(body, &p); err != nil {
+				return push{}, false, err
+			}
+			rp := p.Repository
+			return push{urls: []string{rp.CloneURL, rp.SSHURL, rp.GitURL, rp.HTMLURL}, ref: p.Ref}, true, nil
+		},
+		trigger: trigger,
+	}
+}
+
+// GitLab handles GitLab push and tag push webhooks authenticated with the
+// X-Gitlab-Token shared token.
+func GitLab(secret []byte, trigger Trigger) http.Handler {
+	return handler{
+		verify: func(r *http.Request, _ []byte) bool {
+			return equalToken(secret, r.Header.Get("X-Gitlab-Token"))
+		},
+		parse: func(r *http.Request, body []byte) (push, bool, error) {
+			switch r.Header.Get("X-Gitlab-Event") {
+			case "Push Hook", "Tag Push Hook":
+			default:
+				return push{}, false, nil
+			}
+			var p struct {
+				Ref     string `json:"ref"`
+				Project struct {
+					HTTPURL string `json:"git_http_url"`
+					SSHURL  string `json:"git_ssh_url"`
+					WebURL  string `json:"web_url"`
+				} `json:"project"`
+				Repository struct {
+					HTTPURL string `json:"git_http_url"`
+					SSHURL  string `json:"git_ssh_url"`
+				} `json:"repository"`
+			}
+			if err := decode(body, &p); err != nil {
+				return push{}, false, err
+			}
+			return push{urls: []string{p.Project.HTTPURL, p.Project.SSHURL, p.Project.WebURL, p.Repository.HTTPURL, p.Repository.SSHURL}, ref: p.Ref}, true, nil
+		},
+		trigger: trigger,
+	}
+}
+
+// Generic handles a push notice from any system that can sign its body:
+// POST a JSON object {"url": "<repository or oci:// URL>", "ref": "<ref>"}
+// with GenericSignatureHeader set to "sha256=<hex HMAC-SHA256 of the body>".
+func Generic(secret []byte, trigger Trigger) http.Handler {
+	return handler{
+		verify: func(r *http.Request, body []byte) bool {
+			return validHMAC(secret, body, r.Header.Get(GenericSignatureHeader), "sha256=")
+		},
+		parse: func(_ *http.Request, body []byte) (push, bool, error) {
+			var p struct {
+				URL string `json:"url"`
+				Ref string `json:"ref"`
+			}
+			if err := decode(body, &p); err != nil {
+				return push{}, false, err
+			}
+			if p.URL == "" {
+				return push{}, false, fmt.Errorf(`payload needs a "url"`)
+			}
+			return push{urls: []string{p.URL}, ref: p.Ref}, true, nil
+		},
+		trigger: trigger,
+	}
+}

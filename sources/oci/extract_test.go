@@ -1,0 +1,64 @@
+package oci
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestExtractRejectsUnsafeArchives(t *testing.T) {
+	lim := limits{compressed: 1 << 20, extracted: 1 << 20, files: 3}
+	bomb := func() []byte {
+		var buf bytes.Buffer
+		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+		w := tar.NewWriter(zw)
+		require.NoError(t, w.WriteHeader(&tar.Header{Name: "zeros", Typeflag: tar.TypeReg, Size: 64 << 20, Mode: 0o644}))
+		_, err := w.Write(make([]byte, 64<<20))
+		require.NoError(t, err)
+		require.NoError(t, w.Close())
+		require.NoError(t, zw.Close())
+		return buf.Bytes()
+	}
+	tests := []struct {
+		name    string
+		archive []byte
+		lim     limits
+		wantErr string
+	}{
+		{"parent path", tarball(t, true, entry{name: "a/../../x", body: "x"}), lim, "leaves the archive root"},
+		{"absolute path", tarball(t, false, entry{name: "/etc/passwd", body: "x"}), lim, "absolute"},
+		{"symlink", tarball(t, true, entry{name: "l", typeflag: tar.TypeSymlink, linkname: "/etc/passwd"}), lim, `"l" is a link`},
+		{"hardlink", tarball(t, true, entry{name: "h", typeflag: tar.TypeLink, linkname: "a"}), lim, `"h" is a link`},
+		{"char device", tarball(t, true, entry{name: "d", typeflag: tar.TypeChar}), lim, "device"},
+		{"fifo", tarball(t, true, entry{name: "p", typeflag: tar.TypeFifo}), lim, "device or FIFO"},
+		{"too many files", tarball(t, true, entry{name: "1", body: "1"}, entry{name: "2", body: "2"}, entry{name: "3", body: "3"}, entry{name: "4", body: "4"}), lim, "more than 3 files"},
+		{"decompression bomb", bomb(), lim, "unpacks to more than 1048576 bytes"},
+		{"compressed size", tarball(t, false, entry{name: "big", body: string(make([]byte, 4096))}), limits{compressed: 1024, extracted: 1 << 20, files: 3}, "larger than 1024 bytes"},
+		{"duplicate", tarball(t, true, entry{name: "a", body: "1"}, entry{name: "./a", body: "2"}), lim, "twice"},
+		{"not a tar", []byte("this is not an archive at all, just text......................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................"), lim, "read archive"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := extract(bytes.NewReader(tt.archive), ".", tt.lim)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), tt.wantErr)
+		})
+	}
+}
+
+func TestExtractKeepsFilesUnderPath(t *testing.T) {
+	archive := tarball(t, true,
+		entry{name: "envoy/", typeflag: tar.TypeDir},
+		entry{name: "envoy/a.yaml", body: "a"},
+		entry{name: "./envoy/sub/b.yaml", body: "b"},
+		entry{name: "envoy2/c.yaml", body: "c"},
+		entry{name: "top.yaml", body: "t"},
+	)
+	files, err := extract(bytes.NewReader(archive), "envoy", limits{compressed: 1 << 20, extracted: 1 << 20, files: 10})
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"a.yaml": []byte("a"), "sub/b.yaml": []byte("b")}, files)
+}

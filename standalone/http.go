@@ -1,0 +1,137 @@
+package standalone
+
+import (
+	"crypto/subtle"
+	"encoding/json"
+	"net"
+	"net/http"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/xds"
+)
+
+// NodeView is one entry of GET /api/v1/nodes: the engine's view of the node
+// and the proxies connected for it.
+type NodeView struct {
+	revisions.NodeStatus
+	Proxies []xds.ProxyStatus `json:"proxies"`
+}
+
+func (s *Server) routes(reg *prometheus.Registry) http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
+		if !s.Ready() {
+			http.Error(w, "waiting for the first fetch of every source", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok\n"))
+	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.Nodes())
+	})
+	mux.HandleFunc("GET /api/v1/nodes/{node}", func(w http.ResponseWriter, r *http.Request) {
+		id := r.PathValue("node")
+		st, ok := s.engine.Node(id)
+		if !ok {
+			writeJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(id)})
+			return
+		}
+		writeJSON(w, http.StatusOK, NodeView{NodeStatus: st, Proxies: nonNil(s.xds.Proxies(id))})
+	})
+	mux.HandleFunc("GET /api/v1/sources", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, s.Sources())
+	})
+	mux.HandleFunc("POST /api/v1/sources/{name}/fetch", s.admin(func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if !s.Trigger(name) {
+			writeJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
+			return
+		}
+		writeJSON(w, http.StatusAccepted, map[string]string{"source": name, "status": "fetch requested"})
+	}))
+	mux.HandleFunc("DELETE /api/v1/nodes/{node}/revisions/{hash}/taint", s.admin(func(w http.ResponseWriter, r *http.Request) {
+		node, hash := r.PathValue("node"), r.PathValue("hash")
+		if err := s.engine.ClearTaint(r.Context(), node, hash); err != nil {
+			writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+			return
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "taint cleared"})
+	}))
+	return mux
+}
+
+// Nodes is the content of GET /api/v1/nodes.
+func (s *Server) Nodes() []NodeView {
+	nodes := s.engine.Nodes()
+	out := make([]NodeView, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, NodeView{NodeStatus: n, Proxies: nonNil(s.xds.Proxies(n.NodeID))})
+	}
+	return out
+}
+
+// Sources is the content of GET /api/v1/sources.
+func (s *Server) Sources() []SourceStatus {
+	out := make([]SourceStatus, 0, len(s.loops))
+	for _, l := range s.loops {
+		out = append(out, l.snapshot())
+	}
+	return out
+}
+
+// admin guards a mutating call: with an admin token configured the request
+// must carry it as a bearer token; without one only loopback clients may
+// call.
+func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+				writeJSON(w, http.StatusUnauthorized, apiError{Error: "a valid admin bearer token is required"})
+				return
+			}
+		} else if !fromLoopback(r) {
+			writeJSON(w, http.StatusForbidden, apiError{Error: "mutating calls are accepted from loopback only unless an admin token is configured"})
+			return
+		}
+		next(w, r)
+	}
+}
+
+func fromLoopback(r *http.Request) bool {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+type apiError struct {
+	Error string `json:"error"`
+}
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func nonNil[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func quote(s string) string { return `"` + s + `"` }

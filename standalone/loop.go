@@ -1,0 +1,204 @@
+package standalone
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sources"
+)
+
+// SourceStatus is what the status API shows of one source.
+type SourceStatus struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+	URL  string `json:"url"`
+	// Revision is the last fetched revision in Flux's form
+	// ("main@sha1:<sha>").
+	Revision string `json:"revision,omitempty"`
+	Commit   string `json:"commit,omitempty"`
+	// Nodes are the node IDs the source's last good render produced.
+	Nodes       []string   `json:"nodes,omitempty"`
+	LastFetch   *time.Time `json:"lastFetch,omitempty"`
+	LastApplied *time.Time `json:"lastApplied,omitempty"`
+	// LastError is the last fetch, render or apply failure; empty when the
+	// last attempt succeeded.
+	LastError string `json:"lastError,omitempty"`
+	// Diagnostics are the renderer's messages of the last rejected render.
+	Diagnostics []string `json:"diagnostics,omitempty"`
+}
+
+// sourceLoop fetches one source on its interval and on triggers, renders
+// what changed and applies it to the engine. One goroutine runs it.
+type sourceLoop struct {
+	s    *Server
+	cfg  SourceConfig
+	src  sources.Source
+	kick chan struct{}
+
+	mu          sync.Mutex
+	status      SourceStatus
+	tried       bool
+	lastContent string // content of the last fetch that was rendered
+}
+
+func newSourceLoop(s *Server, cfg SourceConfig, src sources.Source) *sourceLoop {
+	l := &sourceLoop{s: s, cfg: cfg, src: src, kick: make(chan struct{}, 1)}
+	l.status = SourceStatus{Name: cfg.Name, Kind: string(sources.KindGit)}
+	if cfg.Git != nil {
+		l.status.URL = sources.Redact(cfg.Git.URL)
+	}
+	return l
+}
+
+func (l *sourceLoop) trigger() {
+	select {
+	case l.kick <- struct{}{}:
+	default: // a fetch is already pending
+	}
+}
+
+func (l *sourceLoop) attempted() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.tried
+}
+
+func (l *sourceLoop) snapshot() SourceStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	st := l.status
+	st.Nodes = slices.Clone(st.Nodes)
+	st.Diagnostics = slices.Clone(st.Diagnostics)
+	return st
+}
+
+func (l *sourceLoop) run(ctx context.Context) {
+	ticker := time.NewTicker(l.cfg.Interval.Duration)
+	defer ticker.Stop()
+	for {
+		l.sync(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-ticker.C:
+		case <-l.kick:
+		}
+	}
+}
+
+// maxStatusDiagnostics bounds the renderer messages kept in the status.
+const maxStatusDiagnostics = 20
+
+// sync is one fetch → render → apply pass.
+func (l *sourceLoop) sync(ctx context.Context) {
+	log := l.s.log.WithValues("source", l.cfg.Name)
+	defer func() {
+		l.mu.Lock()
+		l.tried = true
+		l.mu.Unlock()
+	}()
+
+	start := time.Now()
+	res, err := l.src.Fetch(ctx)
+	l.s.metrics.fetchDuration.WithLabelValues(l.cfg.Name).Observe(time.Since(start).Seconds())
+	now := time.Now()
+	if err != nil {
+		if ctx.Err() != nil {
+			return
+		}
+		l.s.metrics.fetchErrors.WithLabelValues(l.cfg.Name).Inc()
+		log.Error(err, "fetch failed")
+		l.setError(now, err.Error(), nil)
+		return
+	}
+	origin := res.Origin
+	l.mu.Lock()
+	l.status.Revision = origin.Revision()
+	l.status.Commit = origin.Commit
+	l.status.LastFetch = &now
+	unchanged := !res.Changed && l.lastContent == res.Content
+	l.mu.Unlock()
+	if unchanged {
+		return
+	}
+	log = log.WithValues("revision", origin.Revision())
+
+	start = time.Now()
+	result := render.Render(res.Files, l.s.render)
+	l.s.metrics.renderDuration.WithLabelValues(l.cfg.Name).Observe(time.Since(start).Seconds())
+	l.mu.Lock()
+	l.lastContent = res.Content
+	l.mu.Unlock()
+	if !result.OK() {
+		l.s.metrics.renderFailures.WithLabelValues(l.cfg.Name).Inc()
+		msgs := make([]string, 0, min(len(result.Diagnostics), maxStatusDiagnostics))
+		for i, d := range result.Diagnostics {
+			if i < maxStatusDiagnostics {
+				msgs = append(msgs, d.String())
+			}
+		}
+		log.Info("configuration rejected; nothing published", "commit", origin.Commit, "errors", len(result.Diagnostics), "first", msgs[0])
+		l.s.engine.RecordValidationFailure(origin, result.Diagnostics)
+		l.setError(now, fmt.Sprintf("validation failed with %d error(s): %s", len(result.Diagnostics), msgs[0]), msgs)
+		return
+	}
+
+	nodes := make([]string, 0, len(result.Nodes))
+	for id := range result.Nodes {
+		nodes = append(nodes, id)
+	}
+	slices.Sort(nodes)
+	var problems []string
+	applied := make([]string, 0, len(nodes))
+	for _, node := range nodes {
+		if owner, ok := l.s.claim(node, l.cfg.Name); !ok {
+			msg := fmt.Sprintf("node %q is already rendered by source %q; a node ID may come from one source only", node, owner)
+			problems = append(problems, msg)
+			l.s.conflict(owner, fmt.Sprintf("node %q is also claimed by source %q; its configuration from there is ignored", node, l.cfg.Name))
+			continue
+		}
+		if err := l.s.engine.Apply(ctx, node, result.Nodes[node], origin); err != nil {
+			log.Error(err, "apply failed", "node", node)
+			problems = append(problems, fmt.Sprintf("node %q: %v", node, err))
+			continue
+		}
+		applied = append(applied, node)
+	}
+	log.Info("configuration applied", "commit", origin.Commit, "nodes", applied)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status.Nodes = applied
+	l.status.LastApplied = &now
+	l.status.Diagnostics = nil
+	l.status.LastError = strings.Join(problems, "; ")
+}
+
+func (l *sourceLoop) setError(now time.Time, msg string, diags []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status.LastFetch = &now
+	l.status.LastError = msg
+	l.status.Diagnostics = diags
+}
+
+// conflict records on source name that another source claims one of its
+// nodes.
+func (s *Server) conflict(name, msg string) {
+	for _, l := range s.loops {
+		if l.cfg.Name == name {
+			l.mu.Lock()
+			if !strings.Contains(l.status.LastError, msg) {
+				if l.status.LastError != "" {
+					l.status.LastError += "; "
+				}
+				l.status.LastError += msg
+			}
+			l.mu.Unlock()
+		}
+	}
+}

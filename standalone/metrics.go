@@ -1,0 +1,37 @@
+package standalone
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// metrics of the fetch loops. Labels are source names: bounded by the
+// configuration.
+type metrics struct {
+	fetchDuration  *prometheus.HistogramVec
+	fetchErrors    *prometheus.CounterVec
+	renderDuration *prometheus.HistogramVec
+	renderFailures *prometheus.CounterVec
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		fetchDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "legate_source_fetch_duration_seconds",
+			Help:    "Time to fetch a source, successful or not.",
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14),
+		}, []string{"source"}),
+		fetchErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "legate_source_fetch_errors_total",
+			Help: "Fetches of a source that failed.",
+		}, []string{"source"}),
+		renderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "legate_render_duration_seconds",
+			Help:    "Time to render and validate a source's configuration.",
+			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
+		}, []string{"source"}),
+		renderFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "legate_render_failures_total",
+			Help: "Renders of a source rejected by validation.",
+		}, []string{"source"}),
+	}
+	reg.MustRegister(m.fetchDuration, m.fetchErrors, m.renderDuration, m.renderFailures)
+	return m
+}

@@ -1,0 +1,271 @@
+package standalone
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"google.golang.org/grpc"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/boltstore"
+	"github.com/legate-dev/legate/sources"
+	gitsource "github.com/legate-dev/legate/sources/git"
+	"github.com/legate-dev/legate/xds"
+)
+
+// Options are what New needs besides the Config.
+type Options struct {
+	// Render is the renderer configuration, shared with `legate validate`
+	// so that both give the same verdict. DefaultNode is taken from Config.
+	Render render.Options
+	Log    logr.Logger
+}
+
+// Server is one running standalone home.
+type Server struct {
+	cfg     Config
+	log     logr.Logger
+	render  render.Options
+	store   *boltstore.Store
+	engine  *revisions.Engine
+	xds     *xds.Server
+	grpc    *grpc.Server
+	http    *http.Server
+	xdsLis  net.Listener
+	httpLis net.Listener
+	loops   []*sourceLoop
+	metrics *metrics
+	token   string
+
+	mu     sync.Mutex
+	owners map[string]string // node ID -> source name that renders it
+}
+
+// New opens the store, binds the listeners and builds every component. It
+// publishes nothing yet: Run restores and starts serving.
+func New(cfg Config, opts Options) (s *Server, err error) {
+	cfg = cfg.withDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	log := opts.Log
+	if log.GetSink() == nil {
+		log = logr.Discard()
+	}
+	s = &Server{cfg: cfg, log: log, render: opts.Render, owners: map[string]string{}}
+	s.render.DefaultNode = cfg.DefaultNode
+	if cfg.AdminTokenFile != "" {
+		data, err := os.ReadFile(cfg.AdminTokenFile)
+		if err != nil {
+			return nil, fmt.Errorf("read admin token file: %w", err)
+		}
+		s.token = strings.TrimSpace(string(data))
+		if s.token == "" {
+			return nil, fmt.Errorf("admin token file %s is empty", cfg.AdminTokenFile)
+		}
+	}
+
+	defer func() {
+		if err != nil {
+			s.close()
+		}
+	}()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	s.metrics = newMetrics(reg)
+
+	if s.store, err = boltstore.Open(filepath.Join(cfg.StateDir, "store")); err != nil {
+		return nil, err
+	}
+	s.xds, err = xds.New(xds.Options{
+		Registerer: reg,
+		Log:        log.WithName("xds"),
+		Observer:   xds.ObserverFunc(s.observe),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.engine, err = revisions.New(revisions.Options{
+		Store:      s.store,
+		Publisher:  revisions.PublisherFunc(s.publish),
+		History:    cfg.History,
+		Threshold:  cfg.TaintThreshold,
+		Timeout:    cfg.AnswerTimeout.Duration,
+		Registerer: reg,
+		Log:        log.WithName("revisions"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, sc := range cfg.Sources {
+		src, err := gitsource.New(gitsource.Config{
+			Name:     sc.Name,
+			URL:      sc.Git.URL,
+			Ref:      gitsource.Ref{Branch: sc.Git.Branch},
+			Path:     sc.Path,
+			StateDir: cfg.StateDir,
+		})
+		if err != nil {
+			return nil, err
+		}
+		s.loops = append(s.loops, newSourceLoop(s, sc, src))
+	}
+
+	if s.xdsLis, err = net.Listen("tcp", cfg.XDSAddr); err != nil {
+		return nil, fmt.Errorf("listen for xDS on %s: %w", cfg.XDSAddr, err)
+	}
+	if s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTPAddr, err)
+	}
+	s.grpc = s.xds.NewGRPCServer()
+	s.http = &http.Server{Handler: s.routes(reg), ReadHeaderTimeout: 10 * time.Second}
+	return s, nil
+}
+
+// XDSAddr is the address the ADS server listens on.
+func (s *Server) XDSAddr() string { return s.xdsLis.Addr().String() }
+
+// HTTPAddr is the address of the status API.
+func (s *Server) HTTPAddr() string { return s.httpLis.Addr().String() }
+
+// Run restores the last published revisions from the store, serves them,
+// starts every source's fetch loop and serves until ctx is cancelled; then
+// it shuts down gracefully and closes the store.
+func (s *Server) Run(ctx context.Context) error {
+	defer s.close()
+	if err := s.engine.Restore(ctx); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 2)
+	wg.Go(func() { errc <- serveGRPC(s.grpc, s.xdsLis) })
+	wg.Go(func() {
+		if err := s.http.Serve(s.httpLis); !errors.Is(err, http.ErrServerClosed) {
+			errc <- err
+		}
+	})
+	wg.Go(func() {
+		if err := s.engine.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			errc <- err
+		}
+	})
+	for _, l := range s.loops {
+		wg.Go(func() { l.run(ctx) })
+	}
+	s.log.Info("serving", "xds", s.XDSAddr(), "http", s.HTTPAddr(), "sources", len(s.loops))
+
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+		s.log.Error(err, "server failed; shutting down")
+	}
+	cancel()
+	shutdownCtx, done := context.WithTimeout(context.Background(), 10*time.Second)
+	defer done()
+	_ = s.http.Shutdown(shutdownCtx)
+	// ADS streams live as long as the proxies: do not wait for them.
+	s.grpc.Stop()
+	wg.Wait()
+	s.log.Info("stopped")
+	return err
+}
+
+func serveGRPC(gs *grpc.Server, lis net.Listener) error {
+	if err := gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
+		return fmt.Errorf("serve xDS: %w", err)
+	}
+	return nil
+}
+
+func (s *Server) close() {
+	if s.xdsLis != nil {
+		_ = s.xdsLis.Close()
+	}
+	if s.httpLis != nil {
+		_ = s.httpLis.Close()
+	}
+	if s.store != nil {
+		_ = s.store.Close()
+		s.store = nil
+	}
+}
+
+// publish hands the engine's publication to the xDS server.
+func (s *Server) publish(node string, pub revisions.Publication) error {
+	snap := xds.Snapshot{Version: pub.Version, Types: make(map[string]xds.TypeSnapshot, len(pub.Types))}
+	for url, t := range pub.Types {
+		snap.Types[url] = xds.TypeSnapshot{Version: t.Version, Resources: t.Resources}
+	}
+	return s.xds.SetSnapshot(node, snap)
+}
+
+// observe hands the xDS server's proxy events to the engine.
+func (s *Server) observe(ev xds.Event) {
+	s.engine.ObserveProxy(revisions.ProxyEvent{
+		Kind:            revisions.ProxyEventKind(ev.Kind.String()),
+		Node:            ev.Node,
+		Proxy:           ev.Proxy,
+		TypeURL:         ev.TypeURL,
+		TypeVersion:     ev.TypeVersion,
+		SnapshotVersion: ev.SnapshotVersion,
+		Error:           ev.Error,
+		Outstanding:     ev.Outstanding,
+		Time:            ev.Time,
+	})
+}
+
+// claim records that source renders node, or returns the source that
+// already does.
+func (s *Server) claim(node, source string) (owner string, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if o, taken := s.owners[node]; taken && o != source {
+		return o, false
+	}
+	s.owners[node] = source
+	return source, true
+}
+
+// Trigger asks the named source to fetch now. It reports whether such a
+// source exists.
+func (s *Server) Trigger(name string) bool {
+	for _, l := range s.loops {
+		if l.cfg.Name == name {
+			l.trigger()
+			return true
+		}
+	}
+	return false
+}
+
+// Ready reports whether the store was restored and every source has
+// finished its first fetch attempt.
+func (s *Server) Ready() bool {
+	for _, l := range s.loops {
+		if !l.attempted() {
+			return false
+		}
+	}
+	return true
+}
+
+// Engine exposes the revision engine (for reporters wired by the caller).
+func (s *Server) Engine() *revisions.Engine { return s.engine }
+
+var _ sources.Source = (*gitsource.Source)(nil)

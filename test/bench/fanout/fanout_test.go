@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"testing"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/encoding"
+	grpcproto "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/anypb"
+)
+
+func TestPercentile(t *testing.T) {
+	tests := []struct {
+		xs   []float64
+		p    float64
+		want float64
+	}{
+		{nil, 50, 0},
+		{[]float64{3}, 99, 3},
+		{[]float64{5, 1, 3, 2, 4}, 50, 3},
+		{[]float64{5, 1, 3, 2, 4}, 99, 5},
+		{[]float64{1, 2, 3, 4}, 50, 2},
+	}
+	for _, tt := range tests {
+		assert.InDelta(t, tt.want, percentile(tt.xs, tt.p), 0, "%v p%v", tt.xs, tt.p)
+	}
+}
+
+func TestClientCodecReadsHeader(t *testing.T) {
+	b, err := proto.Marshal(&discoveryv3.DiscoveryResponse{
+		VersionInfo: "v7", TypeUrl: resourcev3.ClusterType, Nonce: "42",
+		Resources: []*anypb.Any{{TypeUrl: resourcev3.ClusterType, Value: []byte("x")}},
+	})
+	require.NoError(t, err)
+	var h header
+	c := clientCodec{proto: encoding.GetCodecV2(grpcproto.Name)}
+	require.NoError(t, c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b[:7]), mem.SliceBuffer(b[7:])}, &h))
+	assert.Equal(t, header{version: "v7", typeURL: resourcev3.ClusterType, nonce: "42"}, h)
+	assert.Error(t, c.Unmarshal(mem.BufferSlice{mem.SliceBuffer(b[:len(b)-1])}, &h))
+}
+
+func TestWriteTableAndSVG(t *testing.T) {
+	run := &Run{Results: []*Result{
+		{Impl: "gcp", Streams: 10, Clusters: 5, P50Ms: 40, P99Ms: 50, CPUSeconds: 1, PeakRSSBytes: 64 << 20},
+		{Impl: "legate", Streams: 10, Clusters: 5, P50Ms: 8, P99Ms: 9, CPUSeconds: 0.5, PeakRSSBytes: 32 << 20},
+		{Impl: "gcp", Streams: 20, Clusters: 5, Error: "timeout"},
+	}}
+	var table bytes.Buffer
+	require.NoError(t, writeTable(&table, run))
+	assert.Contains(t, table.String(), "| 10 × 5 | 40.0 / 50.0 ms | 8.0 / 9.0 ms | 5.0× | 1.00 s / 64 MiB | 0.50 s / 32 MiB |")
+	assert.Contains(t, table.String(), "| 20 × 5 | failed | not run | – |")
+	var svg bytes.Buffer
+	require.NoError(t, writeSVG(&svg, run))
+	assert.Contains(t, svg.String(), "<svg")
+	assert.Equal(t, 4, bytes.Count(svg.Bytes(), []byte("<rect x=")), "two bars and two legend boxes")
+	assert.Error(t, writeSVG(&svg, &Run{}))
+}

@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	cachetypes "github.com/envoyproxy/go-control-plane/pkg/cache/types"
+	cachev3 "github.com/envoyproxy/go-control-plane/pkg/cache/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	serverv3 "github.com/envoyproxy/go-control-plane/pkg/server/v3"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/xds"
+)
+
+const benchNode = "bench"
+
+// acks counts, per version, the streams that have ACKed it.
+type acks struct {
+	mu      sync.Mutex
+	want    string
+	n       int
+	target  int
+	reached chan struct{}
+}
+
+func (a *acks) expect(version string, target int) chan struct{} {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.want, a.n, a.target, a.reached = version, 0, target, make(chan struct{})
+	return a.reached
+}
+
+func (a *acks) ack(version string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if version != a.want || a.reached == nil {
+		return
+	}
+	a.n++
+	if a.n == a.target {
+		close(a.reached)
+	}
+}
+
+// publisher publishes generation gen of the cluster set under version.
+type publisher func(version string, gen int) error
+
+func makeClusters(n, gen int) []*clusterv3.Cluster {
+	out := make([]*clusterv3.Cluster, n)
+	for i := range out {
+		name := fmt.Sprintf("cluster-%05d", i)
+		out[i] = &clusterv3.Cluster{
+			Name:                 name,
+			ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STRICT_DNS},
+			ConnectTimeout:       durationpb.New(time.Duration(gen+1) * time.Millisecond),
+			LoadAssignment: &endpointv3.ClusterLoadAssignment{
+				ClusterName: name,
+				Endpoints: []*endpointv3.LocalityLbEndpoints{{
+					LbEndpoints: []*endpointv3.LbEndpoint{{
+						HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{
+							Address: &corev3.Address{Address: &corev3.Address_SocketAddress{SocketAddress: &corev3.SocketAddress{
+								Address: name + ".backend.svc.cluster.local", PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 8080},
+							}}},
+						}},
+					}},
+				}},
+			},
+		}
+	}
+	return out
+}
+
+// grpcOptions are the transport settings both servers get, so the
+// comparison isolates what the xDS layers do.
+func grpcOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{grpc.MaxConcurrentStreams(1 << 20)}
+}
+
+func startLegate(gs **grpc.Server, counter *acks) (publisher, error) {
+	srv, err := xds.New(xds.Options{Observer: xds.ObserverFunc(func(ev xds.Event) {
+		if ev.Kind == xds.ACK {
+			counter.ack(ev.TypeVersion)
+		}
+	})})
+	if err != nil {
+		return nil, err
+	}
+	*gs = srv.NewGRPCServer(grpcOptions()...)
+	return func(version string, gen int) error {
+		// The encoding of every resource counts: legate's renderer does it
+		// once per revision.
+		cs := makeClusters(clusterCount, gen)
+		rs := make([]render.Resource, len(cs))
+		for i, c := range cs {
+			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+			if err != nil {
+				return err
+			}
+			rs[i] = render.Resource{Name: c.GetName(), Body: b}
+		}
+		return srv.SetSnapshot(benchNode, xds.Snapshot{Version: version, Types: map[string]xds.TypeSnapshot{
+			resourcev3.ClusterType: {Version: version, Resources: rs},
+		}})
+	}, nil
+}
+
+func startGCP(gs **grpc.Server, counter *acks) publisher {
+	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
+	cb := serverv3.CallbackFuncs{StreamRequestFunc: func(_ int64, req *discoveryv3.DiscoveryRequest) error {
+		if req.GetResponseNonce() != "" && req.GetErrorDetail() == nil {
+			counter.ack(req.GetVersionInfo())
+		}
+		return nil
+	}}
+	srv := serverv3.NewServer(context.Background(), cache, cb)
+	*gs = grpc.NewServer(grpcOptions()...)
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(*gs, srv)
+	return func(version string, gen int) error {
+		cs := makeClusters(clusterCount, gen)
+		rs := make([]cachetypes.Resource, len(cs))
+		for i, c := range cs {
+			rs[i] = c
+		}
+		snap, err := cachev3.NewSnapshot(version, map[resourcev3.Type][]cachetypes.Resource{resourcev3.ClusterType: rs})
+		if err != nil {
+			return err
+		}
+		return cache.SetSnapshot(context.Background(), benchNode, snap)
+	}
+}
+
+var clusterCount int
+
+func runServer(args []string, stdout io.Writer) error {
+	fs := flag.NewFlagSet("server", flag.ContinueOnError)
+	impl := fs.String("impl", "legate", "legate or gcp")
+	streams := fs.Int("streams", 100, "streams to wait for")
+	fs.IntVar(&clusterCount, "clusters", 100, "clusters per snapshot")
+	publishes := fs.Int("publishes", 7, "publishes to measure")
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	res := &Result{Impl: *impl, Streams: *streams, Clusters: clusterCount, Publishes: *publishes}
+	counter := &acks{}
+	var gs *grpc.Server
+	var publish publisher
+	switch *impl {
+	case "legate":
+		p, err := startLegate(&gs, counter)
+		if err != nil {
+			return err
+		}
+		publish = p
+	case "gcp":
+		publish = startGCP(&gs, counter)
+	default:
+		return fmt.Errorf("unknown -impl %q: use legate or gcp", *impl)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	go func() { _ = gs.Serve(lis) }()
+	defer gs.Stop()
+
+	start := time.Now()
+	reached := counter.expect("v0", *streams)
+	if err := publish("v0", 0); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "addr %s\n", lis.Addr())
+	<-reached
+	res.ConnectSeconds = time.Since(start).Seconds()
+
+	cpu0 := cpuSeconds()
+	for i := 1; i <= *publishes; i++ {
+		version := "v" + strconv.Itoa(i)
+		reached := counter.expect(version, *streams)
+		t0 := time.Now()
+		if err := publish(version, i); err != nil {
+			return err
+		}
+		<-reached
+		res.PublishToACKedMs = append(res.PublishToACKedMs, float64(time.Since(t0).Microseconds())/1000)
+	}
+	res.CPUSeconds = cpuSeconds() - cpu0
+	res.PeakRSSBytes = peakRSS()
+	res.P50Ms, res.P99Ms = percentile(res.PublishToACKedMs, 50), percentile(res.PublishToACKedMs, 99)
+	b, err := json.Marshal(res)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(stdout, "%s\n", b)
+	return err
+}
+
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	tv := func(t syscall.Timeval) float64 { return float64(t.Sec) + float64(t.Usec)/1e6 }
+	return tv(ru.Utime) + tv(ru.Stime)
+}
+
+// peakRSS reads VmHWM from /proc/self/status.
+func peakRSS() int64 {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
+			if err == nil {
+				return kb * 1024
+			}
+		}
+	}
+	return 0
+}
+
+// percentile is the nearest-rank percentile of xs.
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	rank := int(p/100*float64(len(s))+0.999999) - 1
+	rank = max(0, min(rank, len(s)-1))
+	return s[rank]
+}
+
+func numCPU() int { return runtime.NumCPU() }

@@ -1,0 +1,223 @@
+package xds
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/grpc"
+)
+
+// Authorizer decides whether a stream may act as nodeID. It is called once
+// per stream, on its first request, with the stream's context (which carries
+// the peer and its TLS state). A non-nil error closes the stream with
+// PermissionDenied and the error's text.
+type Authorizer func(ctx context.Context, nodeID string) error
+
+// Options configure a Server. Every field is optional.
+type Options struct {
+	// Observer receives Connected, Disconnected, ACK and NACK events.
+	Observer Observer
+	// Registerer receives the legate_xds_* metrics.
+	Registerer prometheus.Registerer
+	// Authorizer checks a stream's node ID; nil admits every stream.
+	Authorizer Authorizer
+	// Log receives stream errors; the zero value discards them.
+	Log logr.Logger
+	// Clock stamps events and status; nil means time.Now.
+	Clock func() time.Time
+}
+
+// Server is legate's ADS server. It serves one snapshot per node ID over
+// state-of-the-world and delta ADS, encoding every resource of a (type,
+// version) once and sharing the bytes between all streams, and tracks every
+// stream's ACKs and NACKs by nonce. Its methods are safe for concurrent use.
+type Server struct {
+	opts      Options
+	metrics   *metrics
+	streamSeq atomic.Uint64
+
+	mu    sync.Mutex
+	nodes map[string]*nodeState
+}
+
+// nodeState is one node ID: its current snapshot and its open streams.
+type nodeState struct {
+	snap  atomic.Pointer[nodeSnapshot]
+	setMu sync.Mutex // serializes SetSnapshot for the node
+
+	// guarded by Server.mu
+	streams map[*streamBase]struct{}
+	hasSnap bool
+}
+
+// nodeSnapshot is a Snapshot with every type prepared for sending.
+type nodeSnapshot struct {
+	version string
+	types   map[string]*preparedType
+}
+
+var emptyTypes sync.Map // type URL -> *preparedType
+
+// typ returns the prepared type, an empty set for a type the snapshot
+// leaves out, or nil when there is no snapshot.
+func (ns *nodeSnapshot) typ(url string) *preparedType {
+	if ns == nil {
+		return nil
+	}
+	if pt, ok := ns.types[url]; ok {
+		return pt
+	}
+	if pt, ok := emptyTypes.Load(url); ok {
+		return pt.(*preparedType)
+	}
+	pt, _ := emptyTypes.LoadOrStore(url, emptyType(url))
+	return pt.(*preparedType)
+}
+
+// New returns a Server. It fails only when the metrics cannot be registered.
+func New(opts Options) (*Server, error) {
+	if opts.Clock == nil {
+		opts.Clock = time.Now
+	}
+	if opts.Log.GetSink() == nil {
+		opts.Log = logr.Discard()
+	}
+	m, err := newMetrics(opts.Registerer)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{opts: opts, metrics: m, nodes: make(map[string]*nodeState)}, nil
+}
+
+// NewGRPCServer returns a gRPC server with the ADS service registered and
+// the codec that writes pre-encoded responses without copying them. Other
+// services may be registered on it too; their messages use the ordinary
+// proto codec. Stop it with Stop (ADS streams are long-lived, so
+// GracefulStop waits for every proxy to go away).
+func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
+	opts = append(opts, grpc.ForceServerCodecV2(newCodec()))
+	gs := grpc.NewServer(opts...)
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, adsService{s: s})
+	return gs
+}
+
+// SetSnapshot makes snap the configuration served to node and pushes the
+// types whose versions changed to every stream of the node, in ADS order. It
+// returns an error, and changes nothing, when snap is not Consistent.
+func (s *Server) SetSnapshot(node string, snap Snapshot) error {
+	if err := snap.Consistent(); err != nil {
+		return fmt.Errorf("snapshot %s of node %q is inconsistent: %w", snap.Version, node, err)
+	}
+	ns := s.node(node, true)
+	ns.setMu.Lock()
+	old := ns.snap.Load()
+	next := &nodeSnapshot{version: snap.Version, types: make(map[string]*preparedType, len(snap.Types))}
+	for url, ts := range snap.Types {
+		if old != nil {
+			if pt, ok := old.types[url]; ok && pt.version == ts.Version {
+				next.types[url] = pt
+				continue
+			}
+		}
+		next.types[url] = prepareType(url, ts.Version, ts.Resources)
+	}
+	ns.snap.Store(next)
+	ns.setMu.Unlock()
+
+	s.mu.Lock()
+	ns.hasSnap = true
+	for st := range ns.streams {
+		st.notify()
+	}
+	s.mu.Unlock()
+	return nil
+}
+
+// Proxies returns the status of every open stream of node, sorted by proxy
+// identity and connection time.
+func (s *Server) Proxies(node string) []ProxyStatus {
+	s.mu.Lock()
+	var trackers []*tracker
+	if ns := s.nodes[node]; ns != nil {
+		for st := range ns.streams {
+			trackers = append(trackers, st.tr)
+		}
+	}
+	s.mu.Unlock()
+	out := make([]ProxyStatus, 0, len(trackers))
+	for _, tr := range trackers {
+		out = append(out, tr.status())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Proxy != out[j].Proxy {
+			return out[i].Proxy < out[j].Proxy
+		}
+		return out[i].ConnectedSince.Before(out[j].ConnectedSince)
+	})
+	return out
+}
+
+// node returns the state of a node ID, creating it when create is set.
+func (s *Server) node(id string, create bool) *nodeState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns := s.nodes[id]
+	if ns == nil && create {
+		ns = &nodeState{streams: make(map[*streamBase]struct{})}
+		s.nodes[id] = ns
+	}
+	return ns
+}
+
+func (s *Server) register(id string, st *streamBase) *nodeState {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns := s.nodes[id]
+	if ns == nil {
+		ns = &nodeState{streams: make(map[*streamBase]struct{})}
+		s.nodes[id] = ns
+	}
+	ns.streams[st] = struct{}{}
+	return ns
+}
+
+// unregister forgets a stream, and its node when nothing else holds it.
+func (s *Server) unregister(id string, st *streamBase) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ns := s.nodes[id]
+	if ns == nil {
+		return
+	}
+	delete(ns.streams, st)
+	if len(ns.streams) == 0 && !ns.hasSnap {
+		delete(s.nodes, id)
+	}
+}
+
+func (s *Server) emit(ev Event) {
+	if s.opts.Observer != nil {
+		s.opts.Observer.ObserveProxy(ev)
+	}
+}
+
+// adsService adapts Server to the generated ADS service interface.
+type adsService struct {
+	discoveryv3.UnimplementedAggregatedDiscoveryServiceServer
+	s *Server
+}
+
+func (a adsService) StreamAggregatedResources(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
+	return a.s.runSotW(stream)
+}
+
+func (a adsService) DeltaAggregatedResources(stream discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
+	return a.s.runDelta(stream)
+}

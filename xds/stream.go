@@ -1,0 +1,142 @@
+package xds
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	statuspb "google.golang.org/genproto/googleapis/rpc/status"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// podNameKey is the node metadata key naming the proxy's pod.
+const podNameKey = "pod_name"
+
+// streamBase is what state-of-the-world and delta streams share: the
+// proxy's identity, its tracker and its registration with the node.
+type streamBase struct {
+	srv  *Server
+	ctx  context.Context
+	ss   grpc.ServerStream
+	kind string
+	wake chan struct{}
+
+	nodeID string
+	ns     *nodeState
+	tr     *tracker
+}
+
+func newStreamBase(srv *Server, ss grpc.ServerStream, kind string) streamBase {
+	return streamBase{srv: srv, ctx: ss.Context(), ss: ss, kind: kind, wake: make(chan struct{}, 1)}
+}
+
+// notify wakes the stream to look at a new snapshot; it never blocks.
+func (b *streamBase) notify() {
+	select {
+	case b.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (b *streamBase) started() bool { return b.tr != nil }
+
+// start identifies the proxy from the first request of the stream, checks
+// it with the Authorizer and registers the stream with its node.
+func (b *streamBase) start(node *corev3.Node) error {
+	if node.GetId() == "" {
+		return status.Error(codes.InvalidArgument, "the first request of a stream must carry node.id")
+	}
+	if a := b.srv.opts.Authorizer; a != nil {
+		if err := a(b.ctx, node.GetId()); err != nil {
+			return status.Errorf(codes.PermissionDenied, "node %q is not allowed: %v", node.GetId(), err)
+		}
+	}
+	proxy := node.GetMetadata().GetFields()[podNameKey].GetStringValue()
+	if proxy == "" {
+		proxy = "stream-" + strconv.FormatUint(b.srv.streamSeq.Add(1), 10)
+	}
+	b.nodeID = node.GetId()
+	b.tr = newTracker(proxy, b.nodeID, b.kind, b.srv.opts.Clock())
+	b.ns = b.srv.register(b.nodeID, b)
+	b.srv.metrics.connected.WithLabelValues(b.nodeID).Inc()
+	b.srv.emit(Event{Kind: Connected, Node: b.nodeID, Proxy: proxy, Time: b.tr.since})
+	return nil
+}
+
+// stop drops everything the server held for the stream.
+func (b *streamBase) stop() {
+	if b.tr == nil {
+		return
+	}
+	b.srv.unregister(b.nodeID, b)
+	b.srv.metrics.connected.WithLabelValues(b.nodeID).Dec()
+	b.tr.mu.Lock()
+	outstanding := b.tr.outstandingLocked()
+	b.tr.mu.Unlock()
+	b.srv.emit(Event{Kind: Disconnected, Node: b.nodeID, Proxy: b.tr.proxy, Outstanding: outstanding, Time: b.srv.opts.Clock()})
+}
+
+// answered records the ACK or NACK carried by a request, if its nonce names
+// a response of this stream. It returns the response, whether one was
+// found, and whether the nonce is the type's latest.
+func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (sent, bool, bool) {
+	var msg *string
+	if detail != nil {
+		m := detail.GetMessage()
+		msg = &m
+	}
+	now := b.srv.opts.Clock()
+	resp, found, latest, outstanding := b.tr.answer(typeURL, nonce, msg, now)
+	if !found {
+		return resp, false, latest
+	}
+	ev := Event{
+		Kind: ACK, Node: b.nodeID, Proxy: b.tr.proxy, TypeURL: typeURL,
+		TypeVersion: resp.version, SnapshotVersion: resp.snapVersion,
+		Outstanding: outstanding, Time: now,
+	}
+	label := shortType(typeURL)
+	if msg != nil {
+		ev.Kind, ev.Error = NACK, *msg
+		b.srv.metrics.nacks.WithLabelValues(label).Inc()
+		b.srv.opts.Log.Info("proxy rejected a response", "node", b.nodeID, "proxy", b.tr.proxy,
+			"type", label, "version", resp.version, "error", *msg)
+	} else {
+		b.srv.metrics.acks.WithLabelValues(label).Inc()
+	}
+	b.srv.emit(ev)
+	return resp, true, latest
+}
+
+// send writes a pre-encoded response and counts it.
+func (b *streamBase) send(typeURL string, parts [][]byte) error {
+	if err := b.ss.SendMsg(&wireMsg{parts: parts}); err != nil {
+		return err
+	}
+	b.srv.metrics.responses.WithLabelValues(shortType(typeURL)).Inc()
+	return nil
+}
+
+// receive runs recv until it fails, handing requests to out. The error is
+// delivered on errc; io.EOF (the client closed its side) becomes nil.
+func receive[T any](ctx context.Context, recv func() (T, error), out chan<- T, errc chan<- error) {
+	for {
+		req, err := recv()
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				err = nil
+			}
+			errc <- err
+			return
+		}
+		select {
+		case out <- req:
+		case <-ctx.Done():
+			return
+		}
+	}
+}
