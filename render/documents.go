@@ -111,8 +111,12 @@ func (r *renderer) typedResource(file string, n *yaml.Node, nodes []string) {
 // discoveryResponse takes Envoy's filesystem-xDS form:
 // {version_info, resources: [{"@type": …}, …]}.
 func (r *renderer) discoveryResponse(file string, doc *yaml.Node, nodes []string) {
-	r.checkKeys(file, doc, "@type", "version_info", "versionInfo", "resources", "type_url", "typeUrl", "nonce", "canary", "control_plane", "controlPlane")
 	res := resolveAlias(mapValue(doc, "resources"))
+	if kustomization(res) {
+		r.skipped++
+		return
+	}
+	r.checkKeys(file, doc, "@type", "version_info", "versionInfo", "resources", "type_url", "typeUrl", "nonce", "canary", "control_plane", "controlPlane")
 	if res.Kind != yaml.SequenceNode {
 		r.addf(nodePos(file, res), RuleDocument, "resources must be a list of resources with \"@type\"")
 		return
@@ -125,6 +129,20 @@ func (r *renderer) discoveryResponse(file string, doc *yaml.Node, nodes []string
 		}
 		r.typedResource(file, e, nodes)
 	}
+}
+
+// kustomization reports whether a resources list names files, as a
+// kustomization.yaml's does.
+func kustomization(res *yaml.Node) bool {
+	if res.Kind != yaml.SequenceNode || len(res.Content) == 0 {
+		return false
+	}
+	for _, e := range res.Content {
+		if resolveAlias(e).Kind != yaml.ScalarNode {
+			return false
+		}
+	}
+	return true
 }
 
 // checkKeys reports keys of a mapping that are not in allowed.

@@ -22,6 +22,13 @@ func (r *renderer) envoyConfig(file string, doc *yaml.Node, marin3r bool) {
 		r.addf(nodePos(file, spec), RuleNode, "EnvoyConfig spec.nodeID is required: the node ID of the proxies this configuration is for")
 		return
 	}
+	name := scalar(mapValue(mapValue(doc, "metadata"), "name"))
+	if first, ok := r.envoyConfigs[nodeID]; ok {
+		r.addf(nodePos(file, mapValue(spec, "nodeID")), RuleNode,
+			"node %q is already configured by EnvoyConfig %q at %s: use one EnvoyConfig per node ID", nodeID, first.name, first.pos)
+		return
+	}
+	r.envoyConfigs[nodeID] = envoyConfigRef{name: name, pos: nodePos(file, doc)}
 	nodes := []string{nodeID}
 	if marin3r {
 		r.checkKeys(file, spec, "nodeID", "serialization", "envoyAPI", "envoyResources", "resources")
@@ -50,6 +57,12 @@ func (r *renderer) envoyConfig(file string, doc *yaml.Node, marin3r bool) {
 	default:
 		r.addf(nodePos(file, spec), RuleDocument, "EnvoyConfig needs spec.resources")
 	}
+}
+
+// envoyConfigRef remembers the EnvoyConfig that configures a node.
+type envoyConfigRef struct {
+	name string
+	pos  Position
 }
 
 // resourceList takes spec.resources: entries of {type, value} or secret

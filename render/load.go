@@ -68,7 +68,7 @@ func (l *loader) visit(p string, d fs.DirEntry, err error) error {
 		}
 		return nil
 	}
-	if !configFile(name) || name == TargetFile {
+	if !configFile(name) || name == TargetFile || strings.HasPrefix(strings.ToLower(name), "kustomization.") {
 		return nil
 	}
 	if d.Type()&fs.ModeSymlink != 0 {

@@ -134,6 +134,9 @@ func pathTo(root, target *yaml.Node) []string {
 		if n == target {
 			return true
 		}
+		if len(segs) > maxDepth {
+			return false
+		}
 		n = resolveAlias(n)
 		switch n.Kind {
 		case yaml.MappingNode:

@@ -52,6 +52,7 @@ type renderer struct {
 	refs               []ref
 	index              index
 	failed             index // resources that did not decode
+	envoyConfigs       map[string]envoyConfigRef
 }
 
 func (r *renderer) add(d Diagnostic) { r.diags = append(r.diags, d) }
@@ -61,7 +62,7 @@ func (r *renderer) addf(pos Position, rule, format string, args ...any) {
 }
 
 func renderDocuments(docs []Document, opts Options, diags []Diagnostic) *Result {
-	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}}
+	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}}
 	for _, d := range docs {
 		r.document(d)
 	}

@@ -188,3 +188,48 @@ func TestDiagnosticFormats(t *testing.T) {
 	assert.Equal(t, "[]\n", b.String())
 	assert.Error(t, WriteDiagnostics(&b, "xml", nil))
 }
+
+func TestHostileYAML(t *testing.T) {
+	laughs := "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c\nmetadata:\n  filter_metadata:\n    a: &a {x: [1, 2, 3, 4, 5, 6, 7, 8, 9]}\n"
+	prev := "a"
+	for i := 0; i < 30; i++ {
+		cur := "l" + strings.Repeat("x", i)
+		laughs += "    " + cur + ": &" + cur + " [" + strings.Repeat("*"+prev+", ", 9) + "*" + prev + "]\n"
+		prev = cur
+	}
+	for name, doc := range map[string]string{
+		"recursive alias": "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: &n [*n]\n",
+		"billion laughs":  laughs,
+	} {
+		t.Run(name, func(t *testing.T) {
+			res := RenderDocuments([]Document{{Path: "f.yaml", Data: []byte(doc)}}, Options{DefaultNode: "n"})
+			require.Len(t, res.Diagnostics, 1)
+			assert.Contains(t, res.Diagnostics[0].Message, "YAML alias")
+		})
+	}
+}
+
+func TestJSONPositions(t *testing.T) {
+	doc := "{\n  \"@type\": \"type.googleapis.com/envoy.config.cluster.v3.Cluster\",\n  \"name\": \"c\",\n  \"type\": \"STATIC\",\n  \"connectTimeout\": \"soon\"\n}\n"
+	res := RenderDocuments([]Document{{Path: "c.json", Data: []byte(doc)}}, Options{DefaultNode: "n"})
+	assert.Equal(t, []string{`c.json:5:21: cluster "c" connectTimeout: invalid google.protobuf.Duration value "soon"`}, diagStrings(res))
+}
+
+func TestKubernetesNeighbours(t *testing.T) {
+	ec := func(name string) string {
+		return "apiVersion: marin3r.3scale.net/v1alpha1\nkind: EnvoyConfig\nmetadata: {name: " + name + "}\nspec:\n  nodeID: kuard\n  resources:\n  - type: cluster\n    value: {name: c, type: STATIC}\n"
+	}
+	fsys := fstest.MapFS{
+		"app/kustomization.yaml": {Data: []byte("resources:\n- envoyconfig.yaml\n")},
+		"app/list.yaml":          {Data: []byte("resources:\n- envoyconfig.yaml\n")},
+		"app/deploy.yaml":        {Data: []byte("apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: x}\n")},
+		"app/envoyconfig.yaml":   {Data: []byte(ec("first"))},
+	}
+	res := Render(fsys, Options{})
+	require.True(t, res.OK(), "%v", res.Diagnostics)
+	assert.Len(t, res.Nodes["kuard"].Types[ClusterType].Resources, 1)
+
+	fsys["other/envoyconfig.yaml"] = &fstest.MapFile{Data: []byte(ec("second"))}
+	res = Render(fsys, Options{})
+	assert.Equal(t, []string{`other/envoyconfig.yaml:5:11: node "kuard" is already configured by EnvoyConfig "first" at app/envoyconfig.yaml:1:1: use one EnvoyConfig per node ID`}, diagStrings(res))
+}

@@ -58,9 +58,18 @@ type jsonWriter struct {
 	buf   []byte
 	offs  []int
 	nodes []*yaml.Node
+	depth int
 }
 
+// Bounds on what YAML aliases can make of a document: a recursive alias
+// would never end, and nested aliases can grow exponentially.
+const (
+	maxDepth    = 200
+	maxExpanded = 32 << 20
+)
+
 func (w *jsonWriter) reset() {
+	w.depth = 0
 	w.buf = w.buf[:0]
 	w.offs = w.offs[:0]
 	w.nodes = w.nodes[:0]
@@ -102,6 +111,11 @@ func (w *jsonWriter) writeResource(n *yaml.Node, skip ...string) error {
 
 func (w *jsonWriter) write(n *yaml.Node) error {
 	n = resolveAlias(n)
+	if w.depth >= maxDepth || len(w.buf) > maxExpanded {
+		return nodeErrorf(n, "document nests too deep or expands too far (a recursive or repeated YAML alias?)")
+	}
+	w.depth++
+	defer func() { w.depth-- }()
 	switch n.Kind {
 	case yaml.MappingNode:
 		return w.writeMapping(n, nil)
@@ -152,6 +166,13 @@ func (w *jsonWriter) writeMapping(n *yaml.Node, skip []string) error {
 // eachPair calls fn for every key/value of a mapping, expanding YAML merge
 // keys ("<<").
 func eachPair(n *yaml.Node, fn func(k, v *yaml.Node) error) error {
+	return eachPairDepth(n, fn, 0)
+}
+
+func eachPairDepth(n *yaml.Node, fn func(k, v *yaml.Node) error, depth int) error {
+	if depth > maxDepth {
+		return nodeErrorf(n, "merge keys nest too deep (a recursive YAML alias?)")
+	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
@@ -168,7 +189,7 @@ func eachPair(n *yaml.Node, fn func(k, v *yaml.Node) error) error {
 				if s.Kind != yaml.MappingNode {
 					return nodeErrorf(s, "a merge key needs a mapping")
 				}
-				if err := eachPair(s, fn); err != nil {
+				if err := eachPairDepth(s, fn, depth+1); err != nil {
 					return err
 				}
 			}

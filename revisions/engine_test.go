@@ -563,7 +563,7 @@ func TestRunAppliesEventsAndTimeouts(t *testing.T) {
 	go func() { done <- h.e.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		assert.ErrorIs(t, <-done, context.Canceled)
 	})
 
 	h.apply(config("l1", "c1"), "sha1")
@@ -627,4 +627,23 @@ func TestProxiesConnectedBeforeTheFirstRevision(t *testing.T) {
 	h.apply(config("l1", "c1"), "sha1")
 	h.events(ack("pod-a", h.pub.last(t)))
 	assert.Equal(t, revisions.StateInSync, h.status().State)
+}
+
+// TestProxyCurrentWithoutAResponse: the xDS server reports a proxy whose
+// subscriptions a publication does not touch as current with an ACK that
+// names no type; the engine counts it as accepting.
+func TestProxyCurrentWithoutAResponse(t *testing.T) {
+	h := newHarness(t, revisions.Options{})
+	h.apply(config("l1", "c1"), "sha1")
+	h.events(connect("cds-only"), ack("cds-only", h.pub.last(t)))
+	require.Equal(t, revisions.StateInSync, h.status().State)
+
+	h.apply(config("l2", "c1"), "sha2")
+	p2 := h.pub.last(t)
+	require.Equal(t, revisions.StatePending, h.status().State)
+	h.events(revisions.ProxyEvent{Kind: revisions.ProxyACK, Proxy: "cds-only", SnapshotVersion: p2.Version})
+	s := h.status()
+	assert.Equal(t, revisions.StateInSync, s.State)
+	assert.Equal(t, "sha2", s.Published.Commit)
+	assert.Equal(t, []string{"pending:sha1", "success:sha1", "pending:sha2", "success:sha2"}, h.outcomeStatuses())
 }

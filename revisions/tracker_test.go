@@ -28,6 +28,11 @@ func TestTracker(t *testing.T) {
 		{"ACK of the publication accepts", []ProxyEvent{conn("a"), ack("a", v1, 0)}, tally{Population: 1, Accepted: 1}, nil},
 		{"ACK with responses outstanding does not accept yet", []ProxyEvent{conn("a"), ack("a", v1, 1)}, tally{Population: 1}, nil},
 		{"later ACK clears outstanding", []ProxyEvent{conn("a"), ack("a", v1, 1), ack("a", v1, 0)}, tally{Population: 1, Accepted: 1}, nil},
+		{
+			"ACK without a type (the server found nothing to send) accepts",
+			[]ProxyEvent{conn("a"), {Kind: ProxyACK, Proxy: "a", SnapshotVersion: v1}},
+			tally{Population: 1, Accepted: 1}, nil,
+		},
 		{"ACK of an older publication does not count", []ProxyEvent{conn("a"), ack("a", v0, 0)}, tally{Population: 1}, nil},
 		{"NACK of an older publication does not count", []ProxyEvent{conn("a"), nack("a", v0, "old")}, tally{Population: 1}, nil},
 		{

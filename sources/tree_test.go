@@ -23,7 +23,7 @@ func TestTreeIsAValidFS(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ccc", string(data))
 	_, err = tree.Open("missing")
-	assert.ErrorIs(t, err, fs.ErrNotExist)
+	require.ErrorIs(t, err, fs.ErrNotExist)
 	_, err = tree.Open("../a.yaml")
 	assert.ErrorIs(t, err, fs.ErrInvalid)
 }

@@ -1,13 +1,16 @@
 package standalone
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/legate-dev/legate/sources"
+	gitsource "github.com/legate-dev/legate/sources/git"
+	"github.com/legate-dev/legate/sources/git/forge"
 )
 
 // Defaults of Config.
@@ -27,9 +30,13 @@ type Config struct {
 	DefaultNode string `json:"node,omitempty"`
 	// XDSAddr is where the ADS server listens (default ":18000").
 	XDSAddr string `json:"xdsAddr,omitempty"`
-	// HTTPAddr is where health, metrics and the status API listen
-	// (default ":8080").
+	// HTTPAddr is where health, metrics, the status API and the push
+	// webhooks listen (default ":8080").
 	HTTPAddr string `json:"httpAddr,omitempty"`
+	// PublicURL is the address people reach HTTPAddr at (e.g.
+	// https://legate.example). Commit statuses link to
+	// <PublicURL>/api/v1/nodes/<nodeID>; without it they carry no link.
+	PublicURL string `json:"publicURL,omitempty"`
 	// StateDir holds the embedded store and the sources' clones.
 	StateDir string `json:"stateDir,omitempty"`
 	// History bounds each node's revision history (default 10).
@@ -44,26 +51,114 @@ type Config struct {
 	// mutating API calls (fetch triggers, clearing taints). Without it they
 	// are accepted from loopback clients only.
 	AdminTokenFile string `json:"adminTokenFile,omitempty"`
+	// Webhooks holds the shared secrets of the push webhooks; a provider
+	// without a secret answers 401 to every delivery.
+	Webhooks WebhookConfig `json:"webhooks,omitempty"`
 }
 
-// SourceConfig is one source.
+// WebhookConfig names where each provider's webhook secret is read from.
+type WebhookConfig struct {
+	// Gitea (and Forgejo): the webhook's secret (HMAC-SHA256 signature).
+	Gitea sources.Secret `json:"gitea,omitempty"`
+	// GitHub: the webhook's secret (X-Hub-Signature-256).
+	GitHub sources.Secret `json:"github,omitempty"`
+	// GitLab: the webhook's secret token (X-Gitlab-Token).
+	GitLab sources.Secret `json:"gitlab,omitempty"`
+	// Generic: the key of the X-Legate-Signature-256 HMAC.
+	Generic sources.Secret `json:"generic,omitempty"`
+}
+
+// SourceConfig is one source: exactly one of Git and OCI.
 type SourceConfig struct {
 	// Name identifies the source in statuses, metrics and the API.
 	Name string `json:"name"`
 	// Git follows a Git repository.
 	Git *GitSource `json:"git,omitempty"`
-	// Interval is the poll interval (default 1m).
+	// OCI follows an OCI artifact.
+	OCI *OCISource `json:"oci,omitempty"`
+	// Interval is the poll interval (default 1m); push webhooks trigger a
+	// fetch at once in between.
 	Interval Duration `json:"interval,omitempty"`
-	// Path is the directory inside the repository or artifact.
+	// Path is the directory inside the repository or artifact; the same as
+	// git.path or oci.path.
 	Path string `json:"path,omitempty"`
+	// Forge, when set, posts a commit status per node on every commit this
+	// source delivers.
+	Forge *ForgeConfig `json:"forge,omitempty"`
 }
 
 // GitSource is a Git repository to follow.
 type GitSource struct {
-	// URL is a local path, file://, http(s):// or ssh:// URL.
+	// URL is a local path, file://, http(s)://, ssh:// or scp-like
+	// (git@host:org/repo) address.
 	URL string `json:"url"`
-	// Branch to follow; empty follows the remote's default branch.
+	// Branch is a short form of ref.branch.
 	Branch string `json:"branch,omitempty"`
+	// Ref selects what to follow, with Flux's precedence: commit > name >
+	// semver > tag > branch. Empty follows the remote's default branch.
+	Ref *gitsource.Ref `json:"ref,omitempty"`
+	// Path is the directory inside the repository.
+	Path string `json:"path,omitempty"`
+	// Auth holds the credentials; none is anonymous.
+	Auth *GitAuth `json:"auth,omitempty"`
+	// Timeout bounds one fetch (default 60s).
+	Timeout Duration `json:"timeout,omitempty"`
+	// Depth > 0 keeps a shallow clone of that many commits.
+	Depth int `json:"depth,omitempty"`
+}
+
+// GitAuth are the credentials of a Git source; every secret is read from a
+// file or an environment variable, never written in the config.
+type GitAuth struct {
+	// Username for HTTPS basic auth (default "git") or SSH.
+	Username string `json:"username,omitempty"`
+	// Password is the HTTPS basic password or access token.
+	Password sources.Secret `json:"password,omitempty"`
+	// BearerToken is sent as "Authorization: Bearer <token>".
+	BearerToken sources.Secret `json:"bearerToken,omitempty"`
+	// SSHKey is a PEM private key for ssh URLs, SSHKeyPassphrase its
+	// passphrase.
+	SSHKey           sources.Secret `json:"sshKey,omitempty"`
+	SSHKeyPassphrase sources.Secret `json:"sshKeyPassphrase,omitempty"`
+	// KnownHosts is the known_hosts file holding the server's host key;
+	// required for ssh.
+	KnownHosts string `json:"knownHosts,omitempty"`
+}
+
+// OCISource is an OCI artifact to follow (Flux's format, or a single tar
+// layer).
+type OCISource struct {
+	// URL is oci://<registry>/<repository>.
+	URL string `json:"url"`
+	// Tag, SemVer (a range over the tags) or Digest select the artifact;
+	// Digest wins over SemVer, SemVer over Tag; the default is "latest".
+	Tag    string `json:"tag,omitempty"`
+	SemVer string `json:"semver,omitempty"`
+	Digest string `json:"digest,omitempty"`
+	// Path is the directory inside the artifact.
+	Path string `json:"path,omitempty"`
+	// DockerConfig is a Docker config.json whose "auths" hold the registry
+	// credentials.
+	DockerConfig string `json:"dockerConfig,omitempty"`
+	// Insecure talks plain HTTP to the registry.
+	Insecure bool `json:"insecure,omitempty"`
+	// Timeout bounds one fetch (default 60s).
+	Timeout Duration `json:"timeout,omitempty"`
+}
+
+// ForgeConfig says where the commit statuses of a source go.
+type ForgeConfig struct {
+	// Provider is gitea, github or gitlab.
+	Provider forge.Provider `json:"provider"`
+	// BaseURL is the forge's address: Gitea's or GitLab's root URL, GitHub's
+	// API URL (empty for api.github.com). For gitea and gitlab it defaults to
+	// the scheme and host of the source's http(s) URL.
+	BaseURL string `json:"baseURL,omitempty"`
+	// Repository is "owner/name" (GitLab: the project path or ID); it
+	// defaults to the path of the source's URL.
+	Repository string `json:"repository,omitempty"`
+	// Token may write commit statuses.
+	Token sources.Secret `json:"token"`
 }
 
 // Duration is a time.Duration written as "30s" in YAML.
@@ -111,6 +206,7 @@ func (c Config) withDefaults() Config {
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir
 	}
+	c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
 	srcs := make([]SourceConfig, len(c.Sources))
 	for i, s := range c.Sources {
 		if s.Interval.Duration == 0 {
@@ -122,35 +218,47 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
-// Validate reports every problem of the configuration at once.
-func (c Config) Validate() error {
-	var errs []error
-	if len(c.Sources) == 0 {
-		errs = append(errs, errors.New("no source configured: set --git-url or sources in --config"))
+// kind is "git" or "oci" ("" when neither is set).
+func (s SourceConfig) kind() sources.Kind {
+	switch {
+	case s.Git != nil:
+		return sources.KindGit
+	case s.OCI != nil:
+		return sources.KindOCI
 	}
-	seen := map[string]bool{}
-	for i, s := range c.Sources {
-		where := fmt.Sprintf("sources[%d]", i)
-		if s.Name == "" {
-			errs = append(errs, fmt.Errorf("%s.name: required", where))
-		} else if seen[s.Name] {
-			errs = append(errs, fmt.Errorf("%s.name: %q is used by another source", where, s.Name))
-		}
-		seen[s.Name] = true
-		if s.Git == nil {
-			errs = append(errs, fmt.Errorf("%s: set git", where))
-		} else if s.Git.URL == "" {
-			errs = append(errs, fmt.Errorf("%s.git.url: required", where))
-		}
-		if s.Interval.Duration < 0 {
-			errs = append(errs, fmt.Errorf("%s.interval: must not be negative", where))
-		}
+	return ""
+}
+
+// url is the configured URL of the source.
+func (s SourceConfig) url() string {
+	switch {
+	case s.Git != nil:
+		return s.Git.URL
+	case s.OCI != nil:
+		return s.OCI.URL
 	}
-	if c.History < 0 {
-		errs = append(errs, fmt.Errorf("history: must be at least 1, got %d", c.History))
+	return ""
+}
+
+// path is the directory inside the repository or artifact.
+func (s SourceConfig) path() string {
+	switch {
+	case s.Git != nil && s.Git.Path != "":
+		return s.Git.Path
+	case s.OCI != nil && s.OCI.Path != "":
+		return s.OCI.Path
 	}
-	if c.TaintThreshold < 0 || c.TaintThreshold > 1 {
-		errs = append(errs, fmt.Errorf("taintThreshold: must be in (0, 1], got %g", c.TaintThreshold))
+	return s.Path
+}
+
+// gitRef merges the branch shorthand into the ref.
+func (g GitSource) gitRef() gitsource.Ref {
+	var r gitsource.Ref
+	if g.Ref != nil {
+		r = *g.Ref
 	}
-	return errors.Join(errs...)
+	if r.Branch == "" {
+		r.Branch = g.Branch
+	}
+	return r
 }

@@ -129,7 +129,9 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	log = log.WithValues("revision", origin.Revision())
 
 	start = time.Now()
-	result := render.Render(res.Files, l.s.render)
+	ropts := l.s.render()
+	ropts.DefaultNode = l.s.cfg.DefaultNode
+	result := render.Render(res.Files, ropts)
 	l.s.metrics.renderDuration.WithLabelValues(l.cfg.Name).Observe(time.Since(start).Seconds())
 	l.mu.Lock()
 	l.lastContent = res.Content

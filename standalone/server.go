@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -22,14 +23,17 @@ import (
 	"github.com/legate-dev/legate/revisions/boltstore"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
+	"github.com/legate-dev/legate/sources/git/forge"
 	"github.com/legate-dev/legate/xds"
 )
 
 // Options are what New needs besides the Config.
 type Options struct {
-	// Render is the renderer configuration, shared with `legate validate`
-	// so that both give the same verdict. DefaultNode is taken from Config.
-	Render render.Options
+	// Render returns the renderer configuration, shared with `legate
+	// validate` so that both give the same verdict. It is called once per
+	// render because stages such as CUE policies keep per-render state;
+	// nil renders with the defaults. DefaultNode is taken from Config.
+	Render func() render.Options
 	Log    logr.Logger
 }
 
@@ -37,7 +41,7 @@ type Options struct {
 type Server struct {
 	cfg     Config
 	log     logr.Logger
-	render  render.Options
+	render  func() render.Options
 	store   *boltstore.Store
 	engine  *revisions.Engine
 	xds     *xds.Server
@@ -48,6 +52,9 @@ type Server struct {
 	loops   []*sourceLoop
 	metrics *metrics
 	token   string
+	// statuses delivers commit statuses; nil when no source has a forge.
+	statuses *forge.Dispatcher
+	feedback *feedback
 
 	mu     sync.Mutex
 	owners map[string]string // node ID -> source name that renders it
@@ -65,7 +72,9 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		log = logr.Discard()
 	}
 	s = &Server{cfg: cfg, log: log, render: opts.Render, owners: map[string]string{}}
-	s.render.DefaultNode = cfg.DefaultNode
+	if s.render == nil {
+		s.render = func() render.Options { return render.Options{} }
+	}
 	if cfg.AdminTokenFile != "" {
 		data, err := os.ReadFile(cfg.AdminTokenFile)
 		if err != nil {
@@ -109,18 +118,35 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	reporters := map[string]forge.Reporter{}
 	for _, sc := range cfg.Sources {
-		src, err := gitsource.New(gitsource.Config{
-			Name:     sc.Name,
-			URL:      sc.Git.URL,
-			Ref:      gitsource.Ref{Branch: sc.Git.Branch},
-			Path:     sc.Path,
-			StateDir: cfg.StateDir,
-		})
+		b, err := sc.build(cfg.StateDir)
 		if err != nil {
 			return nil, err
 		}
-		s.loops = append(s.loops, newSourceLoop(s, sc, src))
+		l := newSourceLoop(s, sc, b.src)
+		l.status.Kind, l.status.URL = string(b.kind), b.url
+		s.loops = append(s.loops, l)
+		if sc.Forge != nil {
+			if reporters[sc.Name], err = forge.New(sc.Forge.Provider, sc.forgeConfig()); err != nil {
+				return nil, fmt.Errorf("source %q: forge: %w", sc.Name, err)
+			}
+		}
+	}
+	if len(reporters) > 0 {
+		s.statuses = forge.NewDispatcher(statusOutbox{store: s.store}, reporters, forge.DispatcherOptions{
+			Logger: slog.New(logr.ToSlogHandler(log.WithName("commit-status"))),
+		})
+		targets := make(map[string]bool, len(reporters))
+		for name := range reporters {
+			targets[name] = true
+		}
+		s.feedback = newFeedback(s.statuses, targets, cfg.PublicURL, log.WithName("commit-status"))
+		s.engine.Subscribe(s.feedback.observe)
+	}
+	secrets, err := cfg.Webhooks.secrets()
+	if err != nil {
+		return nil, err
 	}
 
 	if s.xdsLis, err = net.Listen("tcp", cfg.XDSAddr); err != nil {
@@ -130,7 +156,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
 	s.grpc = s.xds.NewGRPCServer()
-	s.http = &http.Server{Handler: s.routes(reg), ReadHeaderTimeout: 10 * time.Second}
+	s.http = &http.Server{Handler: s.handler(reg, secrets), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }
 
@@ -148,6 +174,9 @@ func (s *Server) Run(ctx context.Context) error {
 	if err := s.engine.Restore(ctx); err != nil {
 		return err
 	}
+	if s.feedback != nil {
+		s.feedback.seed(s.engine.Nodes())
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -164,6 +193,9 @@ func (s *Server) Run(ctx context.Context) error {
 			errc <- err
 		}
 	})
+	if s.statuses != nil {
+		wg.Go(func() { _ = s.statuses.Run(ctx) })
+	}
 	for _, l := range s.loops {
 		wg.Go(func() { l.run(ctx) })
 	}

@@ -42,12 +42,15 @@ func (s *Server) runDelta(stream discoveryv3.AggregatedDiscoveryService_DeltaAgg
 				return err
 			}
 		case <-st.wake:
+			snap := st.snapshot()
+			st.pushed = snap
 			for _, url := range st.order {
-				if err := st.push(url, st.subs[url]); err != nil {
+				if err := st.pushFrom(snap, url, st.subs[url]); err != nil {
 					return err
 				}
 			}
 		}
+		st.settle(st.order)
 	}
 }
 
@@ -138,7 +141,12 @@ func (sub *deltaSub) wants(name string) bool {
 // push sends the resources of the current type version that the client
 // lacks or has in another version, and the names it has that are gone.
 func (st *deltaStream) push(url string, sub *deltaSub) error {
-	snap := st.ns.snap.Load()
+	snap := st.snapshot()
+	st.pushedOne(snap, len(st.order))
+	return st.pushFrom(snap, url, sub)
+}
+
+func (st *deltaStream) pushFrom(snap *nodeSnapshot, url string, sub *deltaSub) error {
 	pt := snap.typ(url)
 	if pt == nil || (!sub.dirty && sub.sentVersion == pt.version) {
 		return nil
@@ -186,7 +194,7 @@ func (st *deltaStream) push(url string, sub *deltaSub) error {
 	}
 	nonce := st.tr.recordSent(url, pt.version, snap.version, names, st.srv.opts.Clock())
 	parts = append(parts, removed, nonceField(deltaNonceField, nonce))
-	if err := st.send(url, parts); err != nil {
+	if err := st.send(url, snap.version, parts); err != nil {
 		return err
 	}
 	sub.responded = true

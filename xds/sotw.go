@@ -46,6 +46,7 @@ func (s *Server) runSotW(stream discoveryv3.AggregatedDiscoveryService_StreamAgg
 				return err
 			}
 		}
+		st.settle(st.order)
 	}
 }
 
@@ -107,8 +108,10 @@ func (sub *sotwSub) subscribe(url string, requested []string, first bool) {
 }
 
 func (st *sotwStream) pushAll() error {
+	snap := st.snapshot()
+	st.pushed = snap
 	for _, url := range st.order {
-		if err := st.push(url, st.subs[url]); err != nil {
+		if err := st.pushFrom(snap, url, st.subs[url]); err != nil {
 			return err
 		}
 	}
@@ -118,7 +121,12 @@ func (st *sotwStream) pushAll() error {
 // push sends the current version of a type unless the stream already got it
 // for the same names, or the proxy rejected that version.
 func (st *sotwStream) push(url string, sub *sotwSub) error {
-	snap := st.ns.snap.Load()
+	snap := st.snapshot()
+	st.pushedOne(snap, len(st.order))
+	return st.pushFrom(snap, url, sub)
+}
+
+func (st *sotwStream) pushFrom(snap *nodeSnapshot, url string, sub *sotwSub) error {
 	pt := snap.typ(url)
 	if pt == nil || (!sub.wildcard && len(sub.names) == 0) {
 		return nil
@@ -131,7 +139,7 @@ func (st *sotwStream) push(url string, sub *sotwSub) error {
 	}
 	body := pt.sotwResources(sub.wildcard, sub.names, sub.key)
 	nonce := st.tr.recordSent(url, pt.version, snap.version, nil, st.srv.opts.Clock())
-	if err := st.send(url, [][]byte{pt.sotwHeader, body, nonceField(respNonceField, nonce)}); err != nil {
+	if err := st.send(url, snap.version, [][]byte{pt.sotwHeader, body, nonceField(respNonceField, nonce)}); err != nil {
 		return err
 	}
 	sub.sentAny, sub.sentVersion, sub.sentKey = true, pt.version, sub.key

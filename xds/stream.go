@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -28,6 +29,28 @@ type streamBase struct {
 	nodeID string
 	ns     *nodeState
 	tr     *tracker
+	// pushed is the newest snapshot every subscribed type was compared
+	// with; current is the snapshot version the stream last sent a response
+	// from, or last reported the proxy's standing towards (see settle).
+	pushed  *nodeSnapshot
+	current string
+}
+
+// snapshot is the node's current snapshot; nil before the stream started
+// or before the node has one.
+func (b *streamBase) snapshot() *nodeSnapshot {
+	if b.ns == nil {
+		return nil
+	}
+	return b.ns.snap.Load()
+}
+
+// pushedOne notes that a request's type was compared with snap; with one
+// subscribed type that means every type was.
+func (b *streamBase) pushedOne(snap *nodeSnapshot, subscribed int) {
+	if b.pushed == nil && subscribed == 1 {
+		b.pushed = snap
+	}
 }
 
 func newStreamBase(srv *Server, ss grpc.ServerStream, kind string) streamBase {
@@ -112,13 +135,54 @@ func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (s
 	return resp, true, latest
 }
 
-// send writes a pre-encoded response and counts it.
-func (b *streamBase) send(typeURL string, parts [][]byte) error {
+// send writes a pre-encoded response built from snapshot snapVersion and
+// counts it.
+func (b *streamBase) send(typeURL, snapVersion string, parts [][]byte) error {
 	if err := b.ss.SendMsg(&wireMsg{parts: parts}); err != nil {
 		return err
 	}
+	b.current = snapVersion
 	b.srv.metrics.responses.WithLabelValues(shortType(typeURL)).Inc()
 	return nil
+}
+
+// settle reports the proxy's standing towards snap when the stream sent it
+// no response built from snap, because nothing it subscribes to changed.
+// Without this report the revision engine would wait for an answer that
+// never comes. Once no response is outstanding, the proxy is reported as
+// having rejected snap (a NACK carrying its last error text) when a type it
+// subscribes to is served in a version it rejected, and as current (an ACK
+// with no type) otherwise. The streams call it after every push and every
+// request; it reports each snapshot at most once.
+func (b *streamBase) settle(types []string) {
+	snap := b.pushed
+	if snap == nil || snap != b.snapshot() || b.current == snap.version {
+		// Nothing compared yet, or a newer snapshot is on its way: the push
+		// it wakes will settle.
+		return
+	}
+	ev := Event{Kind: ACK, Node: b.nodeID, Proxy: b.tr.proxy, SnapshotVersion: snap.version, Time: b.srv.opts.Clock()}
+	b.tr.mu.Lock()
+	if b.tr.outstandingLocked() > 0 {
+		// Answers still due may be NACKs of content snap keeps: wait.
+		b.tr.mu.Unlock()
+		return
+	}
+	for _, url := range types {
+		pt := snap.typ(url)
+		tt := b.tr.types[url]
+		if tt == nil || !slices.Contains(tt.rejected, pt.version) {
+			continue
+		}
+		ev.Kind, ev.TypeURL, ev.TypeVersion = NACK, url, pt.version
+		if tt.status.LastNACK != nil {
+			ev.Error = tt.status.LastNACK.Error
+		}
+		break
+	}
+	b.tr.mu.Unlock()
+	b.current = snap.version
+	b.srv.emit(ev)
 }
 
 // receive runs recv until it fails, handing requests to out. The error is

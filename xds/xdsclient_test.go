@@ -110,19 +110,22 @@ func TestGRPCXDSClient(t *testing.T) {
 	assert.Contains(t, ev.Error, "unsupported cluster type")
 	assert.True(t, serving(), "the client keeps its last good cluster")
 
-	// More snapshots keeping the rejected cluster version never resend it.
+	// More snapshots keeping the rejected cluster version never resend it,
+	// and the proxy is reported as rejecting them too, with its own text.
 	require.NoError(t, ts.SetSnapshot("grpc-node", grpcSnapshot(t, "s3", "c2", static, port)))
-	require.Eventually(t, func() bool {
-		ps := ts.Proxies("grpc-node")
-		return len(ps) == 1 && ps[0].Outstanding == 0
-	}, waitFor, pollEvery)
+	require.Eventually(t, func() bool { return len(nacked()) == 2 }, waitFor, pollEvery)
+	settled := nacked()[1]
+	assert.Equal(t, "s3", settled.SnapshotVersion)
+	assert.Equal(t, "c2", settled.TypeVersion)
+	assert.Equal(t, ev.Error, settled.Error)
 	cdsLabel := shortType(resourcev3.ClusterType)
 	assert.InDelta(t, 2, testutil.ToFloat64(ts.metrics.responses.WithLabelValues(cdsLabel)), 0, "c1 and c2 once each")
+	assert.InDelta(t, 1, testutil.ToFloat64(ts.metrics.nacks.WithLabelValues(cdsLabel)), 0, "one NACK on the wire")
 
 	// The fix under a fresh version is sent and ACKed.
 	require.NoError(t, ts.SetSnapshot("grpc-node", grpcSnapshot(t, "s4", "c3", edsCluster("c"), port)))
 	require.Eventually(t, acked(resourcev3.ClusterType, "c3", "s4"), waitFor, pollEvery)
-	assert.Len(t, nacked(), 1, "no further NACK: the rejected version was not resent")
+	assert.Len(t, nacked(), 2, "no further NACK: the rejected version was not resent")
 	assert.InDelta(t, 3, testutil.ToFloat64(ts.metrics.responses.WithLabelValues(cdsLabel)), 0)
 	assert.True(t, serving())
 }

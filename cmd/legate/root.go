@@ -17,6 +17,7 @@ proxies reject it.`,
 		SilenceUsage: true,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
-	root.AddCommand(newVersionCommand(), newServeCommand(), newStatusCommand())
+	root.AddCommand(newVersionCommand(), newServeCommand(), newStatusCommand(),
+		newValidateCommand(), newSchemaCommand())
 	return root
 }

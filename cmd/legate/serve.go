@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/standalone"
 )
 
@@ -32,6 +34,10 @@ type serveFlags struct {
 	answerTimeout  time.Duration
 	adminTokenFile string
 	logFormat      string
+	sourceFlags    []string
+	publicURL      string
+	hookSecretFile []string
+	hookSecretEnv  []string
 }
 
 func newServeCommand() *cobra.Command {
@@ -39,10 +45,13 @@ func newServeCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "serve",
 		Short: "Run the standalone control plane on the embedded store",
-		Long: `serve follows a Git repository, validates every commit, keeps accepted
-configurations as revisions in an embedded store under --state-dir, serves the
-published revision over xDS (ADS) and rolls back by itself when proxies reject
-one. It needs no Kubernetes.`,
+		Long: `serve follows Git repositories and OCI artifacts, validates every commit,
+keeps accepted configurations as revisions in an embedded store under
+--state-dir, serves the published revision over xDS (ADS) and rolls back by
+itself when proxies reject one. Push webhooks (/hooks/gitea, /hooks/github,
+/hooks/gitlab, /hooks/generic on --http-addr) trigger an immediate fetch, and
+sources with a forge get a commit status per node on every commit. It needs no
+Kubernetes. docs/standalone.md describes the configuration.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd.Flags())
@@ -50,7 +59,7 @@ one. It needs no Kubernetes.`,
 				return err
 			}
 			log := newLogger(f.logFormat)
-			srv, err := standalone.New(cfg, standalone.Options{Render: renderOptions(), Log: log})
+			srv, err := standalone.New(cfg, standalone.Options{Render: renderOptions, Log: log})
 			if err != nil {
 				return err
 			}
@@ -74,6 +83,10 @@ one. It needs no Kubernetes.`,
 	fl.DurationVar(&f.answerTimeout, "answer-timeout", 30*time.Second, "how long to wait for every proxy to answer a new revision")
 	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: loopback clients only)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringArrayVar(&f.sourceFlags, "source", nil, standalone.SourceFlagHelp)
+	fl.StringVar(&f.publicURL, "public-url", "", "address people reach --http-addr at; commit statuses link to <public-url>/api/v1/nodes/<node>")
+	fl.StringArrayVar(&f.hookSecretFile, "webhook-secret-file", nil, "PROVIDER=FILE: the push webhook secret of gitea, github, gitlab or generic, read from FILE (repeatable)")
+	fl.StringArrayVar(&f.hookSecretEnv, "webhook-secret-env", nil, "PROVIDER=VAR: the push webhook secret of gitea, github, gitlab or generic, read from the environment variable VAR (repeatable)")
 	return cmd
 }
 
@@ -97,6 +110,22 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 		cfg.Sources = append([]standalone.SourceConfig{src}, cfg.Sources...)
 	} else if fl.Changed("git-ref") || fl.Changed("path") {
 		return cfg, fmt.Errorf("--git-ref and --path need --git-url")
+	}
+	for _, v := range f.sourceFlags {
+		sc, err := standalone.ParseSourceFlag(v)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Sources = append(cfg.Sources, sc)
+	}
+	if err := setHookSecrets(&cfg.Webhooks, f.hookSecretFile, false); err != nil {
+		return cfg, err
+	}
+	if err := setHookSecrets(&cfg.Webhooks, f.hookSecretEnv, true); err != nil {
+		return cfg, err
+	}
+	if set("public-url") {
+		cfg.PublicURL = f.publicURL
 	}
 	if set("node") {
 		cfg.DefaultNode = f.node
@@ -123,6 +152,35 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 		cfg.AdminTokenFile = f.adminTokenFile
 	}
 	return cfg, cfg.Validate()
+}
+
+// setHookSecrets applies PROVIDER=VALUE webhook secret flags.
+func setHookSecrets(w *standalone.WebhookConfig, vals []string, env bool) error {
+	for _, v := range vals {
+		provider, val, ok := strings.Cut(v, "=")
+		if !ok || val == "" {
+			return fmt.Errorf("webhook secret %q: want PROVIDER=VALUE", v)
+		}
+		var dst *sources.Secret
+		switch provider {
+		case "gitea":
+			dst = &w.Gitea
+		case "github":
+			dst = &w.GitHub
+		case "gitlab":
+			dst = &w.GitLab
+		case "generic":
+			dst = &w.Generic
+		default:
+			return fmt.Errorf("webhook secret %q: provider %q is not gitea, github, gitlab or generic", v, provider)
+		}
+		if env {
+			*dst = sources.Secret{Env: val}
+		} else {
+			*dst = sources.Secret{File: val}
+		}
+	}
+	return nil
 }
 
 func newLogger(format string) logr.Logger {

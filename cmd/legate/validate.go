@@ -44,7 +44,8 @@ prints workflow annotations).`,
 			default:
 				return fmt.Errorf("--output %q: want text, json or github", f.output)
 			}
-			opts := render.Options{DefaultNode: f.node, MaxFileSize: f.maxFileSize}
+			opts := renderOptions()
+			opts.DefaultNode, opts.MaxFileSize = f.node, f.maxFileSize
 			docs, diags, err := loadPaths(args, opts)
 			if err != nil {
 				return err
@@ -70,8 +71,9 @@ prints workflow annotations).`,
 	return cmd
 }
 
-// loadPaths reads directories with render.Load and single files as they
-// are, naming every document by the path the user gave.
+// loadPaths reads directories with render.Load and the Generators of opts
+// (CUE policies and packages), and single files as they are, naming every
+// document by the path the user gave.
 func loadPaths(paths []string, opts render.Options) ([]render.Document, []render.Diagnostic, error) {
 	var docs []render.Document
 	var diags []render.Diagnostic
@@ -88,7 +90,12 @@ func loadPaths(paths []string, opts render.Options) ([]render.Document, []render
 			docs = append(docs, render.Document{Path: filepath.ToSlash(p), Data: data})
 			continue
 		}
-		ds, dg := render.Load(os.DirFS(p), opts)
+		fsys := os.DirFS(p)
+		ds, dg := render.Load(fsys, opts)
+		for _, g := range opts.Generators {
+			more, md := g.Generate(fsys)
+			ds, dg = append(ds, more...), append(dg, md...)
+		}
 		for i := range ds {
 			ds[i].Path = prefix(p, ds[i].Path)
 		}

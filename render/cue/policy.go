@@ -90,15 +90,19 @@ func (s *Stage) loadPolicies(fsys fs.FS, dir string) []render.Diagnostic {
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		diags = append(diags, render.Diagnostic{Pos: render.Position{File: dir}, Rule: RulePolicy,
-			Message: fmt.Sprintf("read policies: %v", err)})
+		diags = append(diags, render.Diagnostic{
+			Pos: render.Position{File: dir}, Rule: RulePolicy,
+			Message: fmt.Sprintf("read policies: %v", err),
+		})
 	}
 	sort.Strings(files)
 	for _, f := range files {
 		src, err := fs.ReadFile(fsys, f)
 		if err != nil {
-			diags = append(diags, render.Diagnostic{Pos: render.Position{File: f}, Rule: RulePolicy,
-				Message: fmt.Sprintf("read policy: %v", err)})
+			diags = append(diags, render.Diagnostic{
+				Pos: render.Position{File: f}, Rule: RulePolicy,
+				Message: fmt.Sprintf("read policy: %v", err),
+			})
 			continue
 		}
 		p, ds := s.compilePolicy(f, src)

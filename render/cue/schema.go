@@ -338,7 +338,7 @@ func label(name string) string {
 		return fmt.Sprintf("%q", name)
 	}
 	for _, r := range name {
-		if !(r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9') {
+		if r != '_' && (r < 'a' || r > 'z') && (r < 'A' || r > 'Z') && (r < '0' || r > '9') {
 			return fmt.Sprintf("%q", name)
 		}
 	}

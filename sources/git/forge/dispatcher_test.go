@@ -127,7 +127,7 @@ func TestDispatcherDeliversWhatAnEarlierRunLeft(t *testing.T) {
 	go func() { done <- d.Run(runCtx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		assert.ErrorIs(t, <-done, context.Canceled)
 	})
 	require.Eventually(t, func() bool { return len(srv.requests()) == 1 }, 10*time.Second, 10*time.Millisecond)
 	assert.NotContains(t, srv.requests()[0].Body["description"], token, "scrubbed even when stored by someone else")

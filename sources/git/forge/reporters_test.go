@@ -172,9 +172,9 @@ func TestReporterValidation(t *testing.T) {
 	assert.Empty(t, srv.requests())
 
 	_, err = NewGitHub(Config{Repository: "just-a-name"})
-	assert.Error(t, err)
+	require.Error(t, err)
 	_, err = NewGitea(Config{Repository: "org/cfg"})
-	assert.Error(t, err)
+	require.Error(t, err)
 	_, err = New("bitbucket", Config{})
 	assert.Error(t, err)
 

@@ -1,0 +1,76 @@
+package standalone
+
+import (
+	"fmt"
+
+	"github.com/legate-dev/legate/sources"
+	gitsource "github.com/legate-dev/legate/sources/git"
+	ocisource "github.com/legate-dev/legate/sources/oci"
+)
+
+// gitConfig is the driver configuration of a git source.
+func (s SourceConfig) gitConfig(stateDir string) gitsource.Config {
+	g := s.Git
+	cfg := gitsource.Config{
+		Name:     s.Name,
+		URL:      g.URL,
+		Ref:      g.gitRef(),
+		Path:     s.path(),
+		StateDir: stateDir,
+		Timeout:  g.Timeout.Duration,
+		Depth:    g.Depth,
+	}
+	if a := g.Auth; a != nil {
+		cfg.Auth = gitsource.Auth{
+			Username:         a.Username,
+			Password:         a.Password,
+			BearerToken:      a.BearerToken,
+			SSHKey:           a.SSHKey,
+			SSHKeyPassphrase: a.SSHKeyPassphrase,
+			KnownHosts:       a.KnownHosts,
+		}
+	}
+	return cfg
+}
+
+// ociConfig is the driver configuration of an oci source.
+func (s SourceConfig) ociConfig() ocisource.Config {
+	o := s.OCI
+	return ocisource.Config{
+		Name:         s.Name,
+		URL:          o.URL,
+		Ref:          ocisource.Ref{Tag: o.Tag, SemVer: o.SemVer, Digest: o.Digest},
+		Path:         s.path(),
+		DockerConfig: o.DockerConfig,
+		Insecure:     o.Insecure,
+		Timeout:      o.Timeout.Duration,
+	}
+}
+
+// builtSource is a constructed driver with what the status API shows of it.
+type builtSource struct {
+	src  sources.Source
+	kind sources.Kind
+	url  string // without credentials
+}
+
+// build constructs the source's driver; it touches neither the network nor
+// the clone.
+func (s SourceConfig) build(stateDir string) (builtSource, error) {
+	switch {
+	case s.Git != nil:
+		src, err := gitsource.New(s.gitConfig(stateDir))
+		if err != nil {
+			return builtSource{}, fmt.Errorf("source %q: %w", s.Name, err)
+		}
+		return builtSource{src: src, kind: sources.KindGit, url: src.URL()}, nil
+	case s.OCI != nil:
+		src, err := ocisource.New(s.ociConfig())
+		if err != nil {
+			return builtSource{}, fmt.Errorf("source %q: %w", s.Name, err)
+		}
+		return builtSource{src: src, kind: sources.KindOCI, url: src.URL()}, nil
+	default:
+		return builtSource{}, fmt.Errorf("source %q: set git or oci", s.Name)
+	}
+}

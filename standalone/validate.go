@@ -1,0 +1,241 @@
+package standalone
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"regexp"
+	"strings"
+
+	"github.com/legate-dev/legate/sources"
+	gitsource "github.com/legate-dev/legate/sources/git"
+	"github.com/legate-dev/legate/sources/git/forge"
+	ocisource "github.com/legate-dev/legate/sources/oci"
+)
+
+// validName keeps source names usable in URLs, metrics and file names.
+var validName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$`)
+
+// Validate reports every problem of the configuration at once; each names
+// the field, e.g. "sources[1].git.url: required".
+func (c Config) Validate() error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if len(c.Sources) == 0 {
+		errs = append(errs, errors.New("no source configured: set --git-url, --source or sources in --config"))
+	}
+	seen := map[string]int{}
+	for i, s := range c.Sources {
+		where := fmt.Sprintf("sources[%d]", i)
+		switch {
+		case s.Name == "":
+			add(where+".name", "required")
+		case !validName.MatchString(s.Name):
+			add(where+".name", "%q must be letters, digits, '.', '_' or '-' (at most 63)", s.Name)
+		default:
+			if j, dup := seen[s.Name]; dup {
+				add(where+".name", "%q is also the name of sources[%d]", s.Name, j)
+			} else {
+				seen[s.Name] = i
+			}
+		}
+		errs = append(errs, s.validate(where)...)
+	}
+	if c.History < 0 {
+		add("history", "must be at least 1, got %d", c.History)
+	}
+	if c.TaintThreshold < 0 || c.TaintThreshold > 1 {
+		add("taintThreshold", "must be in (0, 1], got %g", c.TaintThreshold)
+	}
+	if c.AnswerTimeout.Duration < 0 {
+		add("answerTimeout", "must not be negative")
+	}
+	if c.PublicURL != "" {
+		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			add("publicURL", "%q must be an absolute http(s) URL such as https://legate.example", c.PublicURL)
+		} else if u.User != nil {
+			add("publicURL", "must not carry credentials")
+		}
+	}
+	for _, h := range []struct {
+		name string
+		sec  sources.Secret
+	}{{"gitea", c.Webhooks.Gitea}, {"github", c.Webhooks.GitHub}, {"gitlab", c.Webhooks.GitLab}, {"generic", c.Webhooks.Generic}} {
+		if err := secretShape(h.sec); err != nil {
+			add("webhooks."+h.name, "%v", err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func secretShape(s sources.Secret) error {
+	if s.File != "" && s.Env != "" {
+		return fmt.Errorf("set file or env, not both")
+	}
+	return nil
+}
+
+func (s SourceConfig) validate(where string) []error {
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if s.Interval.Duration < 0 {
+		add(where+".interval", "must not be negative")
+	}
+	switch {
+	case s.Git != nil && s.OCI != nil:
+		add(where, "set git or oci, not both")
+		return errs
+	case s.Git == nil && s.OCI == nil:
+		add(where, "set git or oci")
+		return errs
+	}
+	if s.Path != "" && s.path() != s.Path {
+		add(where+".path", "%q differs from the path set inside %s", s.Path, s.kind())
+	}
+	if s.Git != nil {
+		errs = append(errs, s.validateGit(where+".git")...)
+	}
+	if s.OCI != nil {
+		errs = append(errs, s.validateOCI(where+".oci")...)
+	}
+	if s.Forge != nil {
+		errs = append(errs, s.validateForge(where+".forge")...)
+	}
+	return errs
+}
+
+func (s SourceConfig) validateGit(where string) []error {
+	g := s.Git
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	if g.URL == "" {
+		add(where+".url", "required")
+		return errs
+	}
+	if g.Ref != nil && g.Ref.Branch != "" && g.Branch != "" && g.Ref.Branch != g.Branch {
+		add(where+".branch", "%q differs from ref.branch %q: set one", g.Branch, g.Ref.Branch)
+	}
+	if g.Timeout.Duration < 0 {
+		add(where+".timeout", "must not be negative")
+	}
+	if g.Auth != nil {
+		for _, a := range []struct {
+			field string
+			sec   sources.Secret
+		}{{"password", g.Auth.Password}, {"bearerToken", g.Auth.BearerToken}, {"sshKey", g.Auth.SSHKey}, {"sshKeyPassphrase", g.Auth.SSHKeyPassphrase}} {
+			if err := secretShape(a.sec); err != nil {
+				add(where+".auth."+a.field, "%v", err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	// The driver checks the rest (URL scheme, ref forms, one credential);
+	// building it touches neither the network nor the disk.
+	if _, err := gitsource.New(s.gitConfig("/nonexistent")); err != nil {
+		add(where, "%v", err)
+	}
+	return errs
+}
+
+func (s SourceConfig) validateOCI(where string) []error {
+	o := s.OCI
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	switch {
+	case o.URL == "":
+		add(where+".url", "required")
+	case !strings.HasPrefix(o.URL, "oci://"):
+		add(where+".url", "%q must start with oci://", o.URL)
+	default:
+		if _, err := ocisource.New(s.ociConfig()); err != nil {
+			add(where, "%v", err)
+		}
+	}
+	if o.Timeout.Duration < 0 {
+		add(where+".timeout", "must not be negative")
+	}
+	return errs
+}
+
+func (s SourceConfig) validateForge(where string) []error {
+	f := s.Forge
+	var errs []error
+	add := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
+	}
+	switch f.Provider {
+	case forge.ProviderGitea, forge.ProviderGitHub, forge.ProviderGitLab:
+	case "":
+		add(where+".provider", "required: gitea, github or gitlab")
+		return errs
+	default:
+		add(where+".provider", "%q is not gitea, github or gitlab", f.Provider)
+		return errs
+	}
+	if !f.Token.IsSet() {
+		add(where+".token", "required: a file or env holding a token that may write commit statuses")
+	} else if err := secretShape(f.Token); err != nil {
+		add(where+".token", "%v", err)
+	}
+	fc := s.forgeConfig()
+	if fc.Repository == "" {
+		add(where+".repository", "required: owner/name (it cannot be taken from the source's URL)")
+	}
+	if f.Provider == forge.ProviderGitea && fc.BaseURL == "" {
+		add(where+".baseURL", "required for gitea (it cannot be taken from the source's URL)")
+	}
+	if len(errs) == 0 {
+		if _, err := forge.New(f.Provider, fc); err != nil {
+			add(where, "%v", err)
+		}
+	}
+	return errs
+}
+
+// forgeConfig is the reporter configuration, with the base URL and the
+// repository taken from the source's URL when not set.
+func (s SourceConfig) forgeConfig() forge.Config {
+	f := s.Forge
+	fc := forge.Config{BaseURL: f.BaseURL, Repository: f.Repository, Token: f.Token}
+	if s.Git == nil {
+		return fc
+	}
+	u, err := url.Parse(s.Git.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		if fc.Repository == "" {
+			fc.Repository = scpRepository(s.Git.URL)
+		}
+		return fc
+	}
+	if fc.BaseURL == "" && f.Provider != forge.ProviderGitHub {
+		fc.BaseURL = u.Scheme + "://" + u.Host + "/"
+	}
+	if fc.Repository == "" {
+		fc.Repository = strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
+	}
+	return fc
+}
+
+// scpRepository takes "org/repo" from git@host:org/repo.git and
+// ssh://git@host/org/repo.git.
+func scpRepository(raw string) string {
+	if u, err := url.Parse(raw); err == nil && u.Scheme == "ssh" {
+		return strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
+	}
+	if at, rest, ok := strings.Cut(raw, "@"); ok && !strings.Contains(at, "/") {
+		if _, p, ok := strings.Cut(rest, ":"); ok {
+			return strings.TrimSuffix(strings.Trim(p, "/"), ".git")
+		}
+	}
+	return ""
+}

@@ -1,0 +1,53 @@
+package standalone
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/sources/hooks"
+)
+
+// webhookSecrets reads the configured webhook secrets once, at start.
+func (c WebhookConfig) secrets() (hooks.Secrets, error) {
+	var out hooks.Secrets
+	for _, h := range []struct {
+		name string
+		sec  sources.Secret
+		dst  *[]byte
+	}{
+		{"gitea", c.Gitea, &out.Gitea},
+		{"github", c.GitHub, &out.GitHub},
+		{"gitlab", c.GitLab, &out.GitLab},
+		{"generic", c.Generic, &out.Generic},
+	} {
+		if !h.sec.IsSet() {
+			continue
+		}
+		v, err := h.sec.Read()
+		if err != nil {
+			return out, fmt.Errorf("webhooks.%s: %w", h.name, err)
+		}
+		*h.dst = []byte(v)
+	}
+	return out, nil
+}
+
+// handler serves the status API and, beside it, the push webhooks
+// (/hooks/gitea, /hooks/github, /hooks/gitlab, /hooks/generic): a valid
+// push for a watched repository triggers that source's loop at once.
+func (s *Server) handler(reg *prometheus.Registry, secrets hooks.Secrets) http.Handler {
+	var w hooks.Watcher
+	for _, l := range s.loops {
+		w.Watch(l.status.URL, l.trigger)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/", s.routes(reg))
+	hooks.Register(mux, secrets, func(repoURL, ref string) {
+		n := w.Trigger(repoURL, ref)
+		s.log.V(1).Info("push webhook", "repository", sources.Redact(repoURL), "ref", ref, "sourcesTriggered", n)
+	})
+	return mux
+}
