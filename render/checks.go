@@ -62,6 +62,7 @@ func (r *renderer) validate() []*Decoded {
 			c.fieldDiag(v.path, RulePGV, "%s", v.msg)
 			named = named || (len(v.path) == 1 && v.path[0] == nameField)
 		}
+		c.it.problems = append(c.it.problems, c.diags...)
 		if c.it.unnamed && !named {
 			c.diags = append(c.diags, c.it.diag(nil, RuleName, nameField+" is required: xDS clients ask for resources by name"))
 		}

@@ -27,6 +27,9 @@ type item struct {
 	ext *ExternalSecret
 
 	msg proto.Message
+	// problems are the decode and PGV diagnostics of the item, for
+	// FailedChecks.
+	problems []Diagnostic
 }
 
 func nodePos(file string, n *yaml.Node) Position {

@@ -240,3 +240,17 @@ func pathNodes(p string) []string {
 	}
 	return nil
 }
+
+// NodesOf returns the node IDs that the place of file in fsys gives the raw
+// resources it holds: the nearest legate.yaml or nodes/<nodeID>/ directory
+// (see Load). Nil means no convention applies (Options.DefaultNode). It
+// lets Generators target nodes exactly as YAML files are.
+func NodesOf(fsys fs.FS, file string) ([]string, error) {
+	l := &loader{fsys: fsys, targets: map[string][]string{}}
+	nodes, err := l.nodesFor(file)
+	var ne *nodeError
+	if errors.As(err, &ne) {
+		return nil, errors.New(ne.msg)
+	}
+	return nodes, err
+}

@@ -61,6 +61,12 @@ type Document struct {
 	// name their node themselves. Nil means: use the nodes/<nodeID>/
 	// convention on Path, then Options.DefaultNode.
 	Nodes []string
+	// Positions, when set, maps a 1-based line and column of Data to the
+	// source the document was generated from (a .cue file for CUE
+	// packages); diagnostics and resource sources are reported there. The
+	// File of a returned Position is relative to the directory of Path, so
+	// a caller that prefixes Path with a directory moves the sources along.
+	Positions func(line, column int) (Position, bool)
 }
 
 // Generator turns files that are not YAML or JSON (CUE packages) into

@@ -73,12 +73,16 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) *Result 
 	for _, c := range opts.Checks {
 		r.diags = append(r.diags, c.Check(decoded)...)
 	}
+	r.failedChecks()
+	maps := positionMaps(docs)
 	res := &Result{}
 	if len(r.diags) > 0 {
+		mapDiagnostics(maps, r.diags)
 		res.Diagnostics = SortDiagnostics(r.diags)
 		return res
 	}
 	res.Nodes = r.output()
+	mapSources(maps, res.Nodes)
 	return res
 }
 
@@ -132,6 +136,7 @@ func (r *renderer) decodeAll() {
 		m := it.kind.new()
 		if d := decodeWith(jw, it, m); d != nil {
 			diags[i] = d
+			it.problems = append(it.problems, *d)
 		} else {
 			it.msg = m
 		}

@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"net/url"
+	"path"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
@@ -82,6 +84,7 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 		if !f.targets[src] || commit == "" {
 			return nil
 		}
+		desc := validationText(o)
 		var nodes []string
 		for n, s := range f.nodeSource {
 			if s == src {
@@ -90,12 +93,12 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 		}
 		slices.Sort(nodes)
 		if len(nodes) == 0 {
-			return []queued{{src, forge.Status{Commit: commit, State: forge.StateFailure, Context: ValidationContext, Description: o.Description}}}
+			return []queued{{src, forge.Status{Commit: commit, State: forge.StateFailure, Context: ValidationContext, Description: desc}}}
 		}
 		for _, n := range nodes {
 			out = append(out, queued{src, forge.Status{
 				Commit: commit, State: forge.StateFailure, Context: forge.ContextFor(n),
-				Description: o.Description, TargetURL: f.targetURL(n),
+				Description: desc, TargetURL: f.targetURL(n),
 			}})
 		}
 		return out
@@ -148,6 +151,37 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 		return out
 	}
 	return append(out, queued{src, st})
+}
+
+// validationText is the description of a validation failure: the first
+// diagnostics, compiler-style, with file names relative to the repository
+// root (the renderer sees the tree under the source's path), so the author
+// can open the file named.
+func validationText(o revisions.Outcome) string {
+	const shown = 3
+	if len(o.Diagnostics) == 0 {
+		return o.Description
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "validation failed with %d problem", len(o.Diagnostics))
+	if len(o.Diagnostics) > 1 {
+		b.WriteString("s")
+	}
+	for i, d := range o.Diagnostics {
+		if i == shown {
+			fmt.Fprintf(&b, "; and %d more", len(o.Diagnostics)-shown)
+			break
+		}
+		pos := d.Pos
+		if p := strings.Trim(o.Origin.Path, "/"); p != "" && p != "." && pos.File != "" {
+			pos.File = path.Join(p, pos.File)
+		}
+		fmt.Fprintf(&b, "; %s: %s", pos, d.Message)
+		if d.Rule != "" {
+			fmt.Fprintf(&b, " [%s]", d.Rule)
+		}
+	}
+	return b.String()
 }
 
 // targetURL is legate's status of the node, when a public URL is set.

@@ -58,7 +58,7 @@ func (s *Server) routes(reg *prometheus.Registry) http.Handler {
 		writeJSON(w, http.StatusAccepted, map[string]string{"source": name, "status": "fetch requested"})
 	}))
 	mux.HandleFunc("DELETE /api/v1/nodes/{node}/revisions/{hash}/taint", s.admin(func(w http.ResponseWriter, r *http.Request) {
-		node, hash := r.PathValue("node"), r.PathValue("hash")
+		node, hash := r.PathValue("node"), s.resolveRevision(r.PathValue("node"), r.PathValue("hash"))
 		if err := s.engine.ClearTaint(r.Context(), node, hash); err != nil {
 			writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
 			return
@@ -135,3 +135,26 @@ func nonNil[T any](s []T) []T {
 }
 
 func quote(s string) string { return `"` + s + `"` }
+
+// resolveRevision expands a unique prefix of a revision hash in node's
+// history (as `legate status` prints them) to the full hash; anything else
+// is returned as given.
+func (s *Server) resolveRevision(node, prefix string) string {
+	st, ok := s.engine.Node(node)
+	if !ok || prefix == "" {
+		return prefix
+	}
+	match := ""
+	for _, r := range st.History {
+		if strings.HasPrefix(r.Hash, prefix) {
+			if match != "" && match != r.Hash {
+				return prefix // ambiguous
+			}
+			match = r.Hash
+		}
+	}
+	if match == "" {
+		return prefix
+	}
+	return match
+}

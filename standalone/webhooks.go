@@ -46,8 +46,13 @@ func (s *Server) handler(reg *prometheus.Registry, secrets hooks.Secrets) http.H
 	mux := http.NewServeMux()
 	mux.Handle("/", s.routes(reg))
 	hooks.Register(mux, secrets, func(repoURL, ref string) {
-		n := w.Trigger(repoURL, ref)
-		s.log.V(1).Info("push webhook", "repository", sources.Redact(repoURL), "ref", ref, "sourcesTriggered", n)
+		if n := w.Trigger(repoURL, ref); n == 0 {
+			// Usually a source URL naming another host than the forge's
+			// clone URL (an internal address, say): say so once per push.
+			s.log.Info("push webhook names no configured source; nothing fetched", "repository", sources.Redact(repoURL), "ref", ref)
+		} else {
+			s.log.V(1).Info("push webhook", "repository", sources.Redact(repoURL), "ref", ref, "sourcesTriggered", n)
+		}
 	})
 	return mux
 }

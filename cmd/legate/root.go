@@ -18,6 +18,6 @@ proxies reject it.`,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(newVersionCommand(), newServeCommand(), newStatusCommand(),
-		newValidateCommand(), newSchemaCommand())
+		newValidateCommand(), newSchemaCommand(), newUntaintCommand())
 	return root
 }

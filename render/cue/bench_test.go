@@ -103,15 +103,45 @@ func BenchmarkCUEStage(b *testing.B) {
 				}
 			}
 		})
-		if n > 1000 {
-			continue // the whole-schema check takes minutes here: see docs/benchmarks.md.
-		}
+		// cue-schema is the fast schema check of every document: the
+		// worst case, as if every resource had failed the proto path
+		// (valid resources are not re-checked on the render path).
 		b.Run(fmt.Sprintf("routes=%d/cue-schema", n), func(b *testing.B) {
 			b.ReportAllocs()
 			s := New()
 			for b.Loop() {
 				for i, doc := range syn.docs {
 					errs, err := s.ValidateJSON(syn.typeURLs[i], doc)
+					if err != nil || len(errs) > 0 {
+						b.Fatal(err, errs)
+					}
+				}
+			}
+		})
+		// cue-schema-cold drops the shared tables and compiled constraints
+		// before each iteration: the first check after start-up.
+		b.Run(fmt.Sprintf("routes=%d/cue-schema-cold", n), func(b *testing.B) {
+			b.ReportAllocs()
+			s := New()
+			for b.Loop() {
+				withFastSchema(func(*schemaCache) { fastSchema.c = nil })
+				for i, doc := range syn.docs {
+					errs, err := s.ValidateJSON(syn.typeURLs[i], doc)
+					if err != nil || len(errs) > 0 {
+						b.Fatal(err, errs)
+					}
+				}
+			}
+		})
+		if n > 100 {
+			continue // whole-definition unification takes seconds to minutes here: see docs/benchmarks.md.
+		}
+		b.Run(fmt.Sprintf("routes=%d/cue-schema-whole", n), func(b *testing.B) {
+			b.ReportAllocs()
+			s := New()
+			for b.Loop() {
+				for i, doc := range syn.docs {
+					errs, err := s.validateWhole(syn.typeURLs[i], doc)
 					if err != nil || len(errs) > 0 {
 						b.Fatal(err, errs)
 					}

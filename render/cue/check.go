@@ -35,16 +35,20 @@ func New() *Stage {
 	return &Stage{ctx: ctx, gen: gen, schemas: newSchemaCache(ctx, gen)}
 }
 
-// Generate loads the policies under policy/ of the tree; their syntax and
-// evaluation errors are its diagnostics. It adds no documents yet (CUE
-// packages as configuration are not implemented). It implements
-// render.Generator so that the renderer hands it the tree before decoding.
+// Generate loads the policies under policy/ of the tree and evaluates the
+// CUE packages of the tree (see docs/cue.md): it returns one JSON document
+// per configuration document their concrete values hold, whose positions
+// map back to the .cue files. Syntax, evaluation and concreteness errors
+// are its diagnostics. It implements render.Generator so that the
+// renderer hands it the tree before decoding.
 func (s *Stage) Generate(fsys fs.FS) ([]render.Document, []render.Diagnostic) {
 	s.policies = nil
 	if fsys == nil {
 		return nil, nil
 	}
-	return nil, s.loadPolicies(fsys, PolicyDir)
+	diags := s.loadPolicies(fsys, PolicyDir)
+	docs, more := s.packages(fsys)
+	return docs, append(diags, more...)
 }
 
 // LoadPolicies compiles policy files given as path → content; it is how the

@@ -1,8 +1,10 @@
 package cue
 
 import (
+	"encoding/json"
 	"sort"
 	"strconv"
+	"strings"
 
 	"cuelang.org/go/cue/ast"
 	"cuelang.org/go/cue/token"
@@ -38,6 +40,11 @@ func toExpr(v any) ast.Expr {
 		return floatLit(float64(x))
 	case float64:
 		return floatLit(x)
+	case json.Number:
+		if strings.ContainsAny(string(x), ".eE") {
+			return &ast.BasicLit{Kind: token.FLOAT, Value: string(x)}
+		}
+		return &ast.BasicLit{Kind: token.INT, Value: string(x)}
 	case int64:
 		return &ast.BasicLit{Kind: token.INT, Value: strconv.FormatInt(x, 10)}
 	case uint64:

@@ -3,6 +3,7 @@ package cue
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,31 +76,40 @@ func TestSchemaRejectsInvalid(t *testing.T) {
 		field, message      string
 	}{
 		{"unknown field", cluster, `{"name": "a", "conect_timeout": "1s"}`, "conect_timeout", "field not allowed"},
-		{"bad enum", cluster, `{"name": "a", "type": "STRICT"}`, "type", "matches none"},
+		{"bad enum", cluster, `{"name": "a", "type": "STRICT"}`, "type", "matches none|want one of"},
 		{"bad duration", cluster, `{"name": "a", "connect_timeout": "5 seconds"}`, "connect_timeout", "out of bound"},
 		{"pgv min_len", cluster, `{"name": ""}`, "name", "strings.MinRunes(1)"},
 		{"pgv required name", cluster, `{"type": "STATIC"}`, "name", "required"},
 		{"oneof twice", cluster, `{"name": "a", "type": "STATIC", "cluster_type": {"name": "x"}}`, "", "oneof"},
+		{"required oneof", routes, `{"name": "r", "virtual_hosts": [{"name": "v", "domains": ["*"], "routes": [{"route": {"cluster": "c"}}]}]}`, "virtual_hosts[0].routes[0].match", "required"},
+		{"list of the wrong kind", routes, `{"name": "r", "virtual_hosts": {"name": "v"}}`, "virtual_hosts", "mismatched types"},
+		{"unknown Any type", listener, `{"name": "l", "filter_chains": [{"filters": [{"name": "x", "typed_config": {"@type": "type.googleapis.com/nope.Nope"}}]}]}`, "filter_chains[0].filters[0].typed_config", ""},
 		{"wrong type", cluster, `{"name": "a", "per_connection_buffer_limit_bytes": true}`, "per_connection_buffer_limit_bytes", "matches none"},
 		{"port range", listener, `{"name": "l", "address": {"socket_address": {"address": "0.0.0.0", "port_value": 70000}}}`, "address.socket_address.port_value", "out of bound"},
 		{"repeated min_items", routes, `{"name": "r", "virtual_hosts": [{"name": "v", "domains": []}]}`, "virtual_hosts[0].domains", "MinItems"},
 		{"inside Any", listener, `{"name": "l", "filter_chains": [{"filters": [{"name": "hcm", "typed_config": {"@type": "type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager", "stat_prefix": "x", "routeConfig": {"name": "r"}, "bogus": 1}}]}]}`, "filter_chains[0].filters[0].typed_config.bogus", "field not allowed"},
 	}
 	s := New()
+	validators := map[string]func(string, []byte) ([]SchemaError, error){
+		"fast":  s.ValidateJSON,
+		"whole": s.validateWhole,
+	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			errs, err := s.ValidateJSON(tt.typeURL, []byte(tt.json))
-			require.NoError(t, err)
-			require.NotEmpty(t, errs)
-			var found bool
-			for _, e := range errs {
-				if e.Field == tt.field && strings.Contains(e.Message, tt.message) {
-					found = true
+		for vname, validate := range validators {
+			t.Run(tt.name+"/"+vname, func(t *testing.T) {
+				errs, err := validate(tt.typeURL, []byte(tt.json))
+				require.NoError(t, err)
+				require.NotEmpty(t, errs)
+				var found bool
+				for _, e := range errs {
+					if strings.HasPrefix(e.Field, tt.field) && slices.ContainsFunc(strings.Split(tt.message, "|"), func(m string) bool { return strings.Contains(e.Message, m) }) {
+						found = true
+					}
+					assert.NotContains(t, e.Message, "#envoy_", "message shows a generated definition name")
 				}
-				assert.NotContains(t, e.Message, "#envoy_", "message shows a generated definition name")
-			}
-			assert.True(t, found, "want %s: %s in %+v", tt.field, tt.message, errs)
-		})
+				assert.True(t, found, "want %s: %s in %+v", tt.field, tt.message, errs)
+			})
+		}
 	}
 }
 
@@ -108,9 +118,32 @@ func TestSchemaAcceptsBothSpellings(t *testing.T) {
 	for _, js := range []string{
 		`{"name": "a", "connect_timeout": "0.25s", "lb_policy": "ROUND_ROBIN", "max_requests_per_connection": 5}`,
 		`{"name": "a", "connectTimeout": "0.25s", "lbPolicy": 1, "maxRequestsPerConnection": "5"}`,
+		`{"name": "a", "connectTimeout": null, "per_connection_buffer_limit_bytes": 4294967295}`,
 	} {
 		errs, err := s.ValidateJSON("envoy.config.cluster.v3.Cluster", []byte(js))
 		require.NoError(t, err)
 		assert.Empty(t, errs, js)
+	}
+}
+
+// TestSchemaErrorsGolden renders YAML resources with several mistakes
+// each: the proto path reports the first of each resource, the CUE schema
+// adds the rest, and nothing is reported twice.
+func TestSchemaErrorsGolden(t *testing.T) {
+	res := renderDir(t, "testdata/schema")
+	got := diagLines(res.Diagnostics)
+	golden := filepath.Join("testdata", "schema.golden")
+	if *update {
+		require.NoError(t, os.WriteFile(golden, []byte(got), 0o644))
+	}
+	want, err := os.ReadFile(golden)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), got)
+	fields := map[string]int{}
+	for _, d := range res.Diagnostics {
+		fields[d.Pos.File+" "+foldPath(d.Field)]++
+	}
+	for f, n := range fields {
+		assert.Equal(t, 1, n, "%s reported %d times", f, n)
 	}
 }

@@ -17,10 +17,16 @@ type schemaCache struct {
 	ctx  *cue.Context
 	gen  *Generator
 	defs map[protoreflect.FullName]cue.Value
+	// tables and leaves serve the fast check (fastschema.go).
+	tables map[protoreflect.FullName]*msgTable
+	leaves map[string]*leaf
 }
 
 func newSchemaCache(ctx *cue.Context, gen *Generator) *schemaCache {
-	return &schemaCache{ctx: ctx, gen: gen, defs: map[protoreflect.FullName]cue.Value{}}
+	return &schemaCache{
+		ctx: ctx, gen: gen, defs: map[protoreflect.FullName]cue.Value{},
+		tables: map[protoreflect.FullName]*msgTable{}, leaves: map[string]*leaf{},
+	}
 }
 
 // definition returns the compiled definition of a message type.
@@ -175,9 +181,24 @@ func bestMessage(msgs []string) string {
 var definitionName = regexp.MustCompile(`#envoy_[A-Za-z0-9_]*\.?`)
 
 // ValidateJSON checks one resource in Envoy's JSON (or YAML-as-JSON) form
-// against the generated schema of typeURL, Any by Any. Fields set to null
-// count as unset, as protojson reads them.
+// against the generated schema of typeURL (a type URL, full or short
+// name), Any by Any, and returns every violation with CUE's message. Fields
+// set to null count as unset, as protojson reads them. It is safe for
+// concurrent use.
 func (s *Stage) ValidateJSON(typeURL string, data []byte) ([]SchemaError, error) {
+	value, err := parseJSON(data)
+	if err != nil {
+		return nil, err
+	}
+	var out []SchemaError
+	withFastSchema(func(c *schemaCache) { out = c.validateFast(typeURL, value) })
+	return out, nil
+}
+
+// validateWhole checks a resource by unifying it with the whole closed
+// definition of its type: CUE's own evaluation of the generated schema.
+// It is the reference the fast check is tested against.
+func (s *Stage) validateWhole(typeURL string, data []byte) ([]SchemaError, error) {
 	var value any
 	if err := json.Unmarshal(data, &value); err != nil {
 		return nil, fmt.Errorf("parse resource: %w", err)

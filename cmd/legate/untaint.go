@@ -1,0 +1,55 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+)
+
+func newUntaintCommand() *cobra.Command {
+	var server, tokenFile string
+	cmd := &cobra.Command{
+		Use:   "untaint NODE REVISION",
+		Short: "Clear the taint of a revision so that it may be published again",
+		Long: `untaint clears a revision's taint on a running legate (the revision hash, or
+a unique prefix of it as shown by legate status). Taints are only ever
+cleared on request: legate does not retry a configuration proxies rejected.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			node, hash := args[0], args[1]
+			endpoint := strings.TrimSuffix(server, "/") + "/api/v1/nodes/" + url.PathEscape(node) +
+				"/revisions/" + url.PathEscape(hash) + "/taint"
+			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodDelete, endpoint, nil)
+			if err != nil {
+				return err
+			}
+			if tokenFile != "" {
+				tok, err := os.ReadFile(tokenFile)
+				if err != nil {
+					return fmt.Errorf("read --token-file: %w", err)
+				}
+				req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+			}
+			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+			if err != nil {
+				return fmt.Errorf("ask legate: %w", err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			if resp.StatusCode != http.StatusOK {
+				return fmt.Errorf("clear taint of %s on node %s: %s: %s", hash, node, resp.Status, strings.TrimSpace(string(body)))
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "taint cleared: node %s revision %s\n", node, hash)
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8080", "legate's HTTP address")
+	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the admin bearer token, when legate has one")
+	return cmd
+}

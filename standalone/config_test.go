@@ -1,0 +1,145 @@
+package standalone
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/sources"
+	gitsource "github.com/legate-dev/legate/sources/git"
+	"github.com/legate-dev/legate/sources/git/forge"
+)
+
+func TestLoadConfigSources(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "legate.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(`
+publicURL: https://legate.example/
+webhooks:
+  gitea: {file: /run/secrets/gitea-hook}
+  github: {env: GITHUB_HOOK_SECRET}
+sources:
+- name: edge
+  interval: 30s
+  git:
+    url: https://gitea.example/org/cfg.git
+    ref: {semver: ">=1.0.0 <2.0.0"}
+    path: envoy
+    auth:
+      username: bot
+      password: {env: GIT_TOKEN}
+  forge:
+    provider: gitea
+    token: {file: /run/secrets/gitea-token}
+- name: ci
+  oci:
+    url: oci://registry.example/org/cfg
+    tag: stable
+    dockerConfig: /run/secrets/docker.json
+`), 0o600))
+	cfg, err := LoadConfig(p)
+	require.NoError(t, err)
+	require.NoError(t, cfg.Validate())
+	cfg = cfg.withDefaults()
+	assert.Equal(t, "https://legate.example", cfg.PublicURL)
+	assert.Equal(t, sources.Secret{File: "/run/secrets/gitea-hook"}, cfg.Webhooks.Gitea)
+	require.Len(t, cfg.Sources, 2)
+
+	edge := cfg.Sources[0]
+	gc := edge.gitConfig("/state")
+	assert.Equal(t, gitsource.Ref{SemVer: ">=1.0.0 <2.0.0"}, gc.Ref)
+	assert.Equal(t, "envoy", gc.Path)
+	assert.Equal(t, sources.Secret{Env: "GIT_TOKEN"}, gc.Auth.Password)
+	fc := edge.forgeConfig()
+	assert.Equal(t, "https://gitea.example/", fc.BaseURL, "taken from the git url")
+	assert.Equal(t, "org/cfg", fc.Repository, "taken from the git url")
+	assert.Equal(t, DefaultInterval, cfg.Sources[1].Interval.Duration)
+	assert.Equal(t, "stable", cfg.Sources[1].ociConfig().Ref.Tag)
+
+	require.NoError(t, os.WriteFile(p, []byte("sources:\n- name: x\n  git: {url: /r, brnch: main}\n"), 0o600))
+	_, err = LoadConfig(p)
+	assert.ErrorContains(t, err, "brnch", "unknown fields are errors")
+}
+
+func TestValidateNamesTheField(t *testing.T) {
+	git := func(url string) *GitSource { return &GitSource{URL: url} }
+	tests := []struct {
+		name string
+		cfg  Config
+		want []string
+	}{
+		{"no source", Config{}, []string{"no source configured"}},
+		{"missing url", Config{Sources: []SourceConfig{{Name: "a", Git: git("/r")}, {Name: "b", Git: git("")}}}, []string{"sources[1].git.url: required"}},
+		{"duplicate name", Config{Sources: []SourceConfig{{Name: "a", Git: git("/r")}, {Name: "a", Git: git("/s")}}}, []string{`sources[1].name: "a" is also the name of sources[0]`}},
+		{"both kinds", Config{Sources: []SourceConfig{{Name: "a", Git: git("/r"), OCI: &OCISource{URL: "oci://r/x"}}}}, []string{"sources[0]: set git or oci, not both"}},
+		{"bad scheme", Config{Sources: []SourceConfig{{Name: "a", Git: git("ftp://x/r")}}}, []string{"sources[0].git:", `scheme "ftp"`}},
+		{"short commit", Config{Sources: []SourceConfig{{Name: "a", Git: &GitSource{URL: "/r", Ref: &gitsource.Ref{Commit: "abc"}}}}}, []string{"sources[0].git:", "40-character"}},
+		{"oci url", Config{Sources: []SourceConfig{{Name: "a", OCI: &OCISource{URL: "registry/x"}}}}, []string{"sources[0].oci.url:", "oci://"}},
+		{"two credentials", Config{Sources: []SourceConfig{{Name: "a", Git: &GitSource{URL: "https://h/o/r", Auth: &GitAuth{Password: sources.Secret{Env: "A"}, BearerToken: sources.Secret{Env: "B"}}}}}}, []string{"sources[0].git:", "only one of"}},
+		{"forge provider", Config{Sources: []SourceConfig{{Name: "a", Git: git("/r"), Forge: &ForgeConfig{Provider: "bitbucket"}}}}, []string{`sources[0].forge.provider: "bitbucket"`}},
+		{"forge token and repo", Config{Sources: []SourceConfig{{Name: "a", Git: git("/r"), Forge: &ForgeConfig{Provider: forge.ProviderGitHub}}}}, []string{"sources[0].forge.token: required", "sources[0].forge.repository: required"}},
+		{"forge gitea base", Config{Sources: []SourceConfig{{Name: "a", Git: git("git@h:o/r.git"), Forge: &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{Env: "T"}}}}}, []string{"sources[0].forge.baseURL: required"}},
+		{"public url", Config{PublicURL: "legate:8080", Sources: []SourceConfig{{Name: "a", Git: git("/r")}}}, []string{"publicURL:"}},
+		{"hook secret", Config{Webhooks: WebhookConfig{GitLab: sources.Secret{File: "f", Env: "E"}}, Sources: []SourceConfig{{Name: "a", Git: git("/r")}}}, []string{"webhooks.gitlab: set file or env, not both"}},
+		{"bad name", Config{Sources: []SourceConfig{{Name: "a b", Git: git("/r")}}}, []string{"sources[0].name:"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.cfg.Validate()
+			require.Error(t, err)
+			for _, w := range tt.want {
+				assert.Contains(t, err.Error(), w)
+			}
+		})
+	}
+	ok := Config{Sources: []SourceConfig{{Name: "a", Git: git("git@h:o/r.git"), Forge: &ForgeConfig{Provider: forge.ProviderGitHub, Token: sources.Secret{Env: "T"}}}}}
+	require.NoError(t, ok.Validate())
+	assert.Equal(t, "o/r", ok.Sources[0].forgeConfig().Repository)
+}
+
+func TestParseSourceFlag(t *testing.T) {
+	tests := []struct {
+		in   string
+		want SourceConfig
+		err  string
+	}{
+		{
+			in: "name=edge,git=https://git.example/org/cfg.git,branch=main,path=envoy,interval=10s,password-env=GIT_TOKEN,forge=gitea,forge-token-file=/t",
+			want: SourceConfig{
+				Name: "edge", Path: "envoy", Interval: Duration{10e9},
+				Git:   &GitSource{URL: "https://git.example/org/cfg.git", Branch: "main", Auth: &GitAuth{Password: sources.Secret{Env: "GIT_TOKEN"}}},
+				Forge: &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: "/t"}},
+			},
+		},
+		{
+			in:   "name=tagged,git=/srv/cfg,semver=^1.2,commit=0123456789abcdef0123456789abcdef01234567",
+			want: SourceConfig{Name: "tagged", Git: &GitSource{URL: "/srv/cfg", Ref: &gitsource.Ref{SemVer: "^1.2", Commit: "0123456789abcdef0123456789abcdef01234567"}}},
+		},
+		{
+			in:   "name=ci,oci=oci://127.0.0.1:5000/cfg,tag=v1,insecure=true,docker-config=/d.json",
+			want: SourceConfig{Name: "ci", OCI: &OCISource{URL: "oci://127.0.0.1:5000/cfg", Tag: "v1", Insecure: true, DockerConfig: "/d.json"}},
+		},
+		{in: "name=x", err: "set git=<url> or oci=<url>"},
+		{in: "name=x,git=/r,digest=sha256:00", err: "oci sources only"},
+		{in: "name=x,oci=oci://r/x,branch=main", err: "git sources only"},
+		{in: "name=x,git=/r,colour=blue", err: `unknown key "colour"`},
+		{in: "name=x,git=/r,path", err: "not key=value"},
+		{in: "name=x,git=https://u:s3cretpass123@h/r,interval=soon", err: "interval"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseSourceFlag(tt.in)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				assert.NotContains(t, err.Error(), "s3cretpass123")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}

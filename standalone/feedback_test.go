@@ -1,0 +1,208 @@
+package standalone
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/boltstore"
+	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/sources/git/forge"
+)
+
+const (
+	shaA = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+	shaB = "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+)
+
+func origin(src, commit string) sources.Origin {
+	return sources.Origin{Kind: sources.KindGit, Source: src, Ref: "main", Commit: commit}
+}
+
+func TestFeedbackStatuses(t *testing.T) {
+	type step struct {
+		in   revisions.Outcome
+		want []queued
+	}
+	url := "https://legate.example/api/v1/nodes/edge"
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{
+			name: "pending then success",
+			steps: []step{
+				{revisions.Outcome{Node: "edge", Hash: "0123456789abcdef", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
+					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision 0123456789ab published, waiting for the proxies to answer", TargetURL: url}}}},
+				{revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "accepted by 1 of 1 proxies"},
+					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}}},
+			},
+		},
+		{
+			name: "rollback names the proxies' text",
+			steps: []step{
+				{revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, State: revisions.StateRollback, Description: "rejected by 1 of 1 proxies; p: unsupported cluster type"},
+					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateFailure, Context: "legate/edge", Description: "rolled back: rejected by 1 of 1 proxies; p: unsupported cluster type", TargetURL: url}}}},
+			},
+		},
+		{
+			name: "validation failure goes to every node the source rendered",
+			steps: []step{
+				{revisions.Outcome{Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, Description: "validation failed with 1 problem; a.yaml:3:1: bad"},
+					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateFailure, Context: ValidationContext, Description: "validation failed with 1 problem; a.yaml:3:1: bad"}}}},
+				{revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "ok"},
+					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}}},
+				{revisions.Outcome{Node: "other", Origin: origin("elsewhere", shaA), Status: revisions.OutcomeSuccess}, nil},
+				{revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
+					[]queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}}},
+			},
+		},
+		{
+			name: "a superseded pending commit is closed",
+			steps: []step{
+				{revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
+					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the proxies to answer", TargetURL: url}}}},
+				{revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
+					[]queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}}},
+				{revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending},
+					[]queued{
+						{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "superseded by bbbbbbbbbbbb before every proxy answered; not rejected", TargetURL: url}},
+						{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the proxies to answer", TargetURL: url}},
+					}},
+				{revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomeSuccess, Description: "ok"},
+					[]queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}}},
+			},
+		},
+		{
+			name: "no commit, no status",
+			steps: []step{
+				{revisions.Outcome{Node: "edge", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg"}, Status: revisions.OutcomePending}, nil},
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := newFeedback(nil, map[string]bool{"cfg": true}, "https://legate.example", logr.Discard())
+			for i, s := range tt.steps {
+				assert.Equal(t, s.want, f.statuses(s.in), "step %d", i)
+			}
+		})
+	}
+}
+
+func TestStatusOutboxOnBoltStore(t *testing.T) {
+	ctx := context.Background()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	ob := statusOutbox{store: store}
+
+	_, err = store.OutboxPut(ctx, "someone-else", []byte("x"))
+	require.NoError(t, err)
+	pending := forge.Entry{Target: "cfg", Status: forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge"}}
+	other := forge.Entry{Target: "cfg", Status: forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge"}}
+	success := forge.Entry{Target: "cfg", Status: forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge"}}
+	for _, e := range []forge.Entry{pending, other, success} {
+		_, err := ob.Put(ctx, e)
+		require.NoError(t, err)
+	}
+	got, err := ob.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 2, "the newer state of a check replaces the queued one; other entries are not listed")
+	assert.Equal(t, other.Status, got[0].Status)
+	assert.Equal(t, success.Status, got[1].Status)
+	assert.Less(t, got[0].Seq, got[1].Seq)
+
+	require.NoError(t, ob.Delete(ctx, got[0].Seq))
+	got, err = ob.List(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, success.Status, got[0].Status)
+	all, err := store.OutboxList(ctx, 0)
+	require.NoError(t, err)
+	assert.Len(t, all, 2, "the other reporter's entry is untouched")
+}
+
+func TestValidationTextNamesRepositoryPaths(t *testing.T) {
+	o := revisions.Outcome{
+		Origin: sources.Origin{Source: "cfg", Commit: shaA, Path: "envoy"},
+		Diagnostics: []render.Diagnostic{
+			{Pos: render.Position{File: "nodes/edge/cluster.yaml", Line: 3, Column: 1}, Message: "unknown field", Rule: "decode"},
+			{Pos: render.Position{File: "b.yaml", Line: 1}, Message: "x"},
+			{Pos: render.Position{File: "c.yaml"}, Message: "y"},
+			{Pos: render.Position{File: "d.yaml"}, Message: "z"},
+		},
+	}
+	assert.Equal(t, "validation failed with 4 problems; envoy/nodes/edge/cluster.yaml:3:1: unknown field [decode]; envoy/b.yaml:1: x; envoy/c.yaml: y; and 1 more", validationText(o))
+	o.Origin.Path = "."
+	o.Diagnostics = o.Diagnostics[:1]
+	assert.Equal(t, "validation failed with 1 problem; nodes/edge/cluster.yaml:3:1: unknown field [decode]", validationText(o))
+}
+
+// TestQueuedStatusesSurviveARestart queues statuses while the forge is down,
+// closes the store as a stopping server does, and delivers them in order
+// from a new dispatcher on the reopened store once the forge is back.
+func TestQueuedStatusesSurviveARestart(t *testing.T) {
+	ctx := context.Background()
+	var mu sync.Mutex
+	up := false
+	var got []string
+	forgeSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !up {
+			http.Error(w, "down", http.StatusServiceUnavailable)
+			return
+		}
+		var body map[string]any
+		_ = json.NewDecoder(r.Body).Decode(&body)
+		got = append(got, path.Base(r.URL.Path)[:4]+" "+body["context"].(string)+" "+body["state"].(string))
+		w.WriteHeader(http.StatusCreated)
+		_, _ = w.Write([]byte(`{"id":1}`))
+	}))
+	t.Cleanup(forgeSrv.Close)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("forge-token-0123456789"), 0o600))
+	rep, err := forge.NewGitHub(forge.Config{BaseURL: forgeSrv.URL + "/", Repository: "org/cfg", Token: sources.Secret{File: tokenFile}})
+	require.NoError(t, err)
+	reporters := map[string]forge.Reporter{"cfg": rep}
+
+	dir := filepath.Join(t.TempDir(), "store")
+	store, err := boltstore.Open(dir)
+	require.NoError(t, err)
+	d := forge.NewDispatcher(statusOutbox{store: store}, reporters, forge.DispatcherOptions{})
+	f := newFeedback(d, map[string]bool{"cfg": true}, "", logr.Discard())
+	f.observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending})
+	f.observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "ok"})
+	f.observe(revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending})
+	next, err := d.Flush(ctx)
+	require.NoError(t, err)
+	assert.False(t, next.IsZero(), "a retry is scheduled while the forge is down")
+	require.NoError(t, store.Close())
+
+	store, err = boltstore.Open(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	mu.Lock()
+	up = true
+	mu.Unlock()
+	d = forge.NewDispatcher(statusOutbox{store: store}, reporters, forge.DispatcherOptions{})
+	_, err = d.Flush(ctx)
+	require.NoError(t, err)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []string{"aaaa legate/edge success", "bbbb legate/edge pending"}, got,
+		"the newest state of each check, in order, after the restart")
+}

@@ -1,0 +1,113 @@
+package standalone
+
+import (
+	"bytes"
+	"context"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/sources/hooks"
+)
+
+const clusterDoc = `"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+name: backend-%s
+type: STATIC
+connect_timeout: 1s
+`
+
+type localRepo struct {
+	t   *testing.T
+	dir string
+}
+
+func newLocalRepo(t *testing.T) *localRepo {
+	r := &localRepo{t: t, dir: t.TempDir()}
+	r.git("init", "-q", "-b", "main")
+	return r
+}
+
+func (r *localRepo) git(args ...string) string {
+	r.t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@legate.invalid", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Dir = r.dir
+	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(r.t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+func (r *localRepo) commit(name string) string {
+	r.t.Helper()
+	require.NoError(r.t, os.WriteFile(filepath.Join(r.dir, "cluster.yaml"), []byte(strings.ReplaceAll(clusterDoc, "%s", name)), 0o600))
+	r.git("add", "-A")
+	r.git("commit", "-q", "-m", name)
+	return r.git("rev-parse", "HEAD")
+}
+
+// TestWebhookTriggersTheWatchedSource runs a server whose only source
+// polls once an hour: a signed push notice fetches it at once, an unsigned
+// or wrongly signed one gets 401 and fetches nothing.
+func TestWebhookTriggersTheWatchedSource(t *testing.T) {
+	repo := newLocalRepo(t)
+	first := repo.commit("a")
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte("generic-secret-123\n"), 0o600))
+
+	s, err := New(Config{
+		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), DefaultNode: "n",
+		Sources:  []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Webhooks: WebhookConfig{Generic: sources.Secret{File: secretFile}},
+	}, Options{})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	commit := func() string { return s.Sources()[0].Commit }
+	require.Eventually(t, func() bool { return commit() == first }, 30*time.Second, 10*time.Millisecond)
+
+	second := repo.commit("b")
+	body := []byte(`{"url": "` + repo.dir + `", "ref": "refs/heads/main"}`)
+	post := func(path, sig string) int {
+		req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+path, bytes.NewReader(body))
+		require.NoError(t, err)
+		if sig != "" {
+			req.Header.Set(hooks.GenericSignatureHeader, sig)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	mac := hmac.New(sha256.New, []byte("generic-secret-123"))
+	mac.Write(body)
+	valid := "sha256=" + hex.EncodeToString(mac.Sum(nil))
+
+	assert.Equal(t, http.StatusUnauthorized, post("/hooks/generic", ""))
+	assert.Equal(t, http.StatusUnauthorized, post("/hooks/generic", "sha256=00"+valid[9:]))
+	assert.Equal(t, http.StatusUnauthorized, post("/hooks/gitea", valid), "a provider without a secret refuses everything")
+	assert.Equal(t, first, commit(), "refused deliveries trigger nothing")
+
+	assert.Equal(t, http.StatusAccepted, post("/hooks/generic", valid))
+	require.Eventually(t, func() bool { return commit() == second }, 30*time.Second, 10*time.Millisecond, "the signed push fetched the source")
+
+	resp, err := http.Get("http://" + s.HTTPAddr() + "/healthz")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode, "the status API is still served beside the hooks")
+}
