@@ -157,11 +157,12 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	slices.Sort(nodes)
 	var problems []string
 	applied := make([]string, 0, len(nodes))
+	l.s.release(l.cfg.Name)
 	for _, node := range nodes {
 		if owner, ok := l.s.claim(node, l.cfg.Name); !ok {
 			msg := fmt.Sprintf("node %q is already rendered by source %q; a node ID may come from one source only", node, owner)
 			problems = append(problems, msg)
-			l.s.conflict(owner, fmt.Sprintf("node %q is also claimed by source %q; its configuration from there is ignored", node, l.cfg.Name))
+			l.s.contest(node, owner, l.cfg.Name)
 			continue
 		}
 		if err := l.s.engine.Apply(ctx, node, result.Nodes[node], origin); err != nil {
@@ -177,7 +178,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	l.status.Nodes = applied
 	l.status.LastApplied = &now
 	l.status.Diagnostics = nil
-	l.status.LastError = strings.Join(problems, "; ")
+	l.status.LastError = strings.Join(append(problems, l.s.contestsOf(l.cfg.Name)...), "; ")
 }
 
 func (l *sourceLoop) setError(now time.Time, msg string, diags []string) {
@@ -186,21 +187,4 @@ func (l *sourceLoop) setError(now time.Time, msg string, diags []string) {
 	l.status.LastFetch = &now
 	l.status.LastError = msg
 	l.status.Diagnostics = diags
-}
-
-// conflict records on source name that another source claims one of its
-// nodes.
-func (s *Server) conflict(name, msg string) {
-	for _, l := range s.loops {
-		if l.cfg.Name == name {
-			l.mu.Lock()
-			if !strings.Contains(l.status.LastError, msg) {
-				if l.status.LastError != "" {
-					l.status.LastError += "; "
-				}
-				l.status.LastError += msg
-			}
-			l.mu.Unlock()
-		}
-	}
 }

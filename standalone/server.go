@@ -56,8 +56,9 @@ type Server struct {
 	statuses *forge.Dispatcher
 	feedback *feedback
 
-	mu     sync.Mutex
-	owners map[string]string // node ID -> source name that renders it
+	mu       sync.Mutex
+	owners   map[string]string          // node ID -> source name that renders it
+	contests map[string]map[string]bool // node ID -> other sources rendering it
 }
 
 // New opens the store, binds the listeners and builds every component. It
@@ -71,7 +72,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	s = &Server{cfg: cfg, log: log, render: opts.Render, owners: map[string]string{}}
+	s = &Server{cfg: cfg, log: log, render: opts.Render, owners: map[string]string{}, contests: map[string]map[string]bool{}}
 	if s.render == nil {
 		s.render = func() render.Options { return render.Options{} }
 	}
@@ -260,18 +261,6 @@ func (s *Server) observe(ev xds.Event) {
 		Outstanding:     ev.Outstanding,
 		Time:            ev.Time,
 	})
-}
-
-// claim records that source renders node, or returns the source that
-// already does.
-func (s *Server) claim(node, source string) (owner string, ok bool) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if o, taken := s.owners[node]; taken && o != source {
-		return o, false
-	}
-	s.owners[node] = source
-	return source, true
 }
 
 // Trigger asks the named source to fetch now. It reports whether such a

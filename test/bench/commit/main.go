@@ -18,6 +18,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -345,6 +346,9 @@ func (b *bench) pollFlow() error {
 	}
 	var ms []float64
 	for range b.o.pollCommits {
+		// Commit at a random phase of the poll interval: right after an
+		// ACK the next poll is always a full interval away.
+		time.Sleep(rand.N(time.Second))
 		sha, t0, err := b.commitNext(repo)
 		if err != nil {
 			return err
