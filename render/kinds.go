@@ -41,24 +41,42 @@ type kind struct {
 }
 
 var kinds = []kind{
-	{ListenerType, "listener", func() proto.Message { return &listenerv3.Listener{} },
-		func(m proto.Message) string { return m.(*listenerv3.Listener).GetName() }},
-	{RouteType, "route", func() proto.Message { return &routev3.RouteConfiguration{} },
-		func(m proto.Message) string { return m.(*routev3.RouteConfiguration).GetName() }},
-	{ScopedRouteType, "scoped route", func() proto.Message { return &routev3.ScopedRouteConfiguration{} },
-		func(m proto.Message) string { return m.(*routev3.ScopedRouteConfiguration).GetName() }},
-	{VirtualHostType, "virtual host", func() proto.Message { return &routev3.VirtualHost{} },
-		func(m proto.Message) string { return m.(*routev3.VirtualHost).GetName() }},
-	{ClusterType, "cluster", func() proto.Message { return &clusterv3.Cluster{} },
-		func(m proto.Message) string { return m.(*clusterv3.Cluster).GetName() }},
-	{EndpointType, "endpoint", func() proto.Message { return &endpointv3.ClusterLoadAssignment{} },
-		func(m proto.Message) string { return m.(*endpointv3.ClusterLoadAssignment).GetClusterName() }},
-	{SecretType, "secret", func() proto.Message { return &tlsv3.Secret{} },
-		func(m proto.Message) string { return m.(*tlsv3.Secret).GetName() }},
-	{RuntimeType, "runtime", func() proto.Message { return &runtimev3.Runtime{} },
-		func(m proto.Message) string { return m.(*runtimev3.Runtime).GetName() }},
-	{ExtensionConfigType, "extension config", func() proto.Message { return &corev3.TypedExtensionConfig{} },
-		func(m proto.Message) string { return m.(*corev3.TypedExtensionConfig).GetName() }},
+	{
+		ListenerType, "listener", func() proto.Message { return &listenerv3.Listener{} },
+		func(m proto.Message) string { return m.(*listenerv3.Listener).GetName() },
+	},
+	{
+		RouteType, "route", func() proto.Message { return &routev3.RouteConfiguration{} },
+		func(m proto.Message) string { return m.(*routev3.RouteConfiguration).GetName() },
+	},
+	{
+		ScopedRouteType, "scoped route", func() proto.Message { return &routev3.ScopedRouteConfiguration{} },
+		func(m proto.Message) string { return m.(*routev3.ScopedRouteConfiguration).GetName() },
+	},
+	{
+		VirtualHostType, "virtual host", func() proto.Message { return &routev3.VirtualHost{} },
+		func(m proto.Message) string { return m.(*routev3.VirtualHost).GetName() },
+	},
+	{
+		ClusterType, "cluster", func() proto.Message { return &clusterv3.Cluster{} },
+		func(m proto.Message) string { return m.(*clusterv3.Cluster).GetName() },
+	},
+	{
+		EndpointType, "endpoint", func() proto.Message { return &endpointv3.ClusterLoadAssignment{} },
+		func(m proto.Message) string { return m.(*endpointv3.ClusterLoadAssignment).GetClusterName() },
+	},
+	{
+		SecretType, "secret", func() proto.Message { return &tlsv3.Secret{} },
+		func(m proto.Message) string { return m.(*tlsv3.Secret).GetName() },
+	},
+	{
+		RuntimeType, "runtime", func() proto.Message { return &runtimev3.Runtime{} },
+		func(m proto.Message) string { return m.(*runtimev3.Runtime).GetName() },
+	},
+	{
+		ExtensionConfigType, "extension config", func() proto.Message { return &corev3.TypedExtensionConfig{} },
+		func(m proto.Message) string { return m.(*corev3.TypedExtensionConfig).GetName() },
+	},
 }
 
 var kindByURL = func() map[string]*kind {

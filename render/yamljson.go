@@ -341,20 +341,6 @@ func mapValue(n *yaml.Node, key string) *yaml.Node {
 	return found
 }
 
-// mapKey returns the key node of key in a mapping node, or nil.
-func mapKey(n *yaml.Node, key string) *yaml.Node {
-	n = resolveAlias(n)
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if n.Content[i].Value == key {
-			return n.Content[i]
-		}
-	}
-	return nil
-}
-
 // nodeError is a problem attached to a YAML node.
 type nodeError struct {
 	node *yaml.Node

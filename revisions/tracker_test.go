@@ -31,7 +31,8 @@ func TestTracker(t *testing.T) {
 		{
 			"ACK without a type (the server found nothing to send) accepts",
 			[]ProxyEvent{conn("a"), {Kind: ProxyACK, Proxy: "a", SnapshotVersion: v1}},
-			tally{Population: 1, Accepted: 1}, nil,
+			tally{Population: 1, Accepted: 1},
+			nil,
 		},
 		{"ACK of an older publication does not count", []ProxyEvent{conn("a"), ack("a", v0, 0)}, tally{Population: 1}, nil},
 		{"NACK of an older publication does not count", []ProxyEvent{conn("a"), nack("a", v0, "old")}, tally{Population: 1}, nil},

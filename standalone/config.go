@@ -229,17 +229,6 @@ func (s SourceConfig) kind() sources.Kind {
 	return ""
 }
 
-// url is the configured URL of the source.
-func (s SourceConfig) url() string {
-	switch {
-	case s.Git != nil:
-		return s.Git.URL
-	case s.OCI != nil:
-		return s.OCI.URL
-	}
-	return ""
-}
-
 // path is the directory inside the repository or artifact.
 func (s SourceConfig) path() string {
 	switch {

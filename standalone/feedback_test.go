@@ -44,51 +44,71 @@ func TestFeedbackStatuses(t *testing.T) {
 		{
 			name: "pending then success",
 			steps: []step{
-				{revisions.Outcome{Node: "edge", Hash: "0123456789abcdef", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
-					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision 0123456789ab published, waiting for the proxies to answer", TargetURL: url}}}},
-				{revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "accepted by 1 of 1 proxies"},
-					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}}},
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "0123456789abcdef", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision 0123456789ab published, waiting for the proxies to answer", TargetURL: url}}},
+				},
+				{
+					in:   revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "accepted by 1 of 1 proxies"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}},
+				},
 			},
 		},
 		{
 			name: "rollback names the proxies' text",
 			steps: []step{
-				{revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, State: revisions.StateRollback, Description: "rejected by 1 of 1 proxies; p: unsupported cluster type"},
-					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateFailure, Context: "legate/edge", Description: "rolled back: rejected by 1 of 1 proxies; p: unsupported cluster type", TargetURL: url}}}},
+				{
+					in:   revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, State: revisions.StateRollback, Description: "rejected by 1 of 1 proxies; p: unsupported cluster type"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateFailure, Context: "legate/edge", Description: "rolled back: rejected by 1 of 1 proxies; p: unsupported cluster type", TargetURL: url}}},
+				},
 			},
 		},
 		{
 			name: "validation failure goes to every node the source rendered",
 			steps: []step{
-				{revisions.Outcome{Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, Description: "validation failed with 1 problem; a.yaml:3:1: bad"},
-					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateFailure, Context: ValidationContext, Description: "validation failed with 1 problem; a.yaml:3:1: bad"}}}},
-				{revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "ok"},
-					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}}},
-				{revisions.Outcome{Node: "other", Origin: origin("elsewhere", shaA), Status: revisions.OutcomeSuccess}, nil},
-				{revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
-					[]queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}}},
+				{
+					in:   revisions.Outcome{Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, Description: "validation failed with 1 problem; a.yaml:3:1: bad"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateFailure, Context: ValidationContext, Description: "validation failed with 1 problem; a.yaml:3:1: bad"}}},
+				},
+				{
+					in:   revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "ok"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}},
+				},
+				{in: revisions.Outcome{Node: "other", Origin: origin("elsewhere", shaA), Status: revisions.OutcomeSuccess}},
+				{
+					in:   revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
+					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}},
+				},
 			},
 		},
 		{
 			name: "a superseded pending commit is closed",
 			steps: []step{
-				{revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
-					[]queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the proxies to answer", TargetURL: url}}}},
-				{revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
-					[]queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}}},
-				{revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending},
-					[]queued{
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the proxies to answer", TargetURL: url}}},
+				},
+				{
+					in:   revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
+					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}},
+				},
+				{
+					in: revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending},
+					want: []queued{
 						{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "superseded by bbbbbbbbbbbb before every proxy answered; not rejected", TargetURL: url}},
 						{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the proxies to answer", TargetURL: url}},
-					}},
-				{revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomeSuccess, Description: "ok"},
-					[]queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}}},
+					},
+				},
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomeSuccess, Description: "ok"},
+					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}},
+				},
 			},
 		},
 		{
 			name: "no commit, no status",
 			steps: []step{
-				{revisions.Outcome{Node: "edge", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg"}, Status: revisions.OutcomePending}, nil},
+				{in: revisions.Outcome{Node: "edge", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg"}, Status: revisions.OutcomePending}},
 			},
 		},
 	}

@@ -76,7 +76,7 @@ func TestWebhookTriggersTheWatchedSource(t *testing.T) {
 	go func() { done <- s.Run(ctx) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		require.NoError(t, <-done)
 	})
 	commit := func() string { return s.Sources()[0].Commit }
 	require.Eventually(t, func() bool { return commit() == first }, 30*time.Second, 10*time.Millisecond)

@@ -68,7 +68,12 @@ Kubernetes. docs/standalone.md describes the configuration.`,
 			return srv.Run(ctx)
 		},
 	}
-	fl := cmd.Flags()
+	f.bind(cmd.Flags())
+	return cmd
+}
+
+// bind defines the flags of `legate serve` on fl, stored in f.
+func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.configFile, "config", "", "YAML file with the same settings as the flags (flags win)")
 	fl.StringVar(&f.gitURL, "git-url", "", "Git repository to follow: a local path, file://, http(s):// or ssh:// URL")
 	fl.StringVar(&f.gitRef, "git-ref", "", "branch to follow (default: the remote's default branch)")
@@ -87,7 +92,6 @@ Kubernetes. docs/standalone.md describes the configuration.`,
 	fl.StringVar(&f.publicURL, "public-url", "", "address people reach --http-addr at; commit statuses link to <public-url>/api/v1/nodes/<node>")
 	fl.StringArrayVar(&f.hookSecretFile, "webhook-secret-file", nil, "PROVIDER=FILE: the push webhook secret of gitea, github, gitlab or generic, read from FILE (repeatable)")
 	fl.StringArrayVar(&f.hookSecretEnv, "webhook-secret-env", nil, "PROVIDER=VAR: the push webhook secret of gitea, github, gitlab or generic, read from the environment variable VAR (repeatable)")
-	return cmd
 }
 
 // config merges the --config file and the flags that were set.

@@ -244,7 +244,7 @@ func (w *walker) message(md protoreflect.MessageDescriptor, v any, path []string
 		w.field(ft, obj[k], p)
 	}
 	for _, names := range t.required {
-		if _, ok := seen[string(names[0])]; !ok {
+		if _, ok := seen[names[0]]; !ok {
 			w.fail(append(path, names[0]), "field is required but not present")
 		}
 	}

@@ -134,8 +134,10 @@ func cueFiles(fsys fs.FS) (map[string][]byte, []string, []render.Diagnostic) {
 		}
 		total += int64(len(data))
 		if total > maxCUEBytes {
-			diags = append(diags, render.Diagnostic{Pos: render.Position{File: p}, Rule: render.RuleLimit,
-				Message: fmt.Sprintf("CUE files exceed %d bytes in total: split the repository", maxCUEBytes)})
+			diags = append(diags, render.Diagnostic{
+				Pos: render.Position{File: p}, Rule: render.RuleLimit,
+				Message: fmt.Sprintf("CUE files exceed %d bytes in total: split the repository", maxCUEBytes),
+			})
 			return fs.SkipAll
 		}
 		files[p] = data

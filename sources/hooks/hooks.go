@@ -18,7 +18,8 @@ import (
 // and the pushed ref (e.g. "refs/heads/main"). It must not block.
 type Trigger func(repoURL, ref string)
 
-// Signature header of the generic webhook: "sha256=" followed by the hex
+// GenericSignatureHeader is the signature header of the generic webhook:
+// "sha256=" followed by the hex
 // HMAC-SHA256 of the request body keyed with the shared secret (the same
 // scheme as GitHub's X-Hub-Signature-256).
 const GenericSignatureHeader = "X-Legate-Signature-256"

@@ -61,9 +61,9 @@ func cdfSVG(r Results) string {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#ddd"/>`+"\n", x(d), top, x(d), h-bottom)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%g ms</text>`+"\n", x(d), h-bottom+16, d)
 	}
-	for _, s := range []float64{0, 0.5, 0.99, 1} {
+	for _, s := range []float64{0, 0.25, 0.5, 0.75, 1} {
 		fmt.Fprintf(&b, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#ddd"/>`+"\n", left, y(s), w-right, y(s))
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">p%g</text>`+"\n", left-6, y(s)+4, s*100)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end">%g %%</text>`+"\n", left-6, y(s)+4, s*100)
 	}
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%d" x2="%.1f" y2="%d" stroke="#888" stroke-dasharray="4 3"/>`+"\n", x(300), top, x(300), h-bottom)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%d" fill="#888">300 ms target</text>`+"\n", x(300)+4, top+12)

@@ -81,7 +81,7 @@ func BenchmarkPushToACK(b *testing.B) {
 			go func() { done <- s.Run(ctx) }()
 			b.Cleanup(func() {
 				cancel()
-				<-done
+				require.NoError(b, <-done)
 			})
 			// Deliveries pass a recording proxy, to split the latency into
 			// Gitea's part (push to webhook) and legate's (webhook to ACK).

@@ -1,0 +1,56 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/spf13/pflag"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/sources"
+)
+
+func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "legate.yaml")
+	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: from-file\n  git: {url: /srv/cfg}\nhttpAddr: 127.0.0.1:9000\n"), 0o600))
+
+	var f serveFlags
+	fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+	f.bind(fl)
+	require.NoError(t, fl.Parse([]string{
+		"--config", file,
+		"--source", "name=edge,git=https://gitea.example/org/cfg.git,branch=main,forge=gitea,forge-token-env=TOKEN",
+		"--webhook-secret-file", "gitea=/run/hook",
+		"--webhook-secret-env", "github=HOOK",
+		"--public-url", "https://legate.example",
+	}))
+	cfg, err := f.config(fl)
+	require.NoError(t, err)
+	require.Len(t, cfg.Sources, 2)
+	assert.Equal(t, "from-file", cfg.Sources[0].Name)
+	assert.Equal(t, "edge", cfg.Sources[1].Name)
+	assert.Equal(t, "main", cfg.Sources[1].Git.Branch)
+	assert.Equal(t, sources.Secret{File: "/run/hook"}, cfg.Webhooks.Gitea)
+	assert.Equal(t, sources.Secret{Env: "HOOK"}, cfg.Webhooks.GitHub)
+	assert.Equal(t, "https://legate.example", cfg.PublicURL)
+	assert.Equal(t, "127.0.0.1:9000", cfg.HTTPAddr, "an unset flag keeps the file's value")
+}
+
+func TestServeFlagErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"--source", "name=a,git=/r,colour=blue"},
+		{"--source", "name=a,git=/r", "--webhook-secret-file", "bitbucket=/f"},
+		{"--source", "name=a,git=/r", "--webhook-secret-env", "gitea"},
+		{"--git-ref", "main"},
+	} {
+		var f serveFlags
+		fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
+		f.bind(fl)
+		require.NoError(t, fl.Parse(args))
+		_, err := f.config(fl)
+		assert.Error(t, err, "%v", args)
+	}
+}
