@@ -41,14 +41,15 @@ func (q *eventQueue) take() []ProxyEvent {
 func (e *Engine) ObserveProxy(ev ProxyEvent) { e.queue.push(ev) }
 
 // Run applies queued proxy events and checks answer timeouts every
-// TickInterval until ctx ends. Run it once, after Restore.
+// TickInterval until ctx ends, and then returns ctx.Err(). Run it once,
+// after Restore.
 func (e *Engine) Run(ctx context.Context) error {
 	t := time.NewTicker(e.tick)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
-			return nil
+			return ctx.Err()
 		case <-e.queue.wake:
 			e.drain(ctx)
 		case <-t.C:

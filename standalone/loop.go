@@ -124,6 +124,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	unchanged := !res.Changed && l.lastContent == res.Content
 	l.mu.Unlock()
 	if unchanged {
+		l.recommit(ctx, origin, now)
 		return
 	}
 	log = log.WithValues("revision", origin.Revision())
@@ -136,6 +137,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	l.mu.Lock()
 	l.lastContent = res.Content
 	l.mu.Unlock()
+	l.s.remember(l.cfg.Name, origin.Commit, result)
 	if !result.OK() {
 		l.s.metrics.renderFailures.WithLabelValues(l.cfg.Name).Inc()
 		msgs := make([]string, 0, min(len(result.Diagnostics), maxStatusDiagnostics))

@@ -59,6 +59,8 @@ type Server struct {
 	mu       sync.Mutex
 	owners   map[string]string          // node ID -> source name that renders it
 	contests map[string]map[string]bool // node ID -> other sources rendering it
+	// lastRenders is each source's last render (see recommit).
+	lastRenders map[string]*lastRender
 }
 
 // New opens the store, binds the listeners and builds every component. It
@@ -72,7 +74,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	s = &Server{cfg: cfg, log: log, render: opts.Render, owners: map[string]string{}, contests: map[string]map[string]bool{}}
+	s = &Server{cfg: cfg, log: log, render: opts.Render, owners: map[string]string{}, contests: map[string]map[string]bool{}, lastRenders: map[string]*lastRender{}}
 	if s.render == nil {
 		s.render = func() render.Options { return render.Options{} }
 	}
@@ -137,6 +139,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if len(reporters) > 0 {
 		s.statuses = forge.NewDispatcher(statusOutbox{store: s.store}, reporters, forge.DispatcherOptions{
 			Logger: slog.New(logr.ToSlogHandler(log.WithName("commit-status"))),
+			Clock:  &retryClock{limit: maxStatusRetryWait},
 		})
 		targets := make(map[string]bool, len(reporters))
 		for name := range reporters {

@@ -13,7 +13,10 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -164,7 +167,7 @@ func (s *Source) open() (*gogit.Repository, error) {
 }
 
 func (s *Source) openDir() (*gogit.Repository, error) {
-	repo, err := gogit.PlainOpen(s.dir)
+	repo, err := gogit.Open(cloneStorage(s.dir), nil)
 	if err == nil {
 		if rc, rerr := repo.Remote(remoteName); rerr == nil && len(rc.Config().URLs) == 1 && rc.Config().URLs[0] == s.endpoint {
 			return repo, nil
@@ -176,7 +179,10 @@ func (s *Source) openDir() (*gogit.Repository, error) {
 	if err := os.MkdirAll(filepath.Dir(s.dir), 0o750); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	repo, err = gogit.PlainInit(s.dir, true)
+	if err := os.MkdirAll(s.dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create clone %s: %w", s.dir, err)
+	}
+	repo, err = gogit.Init(cloneStorage(s.dir), nil) // bare: no worktree
 	if err != nil {
 		return nil, fmt.Errorf("create clone %s: %w", s.dir, err)
 	}
@@ -184,6 +190,17 @@ func (s *Source) openDir() (*gogit.Repository, error) {
 		return nil, fmt.Errorf("configure remote of clone %s: %w", s.dir, err)
 	}
 	return repo, nil
+}
+
+// cloneObjectCache bounds go-git's cache of decoded objects per clone. Its
+// default (96 MiB) fills with blobs that are read once per commit and kept
+// for nothing: the snapshot tree reuses unchanged files itself.
+const cloneObjectCache = 8 * cache.MiByte
+
+// cloneStorage is the on-disk storage of a bare clone with a small object
+// cache.
+func cloneStorage(dir string) *filesystem.Storage {
+	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(cloneObjectCache))
 }
 
 func hasCommit(repo *gogit.Repository, sha string) bool {

@@ -46,12 +46,10 @@ type received struct {
 // rawClient is an ADS client on a bare gRPC stream that answers every
 // response with judge's verdict, over state-of-the-world or delta.
 type rawClient struct {
-	t     *testing.T
 	judge judgeFunc
 
-	mu   sync.Mutex
-	got  []received
-	done chan struct{}
+	mu  sync.Mutex
+	got []received
 }
 
 func (c *rawClient) record(r received) {
@@ -100,9 +98,8 @@ func startRawSotW(t *testing.T, addr, pod string, judge judgeFunc) *rawClient {
 		}
 		require.NoError(t, st.Send(req))
 	}
-	c := &rawClient{t: t, judge: judge, done: make(chan struct{})}
+	c := &rawClient{judge: judge}
 	go func() {
-		defer close(c.done)
 		acked := map[string]string{}
 		for {
 			resp, err := st.Recv()
@@ -140,9 +137,8 @@ func startRawDelta(t *testing.T, addr, pod string, judge judgeFunc) *rawClient {
 		}
 		require.NoError(t, st.Send(req))
 	}
-	c := &rawClient{t: t, judge: judge, done: make(chan struct{})}
+	c := &rawClient{judge: judge}
 	go func() {
-		defer close(c.done)
 		for {
 			resp, err := st.Recv()
 			if err != nil {

@@ -296,6 +296,20 @@ func (p *gitopsLegate) node(id string) (standalone.NodeView, bool) {
 	return v, json.NewDecoder(resp.Body).Decode(&v) == nil
 }
 
+// nodes returns GET /api/v1/nodes.
+func (p *gitopsLegate) nodes() []standalone.NodeView {
+	var v []standalone.NodeView
+	resp, err := http.Get("http://" + p.httpAddr + "/api/v1/nodes")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&v) != nil {
+		return nil
+	}
+	return v
+}
+
 // publishedCommit is the commit of the revision served to the node.
 func (p *gitopsLegate) publishedCommit(id string) string {
 	v, ok := p.node(id)

@@ -23,6 +23,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/standalone"
 	ocisource "github.com/legate-dev/legate/sources/oci"
 )
 
@@ -47,22 +48,22 @@ func TestGitOpsOCIArtifact(t *testing.T) {
 	client := newGitopsClient(t, legate.xdsAddr)
 	client.lands("a", "the artifact's configuration routes to a")
 
-	var view struct {
-		state revisions.State
-		pub   *revisions.PublishedStatus
-	}
+	var view standalone.NodeView
 	require.Eventually(t, func() bool {
-		v, ok := legate.node(gitopsNode)
-		if !ok {
-			return false
+		for _, v := range legate.nodes() {
+			if v.NodeID == gitopsNode && v.State == revisions.StateInSync {
+				view = v
+				return true
+			}
 		}
-		view.state, view.pub = v.State, v.Published
-		return v.State == revisions.StateInSync
-	}, gitopsWait, gitopsPoll)
-	require.NotNil(t, view.pub)
-	assert.Equal(t, commit, view.pub.Commit, "the commit from the revision annotation is recorded")
-	assert.Equal(t, "v1.0.0@"+digest, view.pub.Revision, "the revision names the tag and the manifest digest")
-	assert.Equal(t, "artifact", view.pub.Source)
+		return false
+	}, gitopsWait, gitopsPoll, "GET /api/v1/nodes lists the node in sync")
+	require.NotNil(t, view.Published)
+	assert.Equal(t, commit, view.Published.Commit, "the commit from the revision annotation is recorded")
+	assert.Equal(t, "v1.0.0@"+digest, view.Published.Revision, "the revision names the tag and the manifest digest")
+	require.NotEmpty(t, view.History)
+	assert.Equal(t, commit, view.History[0].Commit)
+	assert.Equal(t, "artifact", view.Published.Source)
 }
 
 // pushFluxArtifact writes files as a Flux artifact to ref and returns the

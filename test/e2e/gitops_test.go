@@ -77,6 +77,12 @@ func TestGitOpsWithGitea(t *testing.T) {
 		assert.Contains(t, st.Description, "no_such_field")
 		assert.Equal(t, c2, legate.publishedCommit(gitopsNode), "nothing new is published")
 		assert.Equal(t, "b", client.call())
+
+		c3b := w.commit("docs only, the config stays invalid", map[string]string{"README.md": "invalid still\n"})
+		w.git("push", "-q", srv.PushURL(repo), "main")
+		st = gitopsWaitStatus(t, srv, repo, c3b, ctxName, "failure")
+		assert.Contains(t, st.Description, gitopsFile+":"+strconv.Itoa(line)+":", "a commit outside the path carries the same verdict")
+		assert.Equal(t, c2, legate.publishedCommit(gitopsNode))
 	})
 
 	t.Run("push the client rejects: rollback, failure with the client's text", func(t *testing.T) {
@@ -114,6 +120,14 @@ func TestGitOpsWithGitea(t *testing.T) {
 		srv.Start()
 		st := gitopsWaitStatus(t, srv, repo, c5, ctxName, "success")
 		assert.Contains(t, st.Description, "accepted by 2 of 2 proxies")
+	})
+
+	t.Run("a commit outside the path moves the revision and gets its status", func(t *testing.T) {
+		c6 := w.commit("docs only", map[string]string{"README.md": "how to edit envoy/\n"})
+		w.git("push", "-q", srv.PushURL(repo), "main")
+		st := gitopsWaitStatus(t, srv, repo, c6, ctxName, "success")
+		assert.Contains(t, st.Description, "accepted by 1 of 1 proxies", "the held proxy is gone")
+		require.Eventually(t, func() bool { return legate.publishedCommit(gitopsNode) == c6 }, gitopsWait, gitopsPoll)
 	})
 
 	t.Run("no secret in any status", func(t *testing.T) {

@@ -138,7 +138,10 @@ func (p *legateProc) waitACK(sha string, timeout time.Duration) (time.Time, erro
 			}
 		}
 		if time.Now().After(deadline) {
-			return time.Time{}, fmt.Errorf("commit %s not ACKed within %v (last status error: %v)", sha, timeout, err)
+			if err != nil {
+				return time.Time{}, fmt.Errorf("commit %s not ACKed within %v: %w", sha, timeout, err)
+			}
+			return time.Time{}, fmt.Errorf("commit %s not ACKed within %v", sha, timeout)
 		}
 		time.Sleep(2 * time.Millisecond)
 	}

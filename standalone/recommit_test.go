@@ -1,0 +1,57 @@
+package standalone
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/revisions"
+)
+
+// TestCommitOutsideThePathMovesTheRevision checks that a commit changing
+// nothing under the source's path is not rendered again but is recorded on
+// the served revision and reported like any other commit.
+func TestCommitOutsideThePathMovesTheRevision(t *testing.T) {
+	repo := newLocalRepo(t)
+	first := repo.commit("a")
+	s, err := New(Config{
+		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), DefaultNode: "n",
+		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	require.NoError(t, err)
+	outcomes := make(chan revisions.Outcome, 16)
+	s.engine.Subscribe(func(o revisions.Outcome) { outcomes <- o })
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	published := func() string {
+		n, ok := s.engine.Node("n")
+		if !ok || n.Published == nil {
+			return ""
+		}
+		return n.Published.Commit
+	}
+	require.Eventually(t, func() bool { return published() == first }, 30*time.Second, 10*time.Millisecond)
+	hash := (<-outcomes).Hash
+
+	require.NoError(t, os.WriteFile(filepath.Join(repo.dir, "README.md"), []byte("docs\n"), 0o600))
+	repo.git("add", "-A")
+	repo.git("commit", "-q", "-m", "docs")
+	second := repo.git("rev-parse", "HEAD")
+	require.True(t, s.Trigger("cfg"))
+	require.Eventually(t, func() bool { return published() == second }, 30*time.Second, 10*time.Millisecond)
+	o := <-outcomes
+	assert.Equal(t, second, o.Origin.Commit, "the new commit gets an outcome")
+	assert.Equal(t, hash, o.Hash, "of the same revision")
+	n, _ := s.engine.Node("n")
+	assert.Len(t, n.History, 1, "no new revision")
+}
