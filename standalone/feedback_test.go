@@ -106,6 +106,15 @@ func TestFeedbackStatuses(t *testing.T) {
 			},
 		},
 		{
+			name: "an OCI artifact with a revision annotation reports on its commit",
+			steps: []step{
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg", Commit: shaA, Digest: "sha256:00"}, Status: revisions.OutcomePending},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the proxies to answer", TargetURL: url}}},
+				},
+			},
+		},
+		{
 			name: "no commit, no status",
 			steps: []step{
 				{in: revisions.Outcome{Node: "edge", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg"}, Status: revisions.OutcomePending}},
@@ -225,4 +234,35 @@ func TestQueuedStatusesSurviveARestart(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []string{"aaaa legate/edge success", "bbbb legate/edge pending"}, got,
 		"the newest state of each check, in order, after the restart")
+}
+
+func TestNoSecretReachesTheOutbox(t *testing.T) {
+	ctx := context.Background()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	rep, err := forge.NewGitHub(forge.Config{Repository: "org/cfg", Token: sources.Secret{Env: "UNUSED"}})
+	require.NoError(t, err)
+	d := forge.NewDispatcher(statusOutbox{store: store}, map[string]forge.Reporter{"cfg": rep}, forge.DispatcherOptions{})
+	f := newFeedback(d, map[string]bool{"cfg": true}, "https://legate.example", logr.Discard())
+
+	const ghToken = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
+	f.observe(revisions.Outcome{
+		Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, State: revisions.StateRollback,
+		Description: "rejected by 1 of 1 proxies; p: upstream https://bot:hunter2secret@git.example failed with Authorization: Bearer " + ghToken +
+			" -----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----",
+	})
+	f.observe(revisions.Outcome{
+		Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure,
+		Diagnostics: []render.Diagnostic{{Pos: render.Position{File: "a.yaml", Line: 2}, Message: "password: s3cr3tvalue is not allowed"}},
+	})
+	entries, err := store.OutboxList(ctx, 0)
+	require.NoError(t, err)
+	require.Len(t, entries, 2)
+	for _, e := range entries {
+		for _, secret := range []string{ghToken, "hunter2secret", "MIIEvQ", "s3cr3tvalue"} {
+			assert.NotContains(t, string(e.Value), secret)
+		}
+	}
+	assert.Contains(t, string(entries[0].Value), "rolled back: rejected by 1 of 1 proxies")
 }
