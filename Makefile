@@ -52,7 +52,7 @@ TEST_ENV := KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) \
 
 .PHONY: help
 help: ## List the targets.
-	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-10s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-13s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: build
 build: ## Build bin/legate.
@@ -76,8 +76,23 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	done
 
 .PHONY: bench
-bench: build ## Run the benchmarks (go test -bench and test/bench harnesses).
-	$(GO) test -run '^$$' -bench . -benchmem ./render/... ./revisions/... ./xds/...
+bench: build tools ## Run every benchmark: go test -bench of the packages, then the harnesses below.
+	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./render/... ./revisions/... ./sources/git/...
+	@$(MAKE) --no-print-directory bench-commit bench-push bench-fanout
+
+.PHONY: bench-fanout
+bench-fanout: ## xDS fan-out vs bare go-control-plane (slow: ~20 min), writes docs/bench-fanout.svg.
+	$(GO) run ./test/bench/fanout -streams 100,1000,10000 -clusters 100,1000 -publishes 5 -timeout 20m -out test/bench/fanout/results.json
+	$(GO) run ./test/bench/fanout plot -in test/bench/fanout/results.json -svg docs/bench-fanout.svg
+
+.PHONY: bench-commit
+bench-commit: ## Commit-to-ACK with a 1 000-route config, polling baseline, memory; writes docs/bench-commit.svg.
+	$(GO) run ./test/bench/commit -routes 1000 -commits 50 -revisions 1000 -poll-commits 20 -out test/bench/commit/results.json
+	$(GO) run ./test/bench/commit plot -in test/bench/commit/results.json -svg docs/bench-commit.svg
+
+.PHONY: bench-push
+bench-push: tools ## Push-to-ACK through a real Gitea webhook vs polling.
+	$(TEST_ENV) $(GO) test ./test/bench/push -run '^$$' -bench . -benchtime 50x -timeout 30m
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.

@@ -1,5 +1,8 @@
 // Package standalone is legate's home without Kubernetes (`legate serve`):
-// it wires the sources, the renderer, the revision engine on its embedded
-// store and the xDS server together, runs one fetch loop per source, and
-// serves the HTTP status API, health checks and metrics.
+// it wires the sources (Git and OCI), the renderer, the revision engine on
+// its embedded store and the xDS server together, runs one fetch loop per
+// source, and serves the HTTP status API, health checks, metrics and the
+// push webhooks that trigger a fetch. Sources with a forge get a commit
+// status per node on every commit, queued in the store's persisted outbox
+// and delivered by a forge.Dispatcher (docs/standalone.md).
 package standalone
