@@ -23,8 +23,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/standalone"
 	ocisource "github.com/legate-dev/legate/sources/oci"
+	"github.com/legate-dev/legate/standalone"
 )
 
 // TestGitOpsOCIArtifact pushes an artifact the way `flux push artifact`
