@@ -26,17 +26,27 @@ func TestSnapshotConsistent(t *testing.T) {
 			resourcev3.ClusterType: set(eds), resourcev3.EndpointType: set(cla),
 		}}},
 		{name: "clusters without EDS need no endpoints", snap: clusterSnapshot(t, "v", 2, 0)},
-		{name: "missing route", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.ListenerType: set(lis)}},
-			wantErr: `listener "lis" refers to route configuration "rc"`},
-		{name: "missing endpoints", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.ClusterType: set(eds)}},
-			wantErr: `cluster "c" refers to endpoint assignment "c"`},
+		{
+			name: "missing route", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.ListenerType: set(lis)}},
+			wantErr: `listener "lis" refers to route configuration "rc"`,
+		},
+		{
+			name: "missing endpoints", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.ClusterType: set(eds)}},
+			wantErr: `cluster "c" refers to endpoint assignment "c"`,
+		},
 		{name: "no version", snap: Snapshot{Types: map[string]TypeSnapshot{}}, wantErr: "snapshot has no version"},
-		{name: "no type version", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.RouteType: {Resources: []render.Resource{rc}}}},
-			wantErr: "has no version"},
-		{name: "duplicate name", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.RouteType: set(rc, rc)}},
-			wantErr: `has resource "rc" twice`},
-		{name: "undecodable listener", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.ListenerType: set(render.Resource{Name: "x", Body: []byte{0xff}})}},
-			wantErr: `decode listener "x"`},
+		{
+			name: "no type version", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.RouteType: {Resources: []render.Resource{rc}}}},
+			wantErr: "has no version",
+		},
+		{
+			name: "duplicate name", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.RouteType: set(rc, rc)}},
+			wantErr: `has resource "rc" twice`,
+		},
+		{
+			name: "undecodable listener", snap: Snapshot{Version: "v", Types: map[string]TypeSnapshot{resourcev3.ListenerType: set(render.Resource{Name: "x", Body: []byte{0xff}})}},
+			wantErr: `decode listener "x"`,
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
