@@ -25,7 +25,7 @@ import (
 )
 
 // The crash test runs a writer in a child process (this test binary,
-// re-executed into TestCrashChild), kills it with SIGKILL after a random
+// re-executed as the writer by TestMain), kills it with SIGKILL after a random
 // number of acknowledged writes, and checks the store the child left behind.
 // Kills land at random points inside writes because the child keeps writing
 // while the parent reads its acknowledgements.
@@ -66,7 +66,7 @@ func TestCrashSafety(t *testing.T) {
 // ops acknowledged ones; it returns the acknowledgement lines read.
 func runAndKill(t *testing.T, rng *rand.Rand, dir string, round, ops int) []string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd := exec.Command(os.Args[0], "-test.run=^$", "-test.count=1")
 	cmd.Env = append(os.Environ(), envCrashDir+"="+dir, envCrashSeed+"="+strconv.Itoa(round))
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
@@ -173,23 +173,32 @@ func checkInvariants(t *testing.T, dir string, acked map[string]uint64) {
 	}
 }
 
-// TestCrashChild is the writer the crash test kills; it does nothing unless
-// started by TestCrashSafety.
-func TestCrashChild(t *testing.T) {
-	dir := os.Getenv(envCrashDir)
-	if dir == "" {
-		t.Skip("run by TestCrashSafety")
+// TestMain turns the test binary into the crash test's writer when
+// TestCrashSafety starts it with envCrashDir set.
+func TestMain(m *testing.M) {
+	if dir := os.Getenv(envCrashDir); dir != "" {
+		crashChild(dir) // writes until it is killed
+	}
+	os.Exit(m.Run())
+}
+
+// crashChild is the writer the crash test kills: it commits revisions and
+// outbox entries in a loop and prints an "ack" line after each durable write.
+func crashChild(dir string) {
+	fatal := func(err error) {
+		fmt.Fprintln(os.Stderr, "crash child:", err)
+		os.Exit(2)
 	}
 	seed, _ := strconv.ParseUint(os.Getenv(envCrashSeed), 10, 64)
 	rng := rand.New(rand.NewPCG(seed, 99))
 	ctx := context.Background()
 	s, err := boltstore.Open(dir)
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	data, err := s.Load(ctx)
 	if err != nil {
-		t.Fatal(err)
+		fatal(err)
 	}
 	state := map[string]*revisions.NodeData{}
 	for i := range data {
@@ -204,16 +213,16 @@ func TestCrashChild(t *testing.T) {
 		}
 		u := step(rng, d, i)
 		if err := s.Commit(ctx, u); err != nil {
-			t.Fatal(err)
+			fatal(err)
 		}
 		key := fmt.Sprintf("%s/%d", node, rng.IntN(4))
 		if _, err := s.OutboxPut(ctx, key, []byte(key+"="+strconv.Itoa(i))); err != nil {
-			t.Fatal(err)
+			fatal(err)
 		}
 		if rng.IntN(3) == 0 {
 			if es, err := s.OutboxList(ctx, 1); err == nil && len(es) == 1 {
 				if err := s.OutboxDelete(ctx, es[0].Seq); err != nil {
-					t.Fatal(err)
+					fatal(err)
 				}
 			}
 		}

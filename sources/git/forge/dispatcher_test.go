@@ -127,7 +127,7 @@ func TestDispatcherDeliversWhatAnEarlierRunLeft(t *testing.T) {
 	go func() { done <- d.Run(runCtx) }()
 	t.Cleanup(func() {
 		cancel()
-		assert.ErrorIs(t, <-done, context.Canceled)
+		assert.NoError(t, <-done, "Run returns nil when its context ends")
 	})
 	require.Eventually(t, func() bool { return len(srv.requests()) == 1 }, 10*time.Second, 10*time.Millisecond)
 	assert.NotContains(t, srv.requests()[0].Body["description"], token, "scrubbed even when stored by someone else")
