@@ -15,8 +15,8 @@ import (
 func TestOneOfTwoProxiesRejects(t *testing.T) {
 	a, b := startBackend(t, "A"), startBackend(t, "B")
 	repo := newGitRepo(t)
-	cfg := greeterConfig{route: "backend-b", portA: a.port, portB: b.port}
-	sha1 := repo.commit("route to B", cfg.files())
+	cfg := greeterConfig{route: "backend-b", portA: a.Port, portB: b.Port}
+	sha1 := repo.Commit("route to B", cfg.files())
 	lg := serveRepo(t, repo, legateOptions{})
 	client := newGRPCClient(t, lg.xdsAddr, "grpc-1")
 	raw := startRawSotW(t, lg.xdsAddr, "raw-1", acceptAll)
@@ -25,7 +25,7 @@ func TestOneOfTwoProxiesRejects(t *testing.T) {
 	lg.waitNode("InSync on commit 1 with two proxies", inSyncOn(sha1, 2))
 
 	cfg.staticB = true
-	sha2 := repo.commit("make backend-b STATIC", cfg.files())
+	sha2 := repo.Commit("make backend-b STATIC", cfg.files())
 	lg.fetch(sha2)
 	n := lg.waitNode("Degraded on commit 2", func(n standalone.NodeView) bool {
 		return n.State == revisions.StateDegraded && n.Published != nil && n.Published.Commit == sha2 &&

@@ -36,7 +36,7 @@ func hasStaticCluster(t *testing.T, resources []*anypb.Any) bool {
 func TestDeltaClientFollowsCommits(t *testing.T) {
 	repo := newGitRepo(t)
 	cfg := greeterConfig{route: "backend-a", portA: 10001, portB: 10002}
-	sha1 := repo.commit("route to A", cfg.files())
+	sha1 := repo.Commit("route to A", cfg.files())
 	lg := serveRepo(t, repo, legateOptions{})
 	c := startRawDelta(t, lg.xdsAddr, "delta-1", func(typeURL string, resources []*anypb.Any) string {
 		if typeURL == resourcev3.ClusterType && hasStaticCluster(t, resources) {
@@ -50,7 +50,7 @@ func TestDeltaClientFollowsCommits(t *testing.T) {
 	assert.Equal(t, "delta-1", n.Proxies[0].Proxy)
 
 	cfg.route, cfg.staticB = "backend-b", true
-	sha2 := repo.commit("route to a STATIC backend-b", cfg.files())
+	sha2 := repo.Commit("route to a STATIC backend-b", cfg.files())
 	lg.fetch(sha2)
 	n = lg.waitNode("Rollback to commit 1, accepted", func(n standalone.NodeView) bool {
 		return n.State == revisions.StateRollback && n.Published != nil && n.Published.Commit == sha1 &&
@@ -85,7 +85,7 @@ func TestDeltaClientFollowsCommits(t *testing.T) {
 	assert.Equal(t, last.version, cds.SentVersion)
 
 	cfg.staticB = false
-	sha3 := repo.commit("fix: EDS backend-b", cfg.files())
+	sha3 := repo.Commit("fix: EDS backend-b", cfg.files())
 	lg.fetch(sha3)
 	lg.waitNode("InSync on commit 3", inSyncOn(sha3, 1))
 	assert.InDelta(t, 1, lg.mustMetric(clusterNACKs), 0)

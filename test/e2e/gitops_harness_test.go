@@ -5,14 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -21,12 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
-	testgrpc "google.golang.org/grpc/interop/grpc_testing"
 	"google.golang.org/protobuf/types/known/structpb"
 
 	"github.com/legate-dev/legate/standalone"
 	"github.com/legate-dev/legate/test/gitea"
-	"github.com/legate-dev/legate/test/xdsclient"
+	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/gitrepo"
+	"github.com/legate-dev/legate/test/internal/legateproc"
 )
 
 // The GitOps tests' configuration: proxyless gRPC clients of node
@@ -121,109 +117,17 @@ func (c gitopsConfig) files() map[string]string {
 	return map[string]string{gitopsFile: c.yaml(), "envoy/legate.yaml": "nodeIDs: [" + gitopsNode + "]\n"}
 }
 
-// gitopsWorktree is a local clone that pushes to a remote.
-type gitopsWorktree struct {
-	t   testing.TB
-	dir string
-}
-
-func newGitopsWorktree(t testing.TB) *gitopsWorktree {
+// newGitopsWorktree creates a local repository that pushes to a remote.
+func newGitopsWorktree(t testing.TB) *gitrepo.Repo {
 	t.Helper()
-	w := &gitopsWorktree{t: t, dir: t.TempDir()}
-	w.git("init", "-q", "-b", "main")
-	w.git("config", "user.name", "legate gitops e2e")
-	w.git("config", "user.email", "gitops@legate.invalid")
-	w.git("config", "commit.gpgsign", "false")
-	return w
+	return gitrepo.New(t, "legate gitops e2e", "gitops@legate.invalid")
 }
 
-func (w *gitopsWorktree) git(args ...string) string {
-	w.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(w.t, err, "git %s: %s", args[0], out)
-	return strings.TrimSpace(string(out))
-}
-
-// commit writes files and commits them; it returns the commit SHA.
-func (w *gitopsWorktree) commit(msg string, files map[string]string) string {
-	w.t.Helper()
-	for name, content := range files {
-		p := filepath.Join(w.dir, name)
-		require.NoError(w.t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(w.t, os.WriteFile(p, []byte(content), 0o644))
-	}
-	w.git("add", "-A")
-	w.git("commit", "-q", "--allow-empty", "-m", msg)
-	return w.git("rev-parse", "HEAD")
-}
-
-// gitopsBackend answers UnaryCall with its name.
-type gitopsBackend struct {
-	testgrpc.UnimplementedTestServiceServer
-	name string
-	port int
-}
-
-func (b *gitopsBackend) UnaryCall(context.Context, *testgrpc.SimpleRequest) (*testgrpc.SimpleResponse, error) {
-	return &testgrpc.SimpleResponse{ServerId: b.name}, nil
-}
-
-func startGitopsBackend(t *testing.T, name string) *gitopsBackend {
+// newGitopsClient connects grpc-go's xDS client, dialing
+// xds:///gitops-greeter as node gitopsNode, to the ADS server at xdsAddr.
+func newGitopsClient(t *testing.T, xdsAddr string) *grpcClient {
 	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	b := &gitopsBackend{name: name, port: lis.Addr().(*net.TCPAddr).Port}
-	gs := grpc.NewServer()
-	testgrpc.RegisterTestServiceServer(gs, b)
-	go func() { _ = gs.Serve(lis) }()
-	t.Cleanup(gs.Stop)
-	return b
-}
-
-// gitopsClient is grpc-go's xDS client dialing xds:///gitops-greeter.
-type gitopsClient struct {
-	t   *testing.T
-	svc testgrpc.TestServiceClient
-}
-
-func newGitopsClient(t *testing.T, xdsAddr string) *gitopsClient {
-	t.Helper()
-	res, err := xdsclient.Bootstrap{ServerAddr: xdsAddr, NodeID: gitopsNode, Metadata: map[string]any{"pod_name": "grpc-client"}}.Resolver()
-	require.NoError(t, err)
-	conn, err := grpc.NewClient("xds:///"+gitopsListener, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(res))
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = conn.Close() })
-	conn.Connect()
-	return &gitopsClient{t: t, svc: testgrpc.NewTestServiceClient(conn)}
-}
-
-func (c *gitopsClient) call() string {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-	defer cancel()
-	resp, err := c.svc.UnaryCall(ctx, &testgrpc.SimpleRequest{})
-	if err != nil {
-		return ""
-	}
-	return resp.GetServerId()
-}
-
-func (c *gitopsClient) lands(name string, msg string) {
-	c.t.Helper()
-	require.Eventually(c.t, func() bool { return c.call() == name }, gitopsWait, gitopsPoll, msg)
-}
-
-// gitopsFreeAddr returns a loopback address with a port free at the time of the
-// call (the binary binds it right after).
-func gitopsFreeAddr(t testing.TB) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := l.Addr().String()
-	require.NoError(t, l.Close())
-	return addr
+	return &grpcClient{t: t, c: backend.Dial(t, xdsAddr, gitopsNode, "grpc-client", gitopsListener), wait: gitopsWait, poll: gitopsPoll}
 }
 
 // gitopsLegate is `legate serve` running as a subprocess.
@@ -231,8 +135,7 @@ type gitopsLegate struct {
 	t        testing.TB
 	xdsAddr  string
 	httpAddr string
-	cmd      *exec.Cmd
-	done     chan struct{}
+	proc     *legateproc.Proc
 	logs     *gitopsBuffer
 }
 
@@ -240,45 +143,18 @@ type gitopsLegate struct {
 // waits for /healthz.
 func startGitopsLegate(t testing.TB, args ...string) *gitopsLegate {
 	t.Helper()
-	p := &gitopsLegate{t: t, xdsAddr: gitopsFreeAddr(t), httpAddr: gitopsFreeAddr(t), done: make(chan struct{}), logs: &gitopsBuffer{}}
+	p := &gitopsLegate{t: t, xdsAddr: legateproc.LoopbackAddr(t), httpAddr: legateproc.LoopbackAddr(t), logs: &gitopsBuffer{}}
 	args = append([]string{"serve", "--xds-addr", p.xdsAddr, "--http-addr", p.httpAddr}, args...)
-	p.cmd = exec.Command(legateBin, args...)
-	p.cmd.Stdout, p.cmd.Stderr = p.logs, p.logs
-	require.NoError(t, p.cmd.Start())
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
+	proc, err := legateproc.Start(legateBin, args, p.logs)
+	require.NoError(t, err)
+	p.proc = proc
 	t.Cleanup(func() {
-		_ = p.cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(15 * time.Second):
-			_ = p.cmd.Process.Kill()
-			<-p.done
-		}
+		proc.Stop(15 * time.Second)
 		if t.Failed() {
 			t.Logf("legate logs:\n%s", p.logs.String())
 		}
 	})
-	require.Eventually(t, func() bool {
-		select {
-		case <-p.done:
-			return true
-		default:
-		}
-		resp, err := http.Get("http://" + p.httpAddr + "/healthz")
-		if err != nil {
-			return false
-		}
-		_ = resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, gitopsWait, gitopsPoll)
-	select {
-	case <-p.done:
-		t.Fatalf("legate exited at start:\n%s", p.logs.String())
-	default:
-	}
+	proc.WaitReady(t, "http://"+p.httpAddr+"/healthz", gitopsWait, gitopsPoll)
 	return p
 }
 

@@ -36,10 +36,10 @@ func TestGitOpsOCIArtifact(t *testing.T) {
 	reg := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
 	t.Cleanup(reg.Close)
 	host := strings.TrimPrefix(reg.URL, "http://")
-	a := startGitopsBackend(t, "a")
+	a := startBackend(t, "a")
 
 	const commit = "0123456789abcdef0123456789abcdef01234567"
-	digest := pushFluxArtifact(t, host+"/envoy/config:v1.0.0", "main@sha1:"+commit, gitopsConfig{route: "a", portA: a.port, portB: a.port}.files())
+	digest := pushFluxArtifact(t, host+"/envoy/config:v1.0.0", "main@sha1:"+commit, gitopsConfig{route: "a", portA: a.Port, portB: a.Port}.files())
 
 	legate := startGitopsLegate(t,
 		"--state-dir", t.TempDir(),

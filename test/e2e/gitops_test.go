@@ -21,7 +21,7 @@ import (
 func TestGitOpsWithGitea(t *testing.T) {
 	srv := gitea.Start(t, gitea.Options{}) // the harness allows webhooks to loopback
 	repo := srv.CreateRepo("envoy-config")
-	a, b := startGitopsBackend(t, "a"), startGitopsBackend(t, "b")
+	a, b := startBackend(t, "a"), startBackend(t, "b")
 
 	secrets := t.TempDir()
 	tokenFile := filepath.Join(secrets, "gitea-token")
@@ -31,9 +31,9 @@ func TestGitOpsWithGitea(t *testing.T) {
 	require.NoError(t, os.WriteFile(hookFile, []byte(hookSecret), 0o600))
 
 	w := newGitopsWorktree(t)
-	good := gitopsConfig{route: "a", portA: a.port, portB: b.port}
-	c1 := w.commit("route to a", good.files())
-	w.git("push", "-q", srv.PushURL(repo), "main")
+	good := gitopsConfig{route: "a", portA: a.Port, portB: b.Port}
+	c1 := w.Commit("route to a", good.files())
+	w.Git("push", "-q", srv.PushURL(repo), "main")
 
 	// Polling once an hour: every later commit arrives through the webhook.
 	legate := startGitopsLegate(t,
@@ -58,8 +58,8 @@ func TestGitOpsWithGitea(t *testing.T) {
 
 	t.Run("valid push: webhook, published, client runs it, success", func(t *testing.T) {
 		good.route = "b"
-		c2 := w.commit("route to b", good.files())
-		w.git("push", "-q", srv.PushURL(repo), "main")
+		c2 := w.Commit("route to b", good.files())
+		w.Git("push", "-q", srv.PushURL(repo), "main")
 		client.lands("b", "the pushed commit routes to b")
 		gitopsWaitStatus(t, srv, repo, c2, ctxName, "success")
 		assert.Equal(t, c2, legate.publishedCommit(gitopsNode))
@@ -69,17 +69,17 @@ func TestGitOpsWithGitea(t *testing.T) {
 	t.Run("invalid push: failure with file and line, nothing published", func(t *testing.T) {
 		bad := good
 		bad.invalid = true
-		c3 := w.commit("add a field clusters do not have", bad.files())
-		w.git("push", "-q", srv.PushURL(repo), "main")
+		c3 := w.Commit("add a field clusters do not have", bad.files())
+		w.Git("push", "-q", srv.PushURL(repo), "main")
 		st := gitopsWaitStatus(t, srv, repo, c3, ctxName, "failure")
-		line := gitopsLineOf(t, bad.yaml(), "no_such_field")
+		line := lineOf(t, bad.yaml(), "no_such_field")
 		assert.Contains(t, st.Description, gitopsFile+":"+strconv.Itoa(line)+":", "the description names the file, from the repository root, and the line")
 		assert.Contains(t, st.Description, "no_such_field")
 		assert.Equal(t, c2, legate.publishedCommit(gitopsNode), "nothing new is published")
 		assert.Equal(t, "b", client.call())
 
-		c3b := w.commit("docs only, the config stays invalid", map[string]string{"README.md": "invalid still\n"})
-		w.git("push", "-q", srv.PushURL(repo), "main")
+		c3b := w.Commit("docs only, the config stays invalid", map[string]string{"README.md": "invalid still\n"})
+		w.Git("push", "-q", srv.PushURL(repo), "main")
 		st = gitopsWaitStatus(t, srv, repo, c3b, ctxName, "failure")
 		assert.Contains(t, st.Description, gitopsFile+":"+strconv.Itoa(line)+":", "a commit outside the path carries the same verdict")
 		assert.Equal(t, c2, legate.publishedCommit(gitopsNode))
@@ -88,8 +88,8 @@ func TestGitOpsWithGitea(t *testing.T) {
 	t.Run("push the client rejects: rollback, failure with the client's text", func(t *testing.T) {
 		rejected := good
 		rejected.staticB = true
-		c4 := w.commit("make b a STATIC cluster", rejected.files())
-		w.git("push", "-q", srv.PushURL(repo), "main")
+		c4 := w.Commit("make b a STATIC cluster", rejected.files())
+		w.Git("push", "-q", srv.PushURL(repo), "main")
 		st := gitopsWaitStatus(t, srv, repo, c4, ctxName, "failure")
 		assert.Contains(t, st.Description, "rolled back")
 		assert.Contains(t, st.Description, "unsupported cluster type", "the description carries grpc-go's own error")
@@ -105,8 +105,8 @@ func TestGitOpsWithGitea(t *testing.T) {
 		held.ack(held.next()) // the rolled-back routes
 
 		good.route = "a"
-		c5 := w.commit("back to a", good.files())
-		w.git("push", "-q", srv.PushURL(repo), "main")
+		c5 := w.Commit("back to a", good.files())
+		w.Git("push", "-q", srv.PushURL(repo), "main")
 		resp := held.next() // the new routes, left unanswered for now
 		client.lands("a", "the client runs the new commit")
 		gitopsWaitStatus(t, srv, repo, c5, ctxName, "pending")
@@ -123,15 +123,15 @@ func TestGitOpsWithGitea(t *testing.T) {
 	})
 
 	t.Run("a commit outside the path moves the revision and gets its status", func(t *testing.T) {
-		c6 := w.commit("docs only", map[string]string{"README.md": "how to edit envoy/\n"})
-		w.git("push", "-q", srv.PushURL(repo), "main")
+		c6 := w.Commit("docs only", map[string]string{"README.md": "how to edit envoy/\n"})
+		w.Git("push", "-q", srv.PushURL(repo), "main")
 		st := gitopsWaitStatus(t, srv, repo, c6, ctxName, "success")
 		assert.Contains(t, st.Description, "accepted by 1 of 1 proxies", "the held proxy is gone")
 		require.Eventually(t, func() bool { return legate.publishedCommit(gitopsNode) == c6 }, gitopsWait, gitopsPoll)
 	})
 
 	t.Run("no secret in any status", func(t *testing.T) {
-		for _, sha := range strings.Fields(w.git("rev-list", "main")) {
+		for _, sha := range strings.Fields(w.Git("rev-list", "main")) {
 			for _, s := range gitopsAllStatuses(t, srv, repo, sha) {
 				t.Logf("%.12s %s %s: %s", sha, s.Context, s.State, s.Description)
 				for _, field := range []string{s.Description, s.TargetURL, s.Context} {
@@ -142,17 +142,4 @@ func TestGitOpsWithGitea(t *testing.T) {
 			}
 		}
 	})
-}
-
-// gitopsLineOf is the 1-based line of the first line of content holding
-// substr.
-func gitopsLineOf(t testing.TB, content, substr string) int {
-	t.Helper()
-	for i, l := range strings.Split(content, "\n") {
-		if strings.Contains(l, substr) {
-			return i + 1
-		}
-	}
-	require.FailNow(t, "substring not found", "%q", substr)
-	return 0
 }

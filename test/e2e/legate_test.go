@@ -6,10 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,6 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/test/internal/gitrepo"
+	"github.com/legate-dev/legate/test/internal/legateproc"
 )
 
 const (
@@ -38,8 +38,7 @@ type legate struct {
 	httpAddr string
 	logPath  string
 
-	cmd  *exec.Cmd
-	done chan struct{}
+	proc *legateproc.Proc
 }
 
 type legateOptions struct {
@@ -51,13 +50,13 @@ type legateOptions struct {
 
 // serveRepo runs legate serve on repo with a fresh state directory and
 // waits until it is ready.
-func serveRepo(t *testing.T, repo *gitRepo, opts legateOptions) *legate {
+func serveRepo(t *testing.T, repo *gitrepo.Repo, opts legateOptions) *legate {
 	t.Helper()
 	dir := t.TempDir()
-	l := &legate{t: t, xdsAddr: loopbackAddr(t), httpAddr: loopbackAddr(t), logPath: filepath.Join(dir, "legate.log")}
+	l := &legate{t: t, xdsAddr: legateproc.LoopbackAddr(t), httpAddr: legateproc.LoopbackAddr(t), logPath: filepath.Join(dir, "legate.log")}
 	l.args = []string{
 		"serve",
-		"--git-url", repo.dir, "--git-ref", "main",
+		"--git-url", repo.Dir, "--git-ref", "main",
 		"--state-dir", filepath.Join(dir, "state"),
 		"--xds-addr", l.xdsAddr, "--http-addr", l.httpAddr,
 		// Only the fetch on start and explicit triggers: the poll must not
@@ -82,62 +81,28 @@ func serveRepo(t *testing.T, repo *gitRepo, opts legateOptions) *legate {
 	return l
 }
 
-// loopbackAddr returns a loopback address with a port nobody listens on now.
-func loopbackAddr(t *testing.T) string {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	addr := lis.Addr().String()
-	require.NoError(t, lis.Close())
-	return addr
-}
-
 func (l *legate) start() {
 	l.t.Helper()
 	logf, err := os.OpenFile(l.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	require.NoError(l.t, err)
 	defer logf.Close()
-	l.cmd = exec.Command(legateBin, l.args...)
-	l.cmd.Stdout, l.cmd.Stderr = logf, logf
-	require.NoError(l.t, l.cmd.Start())
-	done := make(chan struct{})
-	l.done = done
-	go func(cmd *exec.Cmd) {
-		_ = cmd.Wait()
-		close(done)
-	}(l.cmd)
-	require.Eventually(l.t, func() bool {
-		select {
-		case <-done:
-			return true // exited: reported below
-		default:
-		}
-		resp, err := http.Get(l.url("/readyz"))
-		if err != nil {
-			return false
-		}
-		resp.Body.Close()
-		return resp.StatusCode == http.StatusOK
-	}, waitFor, pollEvery, "legate becomes ready")
-	select {
-	case <-done:
-		require.FailNow(l.t, "legate exited on start", "state: %v", l.cmd.ProcessState)
-	default:
-	}
+	l.proc, err = legateproc.Start(legateBin, l.args, logf)
+	require.NoError(l.t, err)
+	l.proc.WaitReady(l.t, l.url("/readyz"), waitFor, pollEvery)
 }
 
 // stop ends the process with sig and waits for it. After SIGTERM it must
 // exit cleanly.
 func (l *legate) stop(sig syscall.Signal) {
 	l.t.Helper()
-	require.NoError(l.t, l.cmd.Process.Signal(sig))
+	require.NoError(l.t, l.proc.Signal(sig))
 	select {
-	case <-l.done:
+	case <-l.proc.Done():
 	case <-time.After(waitFor):
 		require.FailNow(l.t, "legate did not exit", "after %v", sig)
 	}
 	if sig == syscall.SIGTERM {
-		require.True(l.t, l.cmd.ProcessState.Success(), "graceful shutdown exits 0: %v", l.cmd.ProcessState)
+		require.True(l.t, l.proc.State().Success(), "graceful shutdown exits 0: %v", l.proc.State())
 	}
 }
 
@@ -150,14 +115,8 @@ func (l *legate) restart(sig syscall.Signal) {
 }
 
 func (l *legate) kill() {
-	if l.cmd == nil || l.cmd.Process == nil {
-		return
-	}
-	select {
-	case <-l.done:
-	default:
-		_ = l.cmd.Process.Kill()
-		<-l.done
+	if l.proc != nil {
+		l.proc.Kill()
 	}
 }
 

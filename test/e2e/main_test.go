@@ -4,8 +4,9 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
+
+	"github.com/legate-dev/legate/test/internal/legateproc"
 )
 
 // legateBin is the legate binary built once for the whole package.
@@ -22,11 +23,9 @@ func runMain(m *testing.M) int {
 		return 1
 	}
 	defer os.RemoveAll(dir)
-	legateBin = filepath.Join(dir, "legate")
-	build := exec.Command("go", "build", "-o", legateBin, "github.com/legate-dev/legate/cmd/legate")
-	build.Stdout, build.Stderr = os.Stderr, os.Stderr
-	if err := build.Run(); err != nil {
-		fmt.Fprintln(os.Stderr, "build legate:", err)
+	legateBin, err = legateproc.Build(dir, os.Stderr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	if _, err := exec.LookPath("git"); err != nil {

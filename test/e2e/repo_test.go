@@ -2,53 +2,19 @@ package e2e
 
 import (
 	"fmt"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/test/internal/gitrepo"
 )
 
-// gitRepo is a local Git repository on branch main that legate follows.
-type gitRepo struct {
-	t   testing.TB
-	dir string
-}
-
-func newGitRepo(t testing.TB) *gitRepo {
+// newGitRepo creates a local Git repository on branch main for legate to
+// follow.
+func newGitRepo(t testing.TB) *gitrepo.Repo {
 	t.Helper()
-	r := &gitRepo{t: t, dir: t.TempDir()}
-	r.git("init", "-q", "-b", "main")
-	r.git("config", "user.name", "legate e2e")
-	r.git("config", "user.email", "e2e@legate.invalid")
-	r.git("config", "commit.gpgsign", "false")
-	return r
-}
-
-func (r *gitRepo) git(args ...string) string {
-	r.t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = r.dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(r.t, err, "git %s: %s", strings.Join(args, " "), out)
-	return strings.TrimSpace(string(out))
-}
-
-// commit writes files (path -> content, relative to the repository) and
-// commits them; it returns the commit SHA.
-func (r *gitRepo) commit(msg string, files map[string]string) string {
-	r.t.Helper()
-	for name, content := range files {
-		p := filepath.Join(r.dir, name)
-		require.NoError(r.t, os.MkdirAll(filepath.Dir(p), 0o755))
-		require.NoError(r.t, os.WriteFile(p, []byte(content), 0o644))
-	}
-	r.git("add", "-A")
-	r.git("commit", "-q", "--allow-empty", "-m", msg)
-	return r.git("rev-parse", "HEAD")
+	return gitrepo.New(t, "legate e2e", "e2e@legate.invalid")
 }
 
 // The test configuration: proxyless gRPC clients dial xds:///greeter as

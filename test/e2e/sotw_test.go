@@ -59,8 +59,8 @@ func typeStatus(t *testing.T, n standalone.NodeView, proxy, typeURL string) xds.
 func TestGRPCClientFollowsCommits(t *testing.T) {
 	a, b := startBackend(t, "A"), startBackend(t, "B")
 	repo := newGitRepo(t)
-	cfg := greeterConfig{route: "backend-a", portA: a.port, portB: b.port}
-	sha1 := repo.commit("route to A", cfg.files())
+	cfg := greeterConfig{route: "backend-a", portA: a.Port, portB: b.Port}
+	sha1 := repo.Commit("route to A", cfg.files())
 	lg := serveRepo(t, repo, legateOptions{})
 	client := newGRPCClient(t, lg.xdsAddr, "grpc-1")
 
@@ -74,7 +74,7 @@ func TestGRPCClientFollowsCommits(t *testing.T) {
 
 	// Commit 2 routes to B.
 	cfg.route = "backend-b"
-	sha2 := repo.commit("route to B", cfg.files())
+	sha2 := repo.Commit("route to B", cfg.files())
 	lg.fetch(sha2)
 	client.lands("B", "commit 2 moves RPCs to B")
 	lg.waitNode("InSync on commit 2", inSyncOn(sha2, 1))
@@ -83,18 +83,18 @@ func TestGRPCClientFollowsCommits(t *testing.T) {
 	// runtime layer) sends it nothing; the server reports it current, so
 	// the node is InSync without waiting for the answer timeout.
 	cfg.runtime = true
-	sha2b := repo.commit("add a runtime layer", cfg.files())
+	sha2b := repo.Commit("add a runtime layer", cfg.files())
 	lg.fetch(sha2b)
 	lg.waitNode("InSync on the runtime commit", inSyncOn(sha2b, 1))
 	client.keepsLanding("B", 5)
 	cfg.runtime = false
-	sha2 = repo.commit("drop the runtime layer", cfg.files())
+	sha2 = repo.Commit("drop the runtime layer", cfg.files())
 	lg.fetch(sha2)
 	lg.waitNode("InSync on commit 2 again", inSyncOn(sha2, 1))
 
 	// Commit 3 is valid for legate, but grpc-go rejects a STATIC cluster.
 	cfg.staticB = true
-	sha3 := repo.commit("make backend-b STATIC", cfg.files())
+	sha3 := repo.Commit("make backend-b STATIC", cfg.files())
 	lg.fetch(sha3)
 	n = lg.waitNode("Rollback to commit 2, accepted", func(n standalone.NodeView) bool {
 		return n.State == revisions.StateRollback && n.Published != nil && n.Published.Commit == sha2 &&
@@ -144,9 +144,9 @@ func TestGRPCClientFollowsCommits(t *testing.T) {
 
 	// An invalid commit is rejected by the renderer: nothing is published
 	// and the source names the file and line.
-	cfg = greeterConfig{route: "backend-a", invalid: true, portA: a.port, portB: b.port}
+	cfg = greeterConfig{route: "backend-a", invalid: true, portA: a.Port, portB: b.Port}
 	files := cfg.files()
-	sha4 := repo.commit("invalid cluster field", files)
+	sha4 := repo.Commit("invalid cluster field", files)
 	lg.fetch(sha4)
 	wantPos := fmt.Sprintf("%s:%d:", configFile, lineOf(t, files[configFile], "bogus_field"))
 	require.Eventually(t, func() bool {
@@ -166,7 +166,7 @@ func TestGRPCClientFollowsCommits(t *testing.T) {
 	// Commit 5 fixes everything and routes to A again: InSync. Its content
 	// is commit 1's, so commit 1's revision moves to the top.
 	cfg.invalid = false
-	sha5 := repo.commit("fix: EDS cluster, route to A", cfg.files())
+	sha5 := repo.Commit("fix: EDS cluster, route to A", cfg.files())
 	lg.fetch(sha5)
 	client.lands("A", "commit 5 moves RPCs to A")
 	n = lg.waitNode("InSync on commit 5", inSyncOn(sha5, 1))

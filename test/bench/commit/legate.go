@@ -6,74 +6,52 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
 	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/test/internal/legateproc"
 )
 
 // legateProc is `legate serve` running as a subprocess.
 type legateProc struct {
-	cmd      *exec.Cmd
-	done     chan struct{}
+	*legateproc.Proc
 	xdsAddr  string
 	httpAddr string
 	http     *http.Client
 }
 
-// freeAddr returns a loopback address with a port free at the time of the
-// call.
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}
-
 // startLegate runs bin serve on repo with the poll interval given and
 // waits until it is ready.
 func startLegate(bin, repo, stateDir string, interval time.Duration, log io.Writer) (*legateProc, error) {
-	xdsAddr, err := freeAddr()
+	xdsAddr, err := legateproc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	httpAddr, err := freeAddr()
+	httpAddr, err := legateproc.FreeAddr()
 	if err != nil {
 		return nil, err
 	}
-	p := &legateProc{xdsAddr: xdsAddr, httpAddr: httpAddr, done: make(chan struct{}), http: &http.Client{Timeout: 10 * time.Second}}
-	p.cmd = exec.Command(bin, "serve", "--git-url", repo, "--git-ref", "main", "--state-dir", stateDir,
-		"--xds-addr", xdsAddr, "--http-addr", httpAddr, "--interval", interval.String())
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	if err := p.cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start legate: %w", err)
+	p := &legateProc{xdsAddr: xdsAddr, httpAddr: httpAddr, http: &http.Client{Timeout: 10 * time.Second}}
+	p.Proc, err = legateproc.Start(bin, []string{
+		"serve", "--git-url", repo, "--git-ref", "main", "--state-dir", stateDir,
+		"--xds-addr", xdsAddr, "--http-addr", httpAddr, "--interval", interval.String(),
+	}, log)
+	if err != nil {
+		return nil, err
 	}
-	go func() {
-		_ = p.cmd.Wait()
-		close(p.done)
-	}()
 	deadline := time.Now().Add(time.Minute)
 	for {
-		select {
-		case <-p.done:
-			return nil, fmt.Errorf("legate exited on start: %v", p.cmd.ProcessState)
-		default:
+		if p.Exited() {
+			return nil, fmt.Errorf("legate exited on start: %v", p.State())
 		}
-		if resp, err := p.http.Get(p.url("/readyz")); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return p, nil
-			}
+		if legateproc.Answers(p.http, p.url("/readyz")) {
+			return p, nil
 		}
 		if time.Now().After(deadline) {
 			p.stop()
@@ -85,15 +63,7 @@ func startLegate(bin, repo, stateDir string, interval time.Duration, log io.Writ
 
 func (p *legateProc) url(path string) string { return "http://" + p.httpAddr + path }
 
-func (p *legateProc) stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(15 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.done
-	}
-}
+func (p *legateProc) stop() { p.Stop(15 * time.Second) }
 
 // trigger asks legate to fetch the repository now.
 func (p *legateProc) trigger() error {
@@ -149,7 +119,7 @@ func (p *legateProc) waitACK(sha string, timeout time.Duration) (time.Time, erro
 
 // rss is the process's resident set size in bytes (VmRSS).
 func (p *legateProc) rss() (int64, error) {
-	return procStatus(p.cmd.Process.Pid, "VmRSS:")
+	return procStatus(p.Pid(), "VmRSS:")
 }
 
 func procStatus(pid int, key string) (int64, error) {

@@ -20,11 +20,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/legate-dev/legate/test/internal/gitrepo"
+	"github.com/legate-dev/legate/test/internal/legateproc"
 )
 
 func main() {
@@ -63,11 +65,8 @@ func run(args []string, stdout, stderr io.Writer) error {
 	}
 	defer os.RemoveAll(tmp)
 	if o.legate == "" {
-		o.legate = filepath.Join(tmp, "legate")
-		build := exec.Command("go", "build", "-o", o.legate, "github.com/legate-dev/legate/cmd/legate")
-		build.Stdout, build.Stderr = stderr, stderr
-		if err := build.Run(); err != nil {
-			return fmt.Errorf("build legate: %w", err)
+		if o.legate, err = legateproc.Build(tmp, stderr); err != nil {
+			return err
 		}
 	}
 	port, stopBackend, err := startBackend()
@@ -113,33 +112,12 @@ type bench struct {
 // returns the SHA and when the commit started.
 func (b *bench) commitNext(repo string) (string, time.Time, error) {
 	b.gen++
-	files := configFiles(b.o.routes, b.gen, b.port)
-	for name, content := range files {
-		if err := os.WriteFile(filepath.Join(repo, name), []byte(content), 0o644); err != nil {
-			return "", time.Time{}, err
-		}
+	if err := gitrepo.WriteFiles(repo, configFiles(b.o.routes, b.gen, b.port)); err != nil {
+		return "", time.Time{}, err
 	}
 	t0 := time.Now()
-	if _, err := git(repo, "add", "-A"); err != nil {
-		return "", t0, err
-	}
-	if _, err := git(repo, "commit", "-q", "-m", fmt.Sprintf("generation %d", b.gen)); err != nil {
-		return "", t0, err
-	}
-	sha, err := git(repo, "rev-parse", "HEAD")
+	sha, err := gitrepo.CommitAll(repo, fmt.Sprintf("generation %d", b.gen))
 	return sha, t0, err
-}
-
-func git(dir string, args ...string) (string, error) {
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_AUTHOR_NAME=bench", "GIT_AUTHOR_EMAIL=bench@legate.invalid",
-		"GIT_COMMITTER_NAME=bench", "GIT_COMMITTER_EMAIL=bench@legate.invalid")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		return "", fmt.Errorf("git %s: %w: %s", strings.Join(args, " "), err, out)
-	}
-	return strings.TrimSpace(string(out)), nil
 }
 
 // newRepo creates a repository with the first configuration committed.
@@ -148,38 +126,60 @@ func (b *bench) newRepo(name string) (string, string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", "", err
 	}
-	if _, err := git(dir, "init", "-q", "-b", "main"); err != nil {
+	if err := gitrepo.Init(dir, "bench", "bench@legate.invalid"); err != nil {
 		return "", "", err
 	}
 	sha, _, err := b.commitNext(dir)
 	return dir, sha, err
 }
 
+// serve creates repository repo-<name> with the first configuration,
+// starts legate on it with the poll interval given and waits until a
+// grpc-go client has ACKed the first commit. stop ends legate and the
+// client.
+func (b *bench) serve(name string, interval time.Duration) (repo string, p *legateProc, stop func(), err error) {
+	repo, sha, err := b.newRepo("repo-" + name)
+	if err != nil {
+		return "", nil, nil, err
+	}
+	logf, err := os.Create(filepath.Join(b.tmp, "legate-"+name+".log"))
+	if err != nil {
+		return "", nil, nil, err
+	}
+	p, err = startLegate(b.o.legate, repo, filepath.Join(b.tmp, "state-"+name), interval, logf)
+	if err != nil {
+		_ = logf.Close()
+		return "", nil, nil, err
+	}
+	stop = func() {
+		p.stop()
+		_ = logf.Close()
+	}
+	cc, err := dialXDS(p.xdsAddr)
+	if err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	stopLegate := stop
+	stop = func() {
+		_ = cc.Close()
+		stopLegate()
+	}
+	if _, err := p.waitACK(sha, time.Minute); err != nil {
+		stop()
+		return "", nil, nil, err
+	}
+	return repo, p, stop, nil
+}
+
 // legateFlow: legate with the fetch trigger, then memory after many
 // revisions.
 func (b *bench) legateFlow() error {
-	repo, sha, err := b.newRepo("repo-trigger")
+	repo, p, stop, err := b.serve("trigger", time.Hour)
 	if err != nil {
 		return err
 	}
-	logf, err := os.Create(filepath.Join(b.tmp, "legate-trigger.log"))
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	p, err := startLegate(b.o.legate, repo, filepath.Join(b.tmp, "state-trigger"), time.Hour, logf)
-	if err != nil {
-		return err
-	}
-	defer p.stop()
-	cc, err := dialXDS(p.xdsAddr)
-	if err != nil {
-		return err
-	}
-	defer cc.Close()
-	if _, err := p.waitACK(sha, time.Minute); err != nil {
-		return err
-	}
+	defer stop()
 	if b.res.Idle, err = b.memory(p); err != nil {
 		return err
 	}
@@ -322,28 +322,11 @@ func (b *bench) gcpFlow() error {
 
 // pollFlow: legate finding the commits by polling every second.
 func (b *bench) pollFlow() error {
-	repo, sha, err := b.newRepo("repo-poll")
+	repo, p, stop, err := b.serve("poll", time.Second)
 	if err != nil {
 		return err
 	}
-	logf, err := os.Create(filepath.Join(b.tmp, "legate-poll.log"))
-	if err != nil {
-		return err
-	}
-	defer logf.Close()
-	p, err := startLegate(b.o.legate, repo, filepath.Join(b.tmp, "state-poll"), time.Second, logf)
-	if err != nil {
-		return err
-	}
-	defer p.stop()
-	cc, err := dialXDS(p.xdsAddr)
-	if err != nil {
-		return err
-	}
-	defer cc.Close()
-	if _, err := p.waitACK(sha, time.Minute); err != nil {
-		return err
-	}
+	defer stop()
 	var ms []float64
 	for range b.o.pollCommits {
 		// Commit at a random phase of the poll interval: right after an

@@ -11,7 +11,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -31,6 +30,7 @@ import (
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/standalone"
 	"github.com/legate-dev/legate/test/gitea"
+	"github.com/legate-dev/legate/test/internal/gitrepo"
 )
 
 const (
@@ -198,40 +198,21 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 	return sorted[min(max(rank, 0), len(sorted)-1)]
 }
 
-// worktree is the author's clone.
-type worktree struct {
-	tb  testing.TB
-	dir string
-}
-
+// newWorktree creates the author's clone.
 func newWorktree(tb testing.TB) *worktree {
 	tb.Helper()
-	w := &worktree{tb: tb, dir: tb.TempDir()}
-	w.git("init", "-q", "-b", "main")
-	w.git("config", "user.name", "bench")
-	w.git("config", "user.email", "bench@legate.invalid")
-	w.git("config", "commit.gpgsign", "false")
-	return w
+	return &worktree{gitrepo.New(tb, "bench", "bench@legate.invalid")}
 }
 
-func (w *worktree) git(args ...string) {
-	w.tb.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.CombinedOutput()
-	require.NoError(w.tb, err, "git %s: %s", args[0], out)
-}
+// worktree is the author's clone.
+type worktree struct{ *gitrepo.Repo }
 
+// commit commits configuration i.
 func (w *worktree) commit(i int) {
-	w.tb.Helper()
-	require.NoError(w.tb, os.WriteFile(filepath.Join(w.dir, "config.yaml"), []byte(config(prefix(i))), 0o644))
-	require.NoError(w.tb, os.WriteFile(filepath.Join(w.dir, "legate.yaml"), []byte("nodeIDs: ["+node+"]\n"), 0o644))
-	w.git("add", "-A")
-	w.git("commit", "-q", "-m", prefix(i))
+	w.Commit(prefix(i), map[string]string{"config.yaml": config(prefix(i)), "legate.yaml": "nodeIDs: [" + node + "]\n"})
 }
 
-func (w *worktree) push(remote string) { w.git("push", "-q", remote, "main") }
+func (w *worktree) push(remote string) { w.Git("push", "-q", remote, "main") }
 
 // config is a listener → route (prefix p) → EDS cluster configuration.
 func config(p string) string {
