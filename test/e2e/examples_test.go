@@ -1,16 +1,23 @@
 package e2e
 
 import (
+	"bytes"
+	"encoding/json"
+	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/standalone"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/legateproc"
 	"github.com/legate-dev/legate/test/internal/tooling"
 )
 
@@ -48,4 +55,56 @@ func TestGRPCExampleServesRealRPCs(t *testing.T) {
 		var n standalone.NodeView
 		return lg.getJSON("/api/v1/nodes/grpc-client", &n) == nil && inSyncOn(sha, 1)(n)
 	}, waitFor, pollEvery, "node grpc-client is InSync on the example's commit")
+}
+
+// TestMakeRunServesQuickstart runs the script behind `make run` (on other
+// ports) and checks that it serves examples/quickstart's node "edge" from
+// the local repository it creates.
+func TestMakeRunServesQuickstart(t *testing.T) {
+	root, err := tooling.RepoRoot()
+	require.NoError(t, err)
+	xdsAddr, httpAddr := legateproc.LoopbackAddr(t), legateproc.LoopbackAddr(t)
+	var out lockedBuffer
+	cmd := exec.Command("bash", filepath.Join(root, "hack", "run.sh"), legateBin,
+		"--xds-addr", xdsAddr, "--http-addr", httpAddr)
+	cmd.Env = append(os.Environ(), "LEGATE_RUN_DIR="+t.TempDir())
+	cmd.Stdout, cmd.Stderr = &out, &out
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		if t.Failed() {
+			t.Logf("make run output:\n%s", out.String())
+		}
+	})
+
+	var n standalone.NodeView
+	require.Eventually(t, func() bool {
+		resp, err := http.Get("http://" + httpAddr + "/api/v1/nodes/edge")
+		if err != nil {
+			return false
+		}
+		defer resp.Body.Close()
+		return resp.StatusCode == http.StatusOK && json.NewDecoder(resp.Body).Decode(&n) == nil && n.Published != nil
+	}, waitFor, pollEvery, "make run publishes node edge")
+	require.Len(t, n.Published.Commit, 40, "the revision records the quickstart commit")
+	require.Contains(t, out.String(), "serving the config repository", "make run prints how to use it")
+}
+
+// lockedBuffer collects a process's output while it runs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
