@@ -65,7 +65,16 @@ run: build ## Run legate serve on the embedded store, serving examples/quickstar
 .PHONY: test
 test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2e) and a short fuzz pass.
 	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) ./...
-	@$(MAKE) --no-print-directory fuzz
+	@$(MAKE) --no-print-directory test-race fuzz
+
+# The packages where goroutines meet (the xDS server, the engine and its
+# store, the fetch loops, the renderer's parallel decoding) run again under
+# the race detector.
+RACE_PKGS := ./xds/... ./revisions/... ./standalone/... ./sources/... ./render/...
+
+.PHONY: test-race
+test-race: ## Run the concurrent packages' tests under the race detector.
+	$(TEST_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: fuzz
 fuzz: ## Run each fuzz target for FUZZTIME.
