@@ -141,23 +141,7 @@ func Gitea(secret []byte, trigger Trigger) http.Handler {
 		verify: func(r *http.Request, body []byte) bool {
 			return validHMAC(secret, body, r.Header.Get("X-Gitea-Signature"), "")
 		},
-		parse: func(r *http.Request, body []byte) (push, bool, error) {
-			if ev := r.Header.Get("X-Gitea-Event"); ev != "push" {
-				return push{}, false, nil
-			}
-			var p struct {
-				Ref        string `json:"ref"`
-				Repository struct {
-					CloneURL string `json:"clone_url"`
-					SSHURL   string `json:"ssh_url"`
-					HTMLURL  string `json:"html_url"`
-				} `json:"repository"`
-			}
-			if err := decode(body, &p); err != nil {
-				return push{}, false, err
-			}
-			return push{urls: []string{p.Repository.CloneURL, p.Repository.SSHURL, p.Repository.HTMLURL}, ref: p.Ref}, true, nil
-		},
+		parse:   githubStylePush("X-Gitea-Event"),
 		trigger: trigger,
 	}
 }
@@ -168,26 +152,33 @@ func GitHub(secret []byte, trigger Trigger) http.Handler {
 		verify: func(r *http.Request, body []byte) bool {
 			return validHMAC(secret, body, r.Header.Get("X-Hub-Signature-256"), "sha256=")
 		},
-		parse: func(r *http.Request, body []byte) (push, bool, error) {
-			if ev := r.Header.Get("X-GitHub-Event"); ev != "push" {
-				return push{}, false, nil
-			}
-			var p struct {
-				Ref        string `json:"ref"`
-				Repository struct {
-					CloneURL string `json:"clone_url"`
-					SSHURL   string `json:"ssh_url"`
-					GitURL   string `json:"git_url"`
-					HTMLURL  string `json:"html_url"`
-				} `json:"repository"`
-			}
-			if err := decode(body, &p); err != nil {
-				return push{}, false, err
-			}
-			rp := p.Repository
-			return push{urls: []string{rp.CloneURL, rp.SSHURL, rp.GitURL, rp.HTMLURL}, ref: p.Ref}, true, nil
-		},
+		parse:   githubStylePush("X-GitHub-Event"),
 		trigger: trigger,
+	}
+}
+
+// githubStylePush parses the push payload that GitHub defines and Gitea
+// mirrors; eventHeader names the header that says which event it is.
+// Other events are acknowledged and ignored.
+func githubStylePush(eventHeader string) func(*http.Request, []byte) (push, bool, error) {
+	return func(r *http.Request, body []byte) (push, bool, error) {
+		if r.Header.Get(eventHeader) != "push" {
+			return push{}, false, nil
+		}
+		var p struct {
+			Ref        string `json:"ref"`
+			Repository struct {
+				CloneURL string `json:"clone_url"`
+				SSHURL   string `json:"ssh_url"`
+				GitURL   string `json:"git_url"` // GitHub only
+				HTMLURL  string `json:"html_url"`
+			} `json:"repository"`
+		}
+		if err := decode(body, &p); err != nil {
+			return push{}, false, err
+		}
+		rp := p.Repository
+		return push{urls: []string{rp.CloneURL, rp.SSHURL, rp.GitURL, rp.HTMLURL}, ref: p.Ref}, true, nil
 	}
 }
 

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"net/http"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 
@@ -64,7 +62,7 @@ func TestMakeRunServesQuickstart(t *testing.T) {
 	root, err := tooling.RepoRoot()
 	require.NoError(t, err)
 	xdsAddr, httpAddr := legateproc.LoopbackAddr(t), legateproc.LoopbackAddr(t)
-	var out lockedBuffer
+	var out legateproc.Output
 	cmd := exec.Command("bash", filepath.Join(root, "hack", "run.sh"), legateBin,
 		"--xds-addr", xdsAddr, "--http-addr", httpAddr)
 	cmd.Env = append(os.Environ(), "LEGATE_RUN_DIR="+t.TempDir())
@@ -89,22 +87,4 @@ func TestMakeRunServesQuickstart(t *testing.T) {
 	}, waitFor, pollEvery, "make run publishes node edge")
 	require.Len(t, n.Published.Commit, 40, "the revision records the quickstart commit")
 	require.Contains(t, out.String(), "serving the config repository", "make run prints how to use it")
-}
-
-// lockedBuffer collects a process's output while it runs.
-type lockedBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *lockedBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *lockedBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

@@ -25,6 +25,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/legate-dev/legate/test/internal/legateproc"
 	"github.com/legate-dev/legate/test/internal/tooling"
 )
 
@@ -55,7 +56,7 @@ type Server struct {
 	mu   sync.Mutex
 	cmd  *exec.Cmd
 	done chan struct{}
-	logs *lockedWriter
+	logs *legateproc.Output
 }
 
 // Options tune a harness instance.
@@ -236,7 +237,7 @@ func (s *Server) Start() {
 	cmd.Dir = s.workDir
 	cmd.Env = s.env
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	s.logs = &lockedWriter{}
+	s.logs = &legateproc.Output{}
 	cmd.Stdout = s.logs
 	cmd.Stderr = s.logs
 	if err := cmd.Start(); err != nil {
@@ -450,22 +451,4 @@ func randomHex(n int) string {
 		panic(err)
 	}
 	return hex.EncodeToString(b)
-}
-
-// lockedWriter collects a process's output for Logs while it runs.
-type lockedWriter struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *lockedWriter) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *lockedWriter) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
 }
