@@ -373,7 +373,7 @@ func (e *Engine) setState(n *nodeState, s State) {
 
 // publication builds what the Publisher receives.
 func publication(cfg *render.NodeConfig, version string, types map[string]TypeVersion) Publication {
-	p := Publication{Version: version, Types: make(map[string]PublishedType, len(types))}
+	p := Publication{Version: version, Types: make(map[string]PublishedType, len(types)), ExternalSecrets: cfg.ExternalSecrets}
 	for url, tv := range types {
 		p.Types[url] = PublishedType{Version: tv.Version, Resources: cfg.Types[url].Resources}
 	}

@@ -647,3 +647,18 @@ func TestProxyCurrentWithoutAResponse(t *testing.T) {
 	assert.Equal(t, "sha2", s.Published.Commit)
 	assert.Equal(t, []string{"pending:sha1", "success:sha1", "pending:sha2", "success:sha2"}, h.outcomeStatuses())
 }
+
+// TestPublicationCarriesExternalSecrets checks that the home learns which
+// secrets to supply, also after a restart restores the revision from the
+// store.
+func TestPublicationCarriesExternalSecrets(t *testing.T) {
+	h := newHarness(t, revisions.Options{})
+	c := config("l1", "c1")
+	c.ExternalSecrets = []render.ExternalSecret{{Name: "edge-cert", Ref: "web/edge-cert", Kind: "tls", Source: render.Position{File: "envoy.yaml", Line: 3}}}
+	c.Hash = render.HashNode(c)
+	h.apply(c, "sha1")
+	assert.Equal(t, c.ExternalSecrets, h.pub.last(t).ExternalSecrets)
+
+	h.restart(revisions.Options{})
+	assert.Equal(t, c.ExternalSecrets, h.pub.last(t).ExternalSecrets, "restored from the store")
+}

@@ -87,6 +87,11 @@ type Publication struct {
 	// resources when the content no longer has any; a type never published
 	// is absent. The resource slices are shared and must not be modified.
 	Types map[string]PublishedType
+	// ExternalSecrets are the revision's secrets whose key material the
+	// home supplies (render.NodeConfig.ExternalSecrets, shared: do not
+	// modify). They name the secrets only; the home reads the key material
+	// when it serves the publication.
+	ExternalSecrets []render.ExternalSecret
 }
 
 // PublishedType is the resource set of one type in a publication.

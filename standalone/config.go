@@ -54,6 +54,14 @@ type Config struct {
 	// Webhooks holds the shared secrets of the push webhooks; a provider
 	// without a secret answers 401 to every delivery.
 	Webhooks WebhookConfig `json:"webhooks,omitempty"`
+	// SecretsDir holds the key material of the external secrets
+	// configurations refer to: secret ref NAME (or NAMESPACE/NAME) is the
+	// directory <SecretsDir>/NAME holding files named like the keys of a
+	// Kubernetes Secret (tls.crt, tls.key, ca.crt, an opaque key).
+	SecretsDir string `json:"secretsDir,omitempty"`
+	// SecretsInterval is how often SecretsDir is checked for changed files
+	// (default 5s).
+	SecretsInterval Duration `json:"secretsInterval,omitempty"`
 }
 
 // WebhookConfig names where each provider's webhook secret is read from.
@@ -205,6 +213,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.StateDir == "" {
 		c.StateDir = DefaultStateDir
+	}
+	if c.SecretsInterval.Duration == 0 {
+		c.SecretsInterval.Duration = DefaultSecretsInterval
 	}
 	c.PublicURL = strings.TrimSuffix(c.PublicURL, "/")
 	srcs := make([]SourceConfig, len(c.Sources))

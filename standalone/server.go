@@ -55,6 +55,10 @@ type Server struct {
 	// statuses delivers commit statuses; nil when no source has a forge.
 	statuses *forge.Dispatcher
 	feedback *feedback
+	// secrets serves publications with their external secrets; secretTicks
+	// paces its checks for changed files (a test replaces it).
+	secrets     *secretHome
+	secretTicks func(time.Duration) (<-chan time.Time, func())
 
 	mu       sync.Mutex
 	owners   map[string]string          // node ID -> source name that renders it
@@ -77,6 +81,15 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	s = &Server{cfg: cfg, log: log, render: opts.Render, owners: map[string]string{}, contests: map[string]map[string]bool{}, lastRenders: map[string]*lastRender{}}
 	if s.render == nil {
 		s.render = func() render.Options { return render.Options{} }
+	}
+	if cfg.SecretsDir != "" {
+		if fi, err := os.Stat(cfg.SecretsDir); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("secretsDir %s must be an existing directory", cfg.SecretsDir)
+		}
+	}
+	s.secretTicks = func(d time.Duration) (<-chan time.Time, func()) {
+		t := time.NewTicker(d)
+		return t.C, t.Stop
 	}
 	if cfg.AdminTokenFile != "" {
 		data, err := os.ReadFile(cfg.AdminTokenFile)
@@ -109,6 +122,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if err != nil {
 		return nil, err
 	}
+	s.secrets = newSecretHome(cfg.SecretsDir, s.xds.SetSnapshot, log.WithName("secrets"))
 	s.engine, err = revisions.New(revisions.Options{
 		Store:      s.store,
 		Publisher:  revisions.PublisherFunc(s.publish),
@@ -200,6 +214,11 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.statuses != nil {
 		wg.Go(func() { _ = s.statuses.Run(ctx) })
 	}
+	if s.cfg.SecretsDir != "" {
+		tick, stop := s.secretTicks(s.cfg.SecretsInterval.Duration)
+		defer stop()
+		wg.Go(func() { s.secrets.run(ctx, tick) })
+	}
 	for _, l := range s.loops {
 		wg.Go(func() { l.run(ctx) })
 	}
@@ -242,13 +261,12 @@ func (s *Server) close() {
 	}
 }
 
-// publish hands the engine's publication to the xDS server.
+// publish hands the engine's publication to the xDS server, with the key
+// material of its external secrets read from SecretsDir. A secret that
+// cannot be read refuses the publication: the engine taints it and keeps
+// serving the last good revision.
 func (s *Server) publish(node string, pub revisions.Publication) error {
-	snap := xds.Snapshot{Version: pub.Version, Types: make(map[string]xds.TypeSnapshot, len(pub.Types))}
-	for url, t := range pub.Types {
-		snap.Types[url] = xds.TypeSnapshot{Version: t.Version, Resources: t.Resources}
-	}
-	return s.xds.SetSnapshot(node, snap)
+	return s.secrets.publish(node, pub)
 }
 
 // observe hands the xDS server's proxy events to the engine.

@@ -52,6 +52,9 @@ func (c Config) Validate() error {
 	if c.AnswerTimeout.Duration < 0 {
 		add("answerTimeout", "must not be negative")
 	}
+	if c.SecretsInterval.Duration < 0 {
+		add("secretsInterval", "must not be negative")
+	}
 	if c.PublicURL != "" {
 		if u, err := url.Parse(c.PublicURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			add("publicURL", "%q must be an absolute http(s) URL such as https://legate.example", c.PublicURL)
