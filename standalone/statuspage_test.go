@@ -20,19 +20,25 @@ func TestStatusPageShowsStateAndEscapesUserText(t *testing.T) {
 			State:     revisions.StateRollback,
 			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Version: "aaaaaaaaaaaa-3", Revision: "main@sha1:1111"},
 			History: []revisions.RevisionStatus{
-				{Hash: "bbbbbbbbbbbbbbbb", Revision: "main@sha1:2222", CreatedAt: now, Tainted: true,
-					Taint: &revisions.Taint{Message: `rejected by 1 of 1 proxies: <script>alert("x")</script>`}},
+				{
+					Hash: "bbbbbbbbbbbbbbbb", Revision: "main@sha1:2222", CreatedAt: now, Tainted: true,
+					Taint: &revisions.Taint{Message: `rejected by 1 of 1 proxies: <script>alert("x")</script>`},
+				},
 				{Hash: "aaaaaaaaaaaaaaaa", Revision: "main@sha1:1111", CreatedAt: now, PublishedAt: &now},
 			},
 			Answers: revisions.AnswerCounts{Connected: 1, Accepted: 1},
 		},
 		Proxies: []xds.ProxyStatus{{Proxy: "pod-1", Stream: "sotw", ConnectedSince: now, Types: []xds.TypeStatus{
-			{TypeURL: "type.googleapis.com/envoy.config.cluster.v3.Cluster", SentVersion: "v2", AckedVersion: "v2",
-				LastNACK: &xds.NACKStatus{Version: "v1", Error: "unsupported cluster type"}},
+			{
+				TypeURL: "type.googleapis.com/envoy.config.cluster.v3.Cluster", SentVersion: "v2", AckedVersion: "v2",
+				LastNACK: &xds.NACKStatus{Version: "v1", Error: "unsupported cluster type"},
+			},
 		}}},
 	}}
-	srcs := []SourceStatus{{Name: "default", Kind: "git", URL: "https://git.example/cfg", Revision: "main@sha1:2222",
-		Nodes: []string{"edge"}, LastFetch: &now, LastError: "validation failed", Diagnostics: []string{"nodes/edge/a.yaml:3:1: bad"}}}
+	srcs := []SourceStatus{{
+		Name: "default", Kind: "git", URL: "https://git.example/cfg", Revision: "main@sha1:2222",
+		Nodes: []string{"edge"}, LastFetch: &now, LastError: "validation failed", Diagnostics: []string{"nodes/edge/a.yaml:3:1: bad"},
+	}}
 
 	var b strings.Builder
 	require.NoError(t, writeStatusPage(&b, nodes, srcs))
