@@ -28,30 +28,19 @@ type deltaStream struct {
 func (s *Server) runDelta(stream discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
 	st := &deltaStream{streamBase: newStreamBase(s, stream, "delta"), subs: make(map[string]*deltaSub)}
 	defer st.stop()
-	reqs := make(chan *discoveryv3.DeltaDiscoveryRequest)
-	errc := make(chan error, 1)
-	go receive(st.ctx, stream.Recv, reqs, errc)
-	for {
-		select {
-		case <-st.ctx.Done():
-			return nil
-		case err := <-errc:
+	return serveStream(&st.streamBase, stream.Recv, st.handle, st.pushAll, func() []string { return st.order })
+}
+
+// pushAll sends every subscribed type whose version changed, in ADS order.
+func (st *deltaStream) pushAll() error {
+	snap := st.snapshot()
+	st.pushed = snap
+	for _, url := range st.order {
+		if err := st.pushFrom(snap, url, st.subs[url]); err != nil {
 			return err
-		case req := <-reqs:
-			if err := st.handle(req); err != nil {
-				return err
-			}
-		case <-st.wake:
-			snap := st.snapshot()
-			st.pushed = snap
-			for _, url := range st.order {
-				if err := st.pushFrom(snap, url, st.subs[url]); err != nil {
-					return err
-				}
-			}
 		}
-		st.settle(st.order)
 	}
+	return nil
 }
 
 func (st *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {

@@ -28,26 +28,7 @@ type sotwStream struct {
 func (s *Server) runSotW(stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesServer) error {
 	st := &sotwStream{streamBase: newStreamBase(s, stream, "sotw"), subs: make(map[string]*sotwSub)}
 	defer st.stop()
-	reqs := make(chan *discoveryv3.DiscoveryRequest)
-	errc := make(chan error, 1)
-	go receive(st.ctx, stream.Recv, reqs, errc)
-	for {
-		select {
-		case <-st.ctx.Done():
-			return nil
-		case err := <-errc:
-			return err
-		case req := <-reqs:
-			if err := st.handle(req); err != nil {
-				return err
-			}
-		case <-st.wake:
-			if err := st.pushAll(); err != nil {
-				return err
-			}
-		}
-		st.settle(st.order)
-	}
+	return serveStream(&st.streamBase, stream.Recv, st.handle, st.pushAll, func() []string { return st.order })
 }
 
 func (st *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {

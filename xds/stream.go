@@ -185,6 +185,33 @@ func (b *streamBase) settle(types []string) {
 	b.srv.emit(ev)
 }
 
+// serveStream is the loop of one ADS stream, state-of-the-world or delta:
+// requests and snapshot wake-ups are handled one at a time on the stream's
+// goroutine, and after each the stream settles what it owes the engine for
+// its subscribed types (order returns them in ADS order).
+func serveStream[Req any](b *streamBase, recv func() (Req, error), handle func(Req) error, pushAll func() error, order func() []string) error {
+	reqs := make(chan Req)
+	errc := make(chan error, 1)
+	go receive(b.ctx, recv, reqs, errc)
+	for {
+		select {
+		case <-b.ctx.Done():
+			return nil
+		case err := <-errc:
+			return err
+		case req := <-reqs:
+			if err := handle(req); err != nil {
+				return err
+			}
+		case <-b.wake:
+			if err := pushAll(); err != nil {
+				return err
+			}
+		}
+		b.settle(order())
+	}
+}
+
 // receive runs recv until it fails, handing requests to out. The error is
 // delivered on errc; io.EOF (the client closed its side) becomes nil.
 func receive[T any](ctx context.Context, recv func() (T, error), out chan<- T, errc chan<- error) {
