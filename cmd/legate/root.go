@@ -10,9 +10,9 @@ func newRootCommand() *cobra.Command {
 	root := &cobra.Command{
 		Use:   "legate",
 		Short: "GitOps control plane for Envoy",
-		Long: `legate fetches Envoy configuration from Git, OCI artifacts and Kubernetes
-objects, validates it before any proxy sees it, keeps every accepted version as
-a revision, serves the published one over xDS and rolls back by itself when
+		Long: `legate fetches Envoy configuration from Git repositories and OCI artifacts,
+validates it before any proxy sees it, keeps every accepted version as a
+revision, serves the published one over xDS and rolls back by itself when
 proxies reject it.`,
 		SilenceUsage: true,
 	}
