@@ -38,6 +38,7 @@ type serveFlags struct {
 	publicURL      string
 	hookSecretFile []string
 	hookSecretEnv  []string
+	secretsDir     string
 }
 
 func newServeCommand() *cobra.Command {
@@ -91,6 +92,7 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.StringArrayVar(&f.sourceFlags, "source", nil, standalone.SourceFlagHelp)
 	fl.StringVar(&f.publicURL, "public-url", "", "address people reach --http-addr at; commit statuses link to <public-url>/api/v1/nodes/<node>")
 	fl.StringArrayVar(&f.hookSecretFile, "webhook-secret-file", nil, "PROVIDER=FILE: the push webhook secret of gitea, github, gitlab or generic, read from FILE (repeatable)")
+	fl.StringVar(&f.secretsDir, "secrets-dir", "", "directory of the key material of the secrets configurations refer to: <dir>/<ref>/tls.crt, tls.key, ca.crt or the opaque key")
 	fl.StringArrayVar(&f.hookSecretEnv, "webhook-secret-env", nil, "PROVIDER=VAR: the push webhook secret of gitea, github, gitlab or generic, read from the environment variable VAR (repeatable)")
 }
 
@@ -154,6 +156,9 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	}
 	if set("admin-token-file") {
 		cfg.AdminTokenFile = f.adminTokenFile
+	}
+	if set("secrets-dir") {
+		cfg.SecretsDir = f.secretsDir
 	}
 	return cfg, cfg.Validate()
 }

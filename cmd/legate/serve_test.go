@@ -15,7 +15,7 @@ import (
 func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "legate.yaml")
-	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: from-file\n  git: {url: /srv/cfg}\nhttpAddr: 127.0.0.1:9000\n"), 0o600))
+	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: from-file\n  git: {url: /srv/cfg}\nhttpAddr: 127.0.0.1:9000\nsecretsDir: /srv/from-file\n"), 0o600))
 
 	var f serveFlags
 	fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
@@ -26,6 +26,7 @@ func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 		"--webhook-secret-file", "gitea=/run/hook",
 		"--webhook-secret-env", "github=HOOK",
 		"--public-url", "https://legate.example",
+		"--secrets-dir", "/run/legate-secrets",
 	}))
 	cfg, err := f.config(fl)
 	require.NoError(t, err)
@@ -36,6 +37,7 @@ func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 	assert.Equal(t, sources.Secret{File: "/run/hook"}, cfg.Webhooks.Gitea)
 	assert.Equal(t, sources.Secret{Env: "HOOK"}, cfg.Webhooks.GitHub)
 	assert.Equal(t, "https://legate.example", cfg.PublicURL)
+	assert.Equal(t, "/run/legate-secrets", cfg.SecretsDir, "the flag wins over the file")
 	assert.Equal(t, "127.0.0.1:9000", cfg.HTTPAddr, "an unset flag keeps the file's value")
 }
 

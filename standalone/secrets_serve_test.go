@@ -1,0 +1,140 @@
+package standalone
+
+import (
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// marin3rTLS is a MARIN3R EnvoyConfig whose cluster uses an SDS secret
+// generated from the TLS Secret "edge-cert".
+const marin3rTLS = `apiVersion: marin3r.3scale.net/v1alpha1
+kind: EnvoyConfig
+metadata:
+  name: edge
+spec:
+  nodeID: edge
+  resources:
+  - type: secret
+    generateFromTlsSecret: edge-cert
+  - type: cluster
+    value:
+      name: backend
+      type: STATIC
+      connect_timeout: 1s
+      transport_socket:
+        name: envoy.transport_sockets.tls
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
+          common_tls_context:
+            tls_certificate_sds_secret_configs:
+            - name: edge-cert
+              sds_config: {ads: {}, resource_api_version: V3}
+`
+
+// TestServeSecretsFromFilesAndPushRotation runs a server on a Git
+// repository holding a MARIN3R EnvoyConfig with generateFromTlsSecret: a
+// raw ADS client receives the secret built from the files, and a rotated
+// certificate under a new version once the directory is checked again.
+func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
+	repo := newLocalRepo(t)
+	commit := func(doc string) {
+		require.NoError(t, os.WriteFile(filepath.Join(repo.dir, "edge.yaml"), []byte(doc), 0o600))
+		repo.git("add", "-A")
+		repo.git("commit", "-q", "-m", "edge")
+	}
+	commit(marin3rTLS)
+	secrets := t.TempDir()
+	crt, key := selfSigned(t, "edge.example")
+	writeSecret(t, secrets, "edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
+
+	var logs syncBuffer
+	s, err := New(Config{
+		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), SecretsDir: secrets,
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{Log: logr.FromSlogHandler(slog.NewTextHandler(&logs, nil))})
+	require.NoError(t, err)
+	ticks := make(chan time.Time)
+	s.secretTicks = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	require.Eventually(t, func() bool {
+		n, ok := s.engine.Node("edge")
+		return ok && n.Published != nil
+	}, 30*time.Second, 10*time.Millisecond, "the revision is published")
+
+	conn, err := grpc.NewClient(s.XDSAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	sctx, scancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(scancel)
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(sctx)
+	require.NoError(t, err)
+	require.NoError(t, stream.Send(&discoveryv3.DiscoveryRequest{
+		Node: &corev3.Node{Id: "edge"}, TypeUrl: resourcev3.SecretType, ResourceNames: []string{"edge-cert"},
+	}))
+	recvSecret := func() (*discoveryv3.DiscoveryResponse, *tlsv3.Secret) {
+		t.Helper()
+		resp, err := stream.Recv()
+		require.NoError(t, err)
+		require.Equal(t, resourcev3.SecretType, resp.GetTypeUrl())
+		require.Len(t, resp.GetResources(), 1)
+		var sec tlsv3.Secret
+		require.NoError(t, resp.GetResources()[0].UnmarshalTo(&sec))
+		require.NoError(t, stream.Send(&discoveryv3.DiscoveryRequest{
+			TypeUrl: resourcev3.SecretType, ResourceNames: []string{"edge-cert"},
+			VersionInfo: resp.GetVersionInfo(), ResponseNonce: resp.GetNonce(),
+		}))
+		return resp, &sec
+	}
+
+	first, sec := recvSecret()
+	assert.Equal(t, "edge-cert", sec.GetName())
+	assert.Equal(t, crt, sec.GetTlsCertificate().GetCertificateChain().GetInlineBytes())
+	assert.Equal(t, key, sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes())
+
+	crt2, key2 := selfSigned(t, "edge.example")
+	writeSecret(t, secrets, "edge-cert", map[string][]byte{tlsCertFile: crt2, tlsKeyFile: key2})
+	ticks <- time.Time{}
+	second, sec := recvSecret()
+	assert.NotEqual(t, first.GetVersionInfo(), second.GetVersionInfo(), "a rotated certificate comes under a new version")
+	assert.Equal(t, crt2, sec.GetTlsCertificate().GetCertificateChain().GetInlineBytes())
+	assert.Equal(t, key2, sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes())
+
+	// A newer commit whose secret has no files is refused; the last good
+	// revision stays served and nothing about the key material leaks.
+	commit(strings.ReplaceAll(marin3rTLS, "edge-cert", "other-cert"))
+	require.True(t, s.Trigger("config"))
+	require.Eventually(t, func() bool {
+		n, ok := s.engine.Node("edge")
+		return ok && len(n.History) == 2 && n.History[0].Tainted
+	}, 30*time.Second, 10*time.Millisecond, "the refused revision is tainted")
+	n, _ := s.engine.Node("edge")
+	require.NotNil(t, n.History[0].Taint)
+	assert.Contains(t, n.History[0].Taint.Message, filepath.Join(secrets, "other-cert", tlsCertFile))
+	assert.Equal(t, n.History[1].Hash, n.Published.Hash, "the last good revision stays published")
+	for _, material := range [][]byte{crt, key, crt2, key2} {
+		assert.NotContains(t, logs.String(), string(material))
+	}
+	_, err = os.Stat(filepath.Join(secrets, "other-cert"))
+	require.ErrorIs(t, err, os.ErrNotExist)
+}
