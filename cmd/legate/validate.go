@@ -87,7 +87,11 @@ func loadPaths(paths []string, opts render.Options) ([]render.Document, []render
 			if err != nil {
 				return nil, nil, fmt.Errorf("validate %s: %w", p, err)
 			}
-			docs = append(docs, render.Document{Path: filepath.ToSlash(p), Data: data})
+			nodes, err := fileNodes(p)
+			if err != nil {
+				return nil, nil, fmt.Errorf("validate %s: %w", p, err)
+			}
+			docs = append(docs, render.Document{Path: filepath.ToSlash(p), Data: data, Nodes: nodes})
 			continue
 		}
 		fsys := os.DirFS(p)
@@ -106,6 +110,18 @@ func loadPaths(paths []string, opts render.Options) ([]render.Document, []render
 		diags = append(diags, dg...)
 	}
 	return docs, diags, nil
+}
+
+// fileNodes applies the node targeting of a directory render to a single
+// file argument inside the working directory: the nearest legate.yaml or
+// nodes/<nodeID>/ directory between the file and the working directory.
+// Nil leaves it to the document itself and --node.
+func fileNodes(path string) ([]string, error) {
+	rel := filepath.ToSlash(filepath.Clean(path))
+	if filepath.IsAbs(path) || rel == ".." || strings.HasPrefix(rel, "../") {
+		return nil, nil
+	}
+	return render.NodesOf(os.DirFS("."), rel)
 }
 
 func prefix(dir, file string) string {

@@ -92,3 +92,12 @@ func TestValidateRejectsUnknownOutput(t *testing.T) {
 	_, err := runValidate(t, "-o", "yaml", ".")
 	require.ErrorContains(t, err, `--output "yaml"`)
 }
+
+// A single file argument gets its nodes from the nearest legate.yaml, as it
+// would inside a directory render.
+func TestValidateFileUsesLegateYAML(t *testing.T) {
+	t.Chdir("../../examples")
+	out, err := runValidate(t, "grpc/greeter.yaml")
+	require.NoError(t, err)
+	assert.Regexp(t, `^node grpc-client: 1 Cluster, 1 ClusterLoadAssignment, 1 Listener, 1 RouteConfiguration`, out)
+}
