@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io/fs"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -54,20 +53,7 @@ func (s *Stage) Generate(fsys fs.FS) ([]render.Document, []render.Diagnostic) {
 // LoadPolicies compiles policy files given as path → content; it is how the
 // Kubernetes home and tests hand policies over without a tree.
 func (s *Stage) LoadPolicies(files map[string][]byte) []render.Diagnostic {
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	var diags []render.Diagnostic
-	for _, n := range names {
-		p, ds := s.compilePolicy(n, files[n])
-		diags = append(diags, ds...)
-		if p != nil {
-			s.policies = append(s.policies, p)
-		}
-	}
-	return diags
+	return s.compilePolicies(files)
 }
 
 // Check unifies every resource with the policies that select its nodes and

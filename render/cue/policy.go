@@ -76,17 +76,28 @@ func (p *policy) appliesTo(nodes []string) []string {
 }
 
 // loadPolicies compiles every .cue file under dir in fsys. Each file is a
-// policy of its own, so each may select its own nodes.
+// policy of its own, so each may select its own nodes; helpers (#defs and
+// _hidden fields) are shared by the files of one package in one directory,
+// as CUE users expect of a package.
 func (s *Stage) loadPolicies(fsys fs.FS, dir string) []render.Diagnostic {
 	var diags []render.Diagnostic
-	var files []string
+	files := map[string][]byte{}
 	err := fs.WalkDir(fsys, dir, func(p string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		if !d.IsDir() && strings.HasSuffix(p, ".cue") {
-			files = append(files, p)
+		if d.IsDir() || !strings.HasSuffix(p, ".cue") {
+			return nil
 		}
+		src, rerr := fs.ReadFile(fsys, p)
+		if rerr != nil {
+			diags = append(diags, render.Diagnostic{
+				Pos: render.Position{File: p}, Rule: RulePolicy,
+				Message: fmt.Sprintf("read policy: %v", rerr),
+			})
+			return nil
+		}
+		files[p] = src
 		return nil
 	})
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -95,17 +106,29 @@ func (s *Stage) loadPolicies(fsys fs.FS, dir string) []render.Diagnostic {
 			Message: fmt.Sprintf("read policies: %v", err),
 		})
 	}
-	sort.Strings(files)
-	for _, f := range files {
-		src, err := fs.ReadFile(fsys, f)
-		if err != nil {
-			diags = append(diags, render.Diagnostic{
-				Pos: render.Position{File: f}, Rule: RulePolicy,
-				Message: fmt.Sprintf("read policy: %v", err),
-			})
-			continue
+	return append(diags, s.compilePolicies(files)...)
+}
+
+// compilePolicies compiles policy files given as path → source, in path
+// order, each with the helpers of its siblings.
+func (s *Stage) compilePolicies(files map[string][]byte) []render.Diagnostic {
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var diags []render.Diagnostic
+	for _, f := range names {
+		var siblings []*ast.File
+		for _, other := range names {
+			if other == f || path.Dir(other) != path.Dir(f) {
+				continue
+			}
+			if syn, err := parser.ParseFile(other, files[other]); err == nil {
+				siblings = append(siblings, syn) // its own compile reports errors
+			}
 		}
-		p, ds := s.compilePolicy(f, src)
+		p, ds := s.compilePolicyWith(f, files[f], siblings)
 		diags = append(diags, ds...)
 		if p != nil {
 			s.policies = append(s.policies, p)
@@ -115,10 +138,17 @@ func (s *Stage) loadPolicies(fsys fs.FS, dir string) []render.Diagnostic {
 }
 
 func (s *Stage) compilePolicy(file string, src []byte) (*policy, []render.Diagnostic) {
+	return s.compilePolicyWith(file, src, nil)
+}
+
+// compilePolicyWith compiles one policy file with the helpers that the
+// sibling files of its package declare.
+func (s *Stage) compilePolicyWith(file string, src []byte, siblings []*ast.File) (*policy, []render.Diagnostic) {
 	syntax, err := parser.ParseFile(file, src)
 	if err != nil {
 		return nil, cueDiagnostics(err, RulePolicy, "policy does not parse")
 	}
+	addSiblingHelpers(syntax, siblings)
 	v := s.ctx.BuildFile(syntax)
 	if err := v.Err(); err != nil {
 		return nil, cueDiagnostics(err, RulePolicy, "policy does not compile")
@@ -305,4 +335,75 @@ func (p *policy) rulePos(positions []token.Pos) (token.Pos, bool) {
 		return a.Column() - b.Column()
 	})
 	return in[0], true
+}
+
+// addSiblingHelpers adds to f the definitions (#name) and hidden fields
+// (_name) that sibling files of the same package declare at top level, with
+// the imports those helpers use, so a helper declared in one file of a
+// policy package can be used in the others. The helpers keep their own
+// positions, so errors in them point at the file that declares them.
+func addSiblingHelpers(f *ast.File, siblings []*ast.File) {
+	imported := map[string]bool{}
+	for spec := range f.ImportSpecs() {
+		imported[importName(spec)] = true
+	}
+	var helpers []ast.Decl
+	var specs []*ast.ImportSpec
+	for _, sib := range siblings {
+		if sib.PackageName() != f.PackageName() {
+			continue
+		}
+		sibImports := map[string]*ast.ImportSpec{}
+		for spec := range sib.ImportSpecs() {
+			sibImports[importName(spec)] = spec
+		}
+		for _, d := range sib.Decls {
+			field, ok := d.(*ast.Field)
+			if !ok {
+				continue
+			}
+			name, _, _ := ast.LabelName(field.Label)
+			if !strings.HasPrefix(name, "#") && !strings.HasPrefix(name, "_") {
+				continue
+			}
+			helpers = append(helpers, field)
+			ast.Walk(field.Value, func(n ast.Node) bool {
+				if id, ok := n.(*ast.Ident); ok {
+					if spec := sibImports[id.Name]; spec != nil && !imported[id.Name] {
+						imported[id.Name] = true
+						specs = append(specs, spec)
+					}
+				}
+				return true
+			}, nil)
+		}
+	}
+	if len(helpers) == 0 {
+		return
+	}
+	at := 0 // after the package clause and imports
+	for i, d := range f.Decls {
+		switch d.(type) {
+		case *ast.Package, *ast.ImportDecl, *ast.Attribute:
+			at = i + 1
+		}
+	}
+	var extra []ast.Decl
+	if len(specs) > 0 {
+		extra = append(extra, &ast.ImportDecl{Specs: specs})
+	}
+	decls := slices.Concat(f.Decls[:at], extra, f.Decls[at:], helpers)
+	f.Decls = decls
+}
+
+// importName is the name an import is referred to by in its file.
+func importName(spec *ast.ImportSpec) string {
+	if spec.Name != nil {
+		return spec.Name.Name
+	}
+	p := strings.Trim(spec.Path.Value, `"`)
+	if i := strings.LastIndex(p, ":"); i >= 0 {
+		return p[i+1:]
+	}
+	return path.Base(p)
 }

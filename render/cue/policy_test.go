@@ -182,3 +182,62 @@ func TestPrunable(t *testing.T) {
 		assert.Equal(t, tt.want, p.rules[policyKeys["cluster"]].keep != nil, tt.src)
 	}
 }
+
+// TestPolicyHelpersAcrossFiles: a definition declared in one file of a
+// policy package is usable in the others, with the imports it needs;
+// files of another package or directory do not see it.
+func TestPolicyHelpersAcrossFiles(t *testing.T) {
+	defs := "package policy\n\nimport \"strings\"\n\n#MaxConnect: 1\n#Generous: 60\n#NoUpper: strings.ToLower(#name) & #name\n#name: string\n"
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  string // a diagnostic substring; "" means no diagnostics
+	}{
+		{
+			name: "definition from a sibling",
+			files: map[string]string{
+				"policy/defs.cue":     defs,
+				"policy/clusters.cue": "package policy\n\ncluster: connect_timeout: <=#MaxConnect\n",
+			},
+			want: `connect_timeout: 2s breaks policy (policy/clusters.cue:3:27: <=#MaxConnect)`,
+		},
+		{
+			name: "compliant with a shared definition",
+			files: map[string]string{
+				"policy/defs.cue":     defs,
+				"policy/clusters.cue": "package policy\n\ncluster: connect_timeout: <=#Generous\n",
+			},
+		},
+		{
+			name: "other package does not share",
+			files: map[string]string{
+				"policy/defs.cue":     strings.Replace(defs, "package policy", "package other", 1),
+				"policy/clusters.cue": "package policy\n\ncluster: connect_timeout: <=#MaxConnect\n",
+			},
+			want: `reference "#MaxConnect" not found`,
+		},
+		{
+			name: "other directory does not share",
+			files: map[string]string{
+				"policy/shared/defs.cue": defs,
+				"policy/clusters.cue":    "package policy\n\ncluster: connect_timeout: <=#MaxConnect\n",
+			},
+			want: `reference "#MaxConnect" not found`,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			override := map[string]string{}
+			for name, src := range tt.files {
+				override[name] = src
+			}
+			fsys := exampleTree(t, "", override)
+			res := renderWithStage(fsys)
+			if tt.want == "" {
+				assert.Empty(t, diagLines(res.Diagnostics))
+				return
+			}
+			assert.Contains(t, diagLines(res.Diagnostics), tt.want)
+		})
+	}
+}
