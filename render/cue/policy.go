@@ -149,6 +149,7 @@ func (s *Stage) compilePolicyWith(file string, src []byte, siblings []*ast.File)
 		return nil, cueDiagnostics(err, RulePolicy, "policy does not parse")
 	}
 	addSiblingHelpers(syntax, siblings)
+	snakeCaseLabels(syntax)
 	v := s.ctx.BuildFile(syntax)
 	if err := v.Err(); err != nil {
 		return nil, cueDiagnostics(err, RulePolicy, "policy does not compile")

@@ -241,3 +241,16 @@ func TestPolicyHelpersAcrossFiles(t *testing.T) {
 		})
 	}
 }
+
+// TestPolicyJSONSpelling: a policy may spell fields as Envoy's JSON does
+// (connectTimeout); it means the same as the proto spelling.
+func TestPolicyJSONSpelling(t *testing.T) {
+	fsys := exampleTree(t, "", map[string]string{
+		"policy/camel.cue": "cluster: connectTimeout: <=1\nlistener: address?: socketAddress?: portValue?: >=1024\n",
+	})
+	got := diagLines(renderWithStage(fsys).Diagnostics)
+	assert.Contains(t, got, `connect_timeout: 2s breaks policy (policy/camel.cue:1:26: <=1)`)
+	assert.NotContains(t, got, "port_value", "the listener rule holds for the example")
+	assert.Equal(t, "connect_timeout", toSnake("connectTimeout"))
+	assert.Equal(t, "port_value", toSnake("portValue"))
+}
