@@ -42,18 +42,25 @@ type Origin struct {
 }
 
 // Revision is the display form of the origin in Flux's vocabulary:
-// "main@sha1:<sha>" for Git, "latest@sha256:<hex>" for OCI,
+// "main@sha1:<sha>" for Git, "latest@sha256:<hex>" for OCI, without the
+// "<ref>@" part when the source is pinned to a commit or digest,
 // "<namespace>/<name>@<generation>" for Kubernetes objects.
 func (o Origin) Revision() string {
 	switch o.Kind {
 	case KindGit:
-		if o.Commit == "" {
+		switch {
+		case o.Commit == "":
 			return o.Ref
+		case o.Ref == "": // pinned to a commit
+			return "sha1:" + o.Commit
 		}
 		return fmt.Sprintf("%s@sha1:%s", o.Ref, o.Commit)
 	case KindOCI:
-		if o.Digest == "" {
+		switch {
+		case o.Digest == "":
 			return o.Ref
+		case o.Ref == "": // pinned to a digest
+			return o.Digest
 		}
 		return fmt.Sprintf("%s@%s", o.Ref, o.Digest)
 	case KindKube:

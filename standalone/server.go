@@ -27,6 +27,14 @@ import (
 	"github.com/legate-dev/legate/xds"
 )
 
+// maxStatusRetryWait bounds the wait between two attempts to deliver a
+// commit status. The dispatcher's backoff doubles up to minutes, which would
+// leave a status undelivered for minutes after a short forge outage ends;
+// an author waiting for the check expects it within seconds of the forge
+// coming back, and one attempt per source every few seconds costs a forge
+// nothing.
+const maxStatusRetryWait = 10 * time.Second
+
 // Options are what New needs besides the Config.
 type Options struct {
 	// Render returns the renderer configuration, shared with `legate
@@ -152,8 +160,8 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	}
 	if len(reporters) > 0 {
 		s.statuses = forge.NewDispatcher(statusOutbox{store: s.store}, reporters, forge.DispatcherOptions{
-			Logger: slog.New(logr.ToSlogHandler(log.WithName("commit-status"))),
-			Clock:  &retryClock{limit: maxStatusRetryWait},
+			Logger:     slog.New(logr.ToSlogHandler(log.WithName("commit-status"))),
+			MaxBackoff: maxStatusRetryWait,
 		})
 		targets := make(map[string]bool, len(reporters))
 		for name := range reporters {

@@ -95,7 +95,7 @@ func TestFetchRefs(t *testing.T) {
 		{"default latest", Ref{}, "2.0.0", "latest@" + d2},
 		{"tag", Ref{Tag: "1.0.0"}, "1.0.0", "1.0.0@" + d1},
 		{"semver", Ref{SemVer: "^1", Tag: "2.0.0"}, "1.2.0", "v1.2.0@" + d12},
-		{"digest", Ref{Digest: d1, SemVer: ">=0"}, "1.0.0", "@" + d1},
+		{"digest", Ref{Digest: d1, SemVer: ">=0"}, "1.0.0", d1}, // Flux form of a pinned digest
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -22,7 +22,8 @@ func (realClock) Now() time.Time                         { return time.Now() }
 func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Backoff bounds of delivery retries: the first retry waits MinBackoff, each
-// further one twice as long, up to MaxBackoff.
+// further one twice as long, up to MaxBackoff unless DispatcherOptions set a
+// lower cap.
 const (
 	MinBackoff = time.Second
 	MaxBackoff = 5 * time.Minute
@@ -36,6 +37,10 @@ type DispatcherOptions struct {
 	Clock Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
+	// MaxBackoff caps the wait between two attempts for one target
+	// (default and upper bound MaxBackoff). A low cap makes statuses arrive
+	// within that time of a forge coming back from an outage.
+	MaxBackoff time.Duration
 }
 
 // Dispatcher delivers commit statuses through an Outbox to Reporters keyed
@@ -47,6 +52,7 @@ type Dispatcher struct {
 	outbox    Outbox
 	reporters map[string]Reporter
 	clock     Clock
+	maxWait   time.Duration
 	log       *slog.Logger
 	wake      chan struct{}
 
@@ -71,12 +77,16 @@ func NewDispatcher(outbox Outbox, reporters map[string]Reporter, opts Dispatcher
 		reporters: reporters,
 		clock:     opts.Clock,
 		log:       opts.Logger,
+		maxWait:   opts.MaxBackoff,
 		wake:      make(chan struct{}, 1),
 		latest:    map[dedupeKey]Status{},
 		retry:     map[string]retryState{},
 	}
 	if d.clock == nil {
 		d.clock = realClock{}
+	}
+	if d.maxWait <= 0 || d.maxWait > MaxBackoff {
+		d.maxWait = MaxBackoff
 	}
 	if d.log == nil {
 		d.log = slog.New(slog.NewTextHandler(io.Discard, nil))
@@ -195,7 +205,7 @@ func (d *Dispatcher) failed(target string, now time.Time) time.Duration {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	r := d.retry[target]
-	wait := backoff(r.failures)
+	wait := backoff(r.failures, d.maxWait)
 	r.failures++
 	r.next = now.Add(wait)
 	d.retry[target] = r
@@ -214,13 +224,14 @@ func (d *Dispatcher) nextRetry() time.Time {
 	return next
 }
 
-// backoff is the wait after the given number of earlier failures.
-func backoff(failures int) time.Duration {
+// backoff is the wait after the given number of earlier failures, at most
+// limit.
+func backoff(failures int, limit time.Duration) time.Duration {
 	wait := MinBackoff
-	for i := 0; i < failures && wait < MaxBackoff; i++ {
+	for i := 0; i < failures && wait < limit; i++ {
 		wait *= 2
 	}
-	return min(wait, MaxBackoff)
+	return min(wait, limit)
 }
 
 // Run delivers until ctx ends: at start, whenever a status is enqueued and

@@ -138,8 +138,10 @@ func TestDispatcherDeliversWhatAnEarlierRunLeft(t *testing.T) {
 }
 
 func TestBackoff(t *testing.T) {
-	assert.Equal(t, MinBackoff, backoff(0))
-	assert.Equal(t, 2*MinBackoff, backoff(1))
-	assert.Equal(t, 8*MinBackoff, backoff(3))
-	assert.Equal(t, MaxBackoff, backoff(100))
+	assert.Equal(t, MinBackoff, backoff(0, MaxBackoff))
+	assert.Equal(t, 2*MinBackoff, backoff(1, MaxBackoff))
+	assert.Equal(t, 8*MinBackoff, backoff(3, MaxBackoff))
+	assert.Equal(t, MaxBackoff, backoff(100, MaxBackoff))
+	assert.Equal(t, 10*time.Second, backoff(100, 10*time.Second), "a lower cap holds")
+	assert.Equal(t, 8*time.Second, backoff(3, 10*time.Second))
 }
