@@ -254,3 +254,12 @@ func TestPolicyJSONSpelling(t *testing.T) {
 	assert.Equal(t, "connect_timeout", toSnake("connectTimeout"))
 	assert.Equal(t, "port_value", toSnake("portValue"))
 }
+
+// TestPolicyConditionalOnAnotherField is the conditional rule of
+// docs/cue.md: only the cluster it names is held to it.
+func TestPolicyConditionalOnAnotherField(t *testing.T) {
+	policy := "cluster: {\n\tname?: string\n\tif name == \"api\" {\n\t\tconnect_timeout: <=0.1\n\t}\n}\n"
+	got := diagLines(renderWithStage(exampleTree(t, "", map[string]string{"policy/api.cue": policy})).Diagnostics)
+	assert.Contains(t, got, `cluster "api" connect_timeout: 0.25s breaks policy (policy/api.cue:4:20: <=0.1)`)
+	assert.NotContains(t, got, `cluster "web"`, "the other cluster is not held to the rule")
+}
