@@ -25,6 +25,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/legate-dev/legate/test/internal/stats"
+
 	"github.com/legate-dev/legate/test/internal/gitrepo"
 	"github.com/legate-dev/legate/test/internal/legateproc"
 )
@@ -211,7 +213,7 @@ func (b *bench) legateFlow() error {
 		return err
 	}
 	b.res.add("legate, fetch trigger", ms)
-	fmt.Fprintf(b.log, "legate with trigger: p50 %.1f ms, p99 %.1f ms\n", percentile(ms, 50), percentile(ms, 99))
+	fmt.Fprintf(b.log, "legate with trigger: p50 %.1f ms, p99 %.1f ms\n", stats.Percentile(ms, 50), stats.Percentile(ms, 99))
 
 	m, err := p.metrics(renderSum, renderCount, fetchSum, fetchCount)
 	if err != nil {
@@ -316,7 +318,7 @@ func (b *bench) gcpFlow() error {
 		ms = append(ms, d)
 	}
 	b.res.add("go-control-plane, snapshot set directly", ms)
-	fmt.Fprintf(b.log, "go-control-plane: p50 %.1f ms, p99 %.1f ms\n", percentile(ms, 50), percentile(ms, 99))
+	fmt.Fprintf(b.log, "go-control-plane: p50 %.1f ms, p99 %.1f ms\n", stats.Percentile(ms, 50), stats.Percentile(ms, 99))
 	return nil
 }
 
@@ -343,7 +345,7 @@ func (b *bench) pollFlow() error {
 		ms = append(ms, float64(at.Sub(t0).Microseconds())/1000)
 	}
 	b.res.add("legate, polling every 1s", ms)
-	fmt.Fprintf(b.log, "legate polling: p50 %.1f ms, p99 %.1f ms\n", percentile(ms, 50), percentile(ms, 99))
+	fmt.Fprintf(b.log, "legate polling: p50 %.1f ms, p99 %.1f ms\n", stats.Percentile(ms, 50), stats.Percentile(ms, 99))
 	return nil
 }
 

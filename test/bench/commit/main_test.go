@@ -9,23 +9,6 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-func TestPercentile(t *testing.T) {
-	tests := []struct {
-		xs   []float64
-		p    float64
-		want float64
-	}{
-		{nil, 50, 0},
-		{[]float64{3}, 99, 3},
-		{[]float64{5, 1, 3, 2, 4}, 50, 3},
-		{[]float64{5, 1, 3, 2, 4}, 99, 5},
-		{[]float64{1, 2, 3, 4}, 50, 2},
-	}
-	for _, tt := range tests {
-		assert.InDelta(t, tt.want, percentile(tt.xs, tt.p), 0, "%v p%v", tt.xs, tt.p)
-	}
-}
-
 // TestConfigRenders: every generation is valid for legate's renderer and
 // go-control-plane, has the requested number of routes, and differs from
 // the previous one in the route configuration only.

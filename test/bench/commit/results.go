@@ -7,8 +7,9 @@ import (
 	"io"
 	"math"
 	"os"
-	"slices"
 	"time"
+
+	"github.com/legate-dev/legate/test/internal/stats"
 )
 
 // Results is the output of one run.
@@ -49,23 +50,12 @@ type Memory struct {
 }
 
 func (r *Results) add(name string, ms []float64) {
-	f := Flow{Name: name, Ms: ms, P50: percentile(ms, 50), P99: percentile(ms, 99)}
+	f := Flow{Name: name, Ms: ms, P50: stats.Percentile(ms, 50), P99: stats.Percentile(ms, 99)}
 	for _, v := range ms {
 		f.Mean += v / float64(len(ms))
 		f.Max = math.Max(f.Max, v)
 	}
 	r.Flows = append(r.Flows, f)
-}
-
-// percentile is the nearest-rank percentile of xs; 0 for none.
-func percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := slices.Clone(xs)
-	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	return s[max(rank-1, 0)]
 }
 
 func (r *Results) report(w io.Writer) {

@@ -15,23 +15,6 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 )
 
-func TestPercentile(t *testing.T) {
-	tests := []struct {
-		xs   []float64
-		p    float64
-		want float64
-	}{
-		{nil, 50, 0},
-		{[]float64{3}, 99, 3},
-		{[]float64{5, 1, 3, 2, 4}, 50, 3},
-		{[]float64{5, 1, 3, 2, 4}, 99, 5},
-		{[]float64{1, 2, 3, 4}, 50, 2},
-	}
-	for _, tt := range tests {
-		assert.InDelta(t, tt.want, percentile(tt.xs, tt.p), 0, "%v p%v", tt.xs, tt.p)
-	}
-}
-
 func TestClientCodecReadsHeader(t *testing.T) {
 	b, err := proto.Marshal(&discoveryv3.DiscoveryResponse{
 		VersionInfo: "v7", TypeUrl: resourcev3.ClusterType, Nonce: "42",

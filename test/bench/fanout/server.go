@@ -9,12 +9,13 @@ import (
 	"net"
 	"os"
 	"runtime"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/legate-dev/legate/test/internal/stats"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -205,7 +206,7 @@ func runServer(args []string, stdout io.Writer) error {
 	}
 	res.CPUSeconds = cpuSeconds() - cpu0
 	res.PeakRSSBytes = peakRSS()
-	res.P50Ms, res.P99Ms = percentile(res.PublishToACKedMs, 50), percentile(res.PublishToACKedMs, 99)
+	res.P50Ms, res.P99Ms = stats.Percentile(res.PublishToACKedMs, 50), stats.Percentile(res.PublishToACKedMs, 99)
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -238,18 +239,6 @@ func peakRSS() int64 {
 		}
 	}
 	return 0
-}
-
-// percentile is the nearest-rank percentile of xs.
-func percentile(xs []float64, p float64) float64 {
-	if len(xs) == 0 {
-		return 0
-	}
-	s := append([]float64(nil), xs...)
-	sort.Float64s(s)
-	rank := int(p/100*float64(len(s))+0.999999) - 1
-	rank = max(0, min(rank, len(s)-1))
-	return s[rank]
 }
 
 func numCPU() int { return runtime.NumCPU() }

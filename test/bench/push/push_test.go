@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/legate-dev/legate/test/internal/stats"
+
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
@@ -130,19 +132,19 @@ func BenchmarkPushToACK(b *testing.B) {
 				}
 			}
 			slices.Sort(lat)
-			b.ReportMetric(ms(percentile(lat, 50)), "p50-ms")
-			b.ReportMetric(ms(percentile(lat, 99)), "p99-ms")
+			b.ReportMetric(ms(stats.Percentile(lat, 50)), "p50-ms")
+			b.ReportMetric(ms(stats.Percentile(lat, 99)), "p99-ms")
 			b.ReportMetric(ms(lat[len(lat)-1]), "max-ms")
 			slices.Sort(pushes)
-			b.ReportMetric(ms(percentile(pushes, 50)), "git-push-p50-ms")
-			b.ReportMetric(ms(percentile(pushes, 99)), "git-push-p99-ms")
+			b.ReportMetric(ms(stats.Percentile(pushes, 50)), "git-push-p50-ms")
+			b.ReportMetric(ms(stats.Percentile(pushes, 99)), "git-push-p99-ms")
 			slices.Sort(afterPush)
-			b.ReportMetric(ms(percentile(afterPush, 50)), "after-push-p50-ms")
-			b.ReportMetric(ms(percentile(afterPush, 99)), "after-push-p99-ms")
+			b.ReportMetric(ms(stats.Percentile(afterPush, 50)), "after-push-p50-ms")
+			b.ReportMetric(ms(stats.Percentile(afterPush, 99)), "after-push-p99-ms")
 			if len(hookToACK) > 0 {
 				slices.Sort(hookToACK)
-				b.ReportMetric(ms(percentile(hookToACK, 50)), "hook-to-ack-p50-ms")
-				b.ReportMetric(ms(percentile(hookToACK, 99)), "hook-to-ack-p99-ms")
+				b.ReportMetric(ms(stats.Percentile(hookToACK, 50)), "hook-to-ack-p50-ms")
+				b.ReportMetric(ms(stats.Percentile(hookToACK, 99)), "hook-to-ack-p99-ms")
 			}
 		})
 	}
@@ -188,15 +190,6 @@ func (h *hookRecorder) since(t time.Time) (time.Time, bool) {
 func prefix(i int) string { return fmt.Sprintf("/push-%d", i) }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
-
-// percentile of sorted values, nearest rank.
-func percentile(sorted []time.Duration, p float64) time.Duration {
-	if len(sorted) == 0 {
-		return 0
-	}
-	rank := int(p/100*float64(len(sorted))+0.999999) - 1
-	return sorted[min(max(rank, 0), len(sorted)-1)]
-}
 
 // newWorktree creates the author's clone.
 func newWorktree(tb testing.TB) *worktree {
