@@ -70,3 +70,15 @@ func postError(repo string, code int, err error, token string) error {
 	msg := fmt.Errorf("post commit status to %s: %s", repo, sources.Redact(err.Error(), token))
 	return classify(code, msg)
 }
+
+// prepare reads the token and returns st validated, with its description
+// scrubbed of that token (and other secrets) and trimmed to limit: the
+// common start of every provider's Post.
+func (c *Config) prepare(st Status, limit int) (Status, string, error) {
+	tok, err := c.token()
+	if err != nil {
+		return st, "", err
+	}
+	st, err = prepare(st, limit, tok)
+	return st, tok, err
+}

@@ -34,11 +34,7 @@ var giteaStates = map[State]gitea.StatusState{
 
 // Post implements Reporter.
 func (g *Gitea) Post(ctx context.Context, st Status) error {
-	tok, err := g.cfg.token()
-	if err != nil {
-		return err
-	}
-	st, err = prepare(st, GiteaDescriptionLimit, tok)
+	st, tok, err := g.cfg.prepare(st, GiteaDescriptionLimit)
 	if err != nil {
 		return err
 	}

@@ -36,11 +36,7 @@ func NewGitHub(cfg Config) (*GitHub, error) {
 
 // Post implements Reporter.
 func (g *GitHub) Post(ctx context.Context, st Status) error {
-	tok, err := g.cfg.token()
-	if err != nil {
-		return err
-	}
-	st, err = prepare(st, GitHubDescriptionLimit, tok)
+	st, tok, err := g.cfg.prepare(st, GitHubDescriptionLimit)
 	if err != nil {
 		return err
 	}

@@ -36,11 +36,7 @@ var gitlabStates = map[State]gitlab.BuildStateValue{
 
 // Post implements Reporter.
 func (g *GitLab) Post(ctx context.Context, st Status) error {
-	tok, err := g.cfg.token()
-	if err != nil {
-		return err
-	}
-	st, err = prepare(st, GitLabDescriptionLimit, tok)
+	st, tok, err := g.cfg.prepare(st, GitLabDescriptionLimit)
 	if err != nil {
 		return err
 	}
