@@ -62,12 +62,18 @@ type Engine struct {
 	restored bool
 	nodes    map[string]*nodeState
 	outbound []Outcome // collected under mu, delivered by unlock
+	tickets  uint64    // the next delivery ticket; taken under mu
 
 	queue eventQueue
 
-	notifyMu sync.Mutex // held while delivering, so outcomes arrive in order
-	subsMu   sync.Mutex
-	subs     []func(Outcome)
+	// notifyMu and notifyCond order deliveries by ticket: serving is the
+	// ticket whose outcomes are being delivered.
+	notifyMu   sync.Mutex
+	notifyCond *sync.Cond
+	serving    uint64
+
+	subsMu sync.Mutex
+	subs   []func(Outcome)
 }
 
 // nodeState is the engine's memory of one node ID. The store holds the same
@@ -107,6 +113,7 @@ func New(opts Options) (*Engine, error) {
 		tick:      opts.TickInterval,
 		nodes:     map[string]*nodeState{},
 	}
+	e.notifyCond = sync.NewCond(&e.notifyMu)
 	if e.clock == nil {
 		e.clock = realClock{}
 	}

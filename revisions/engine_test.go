@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -661,4 +662,44 @@ func TestPublicationCarriesExternalSecrets(t *testing.T) {
 
 	h.restart(revisions.Options{})
 	assert.Equal(t, c.ExternalSecrets, h.pub.last(t).ExternalSecrets, "restored from the store")
+}
+
+// A subscriber that reads the engine while another goroutine waits for the
+// engine's lock must not deadlock: Apply delivers its outcomes while Tick
+// runs in a loop beside it, as Run does every TickInterval.
+func TestSubscriberReadingTheEngineWhileTicking(t *testing.T) {
+	h := newHarness(t, revisions.Options{})
+	stop := make(chan struct{})
+	ticked := make(chan struct{})
+	go func() {
+		defer close(ticked)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				h.e.Tick(h.clock.Now())
+			}
+		}
+	}()
+	applied := make(chan struct{})
+	go func() {
+		defer close(applied)
+		for i := range 300 {
+			cfg := config("l1", fmt.Sprintf("c%d", i%7))
+			if err := h.e.Apply(context.Background(), node, cfg, gitOrigin(fmt.Sprintf("sha%d", i))); err != nil {
+				t.Errorf("apply %d: %v", i, err)
+				return
+			}
+		}
+	}()
+	select {
+	case <-applied:
+	case <-time.After(time.Minute):
+		close(stop)
+		t.Fatal("Apply and Tick deadlocked with a subscriber that reads the engine")
+	}
+	close(stop)
+	<-ticked
+	assert.Equal(t, "pending:sha299", h.outcomeStatuses()[len(h.outcomeStatuses())-1])
 }

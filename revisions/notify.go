@@ -110,18 +110,35 @@ func successText(n *nodeState) string {
 	return "degraded, not rolled back: " + taintMessage(n.track.rejections(), t.Population)
 }
 
-// unlock releases mu and delivers the outcomes collected under it. The
-// delivery lock is taken before mu is released, so outcomes reach
-// subscribers in the order they were decided.
+// unlock releases mu and delivers the outcomes collected under it, in the
+// order they were decided. A batch takes a ticket while mu is still held
+// and is delivered once every earlier ticket has been, with no engine lock
+// held, so a subscriber may read the engine (Node, Nodes) while another
+// goroutine waits for mu. Holding a delivery lock across mu's release would
+// invert the lock order against such a subscriber and deadlock.
 func (e *Engine) unlock() {
 	out := e.outbound
 	e.outbound = nil
-	e.notifyMu.Lock()
+	var ticket uint64
+	if len(out) > 0 {
+		ticket = e.tickets
+		e.tickets++
+	}
 	e.mu.Unlock()
-	defer e.notifyMu.Unlock()
 	if len(out) == 0 {
 		return
 	}
+	e.notifyMu.Lock()
+	for e.serving != ticket {
+		e.notifyCond.Wait()
+	}
+	e.notifyMu.Unlock()
+	defer func() {
+		e.notifyMu.Lock()
+		e.serving++
+		e.notifyCond.Broadcast()
+		e.notifyMu.Unlock()
+	}()
 	e.subsMu.Lock()
 	subs := slices.Clone(e.subs)
 	e.subsMu.Unlock()
