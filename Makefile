@@ -12,7 +12,7 @@ GOFLAGS_BUILD := -trimpath
 
 # Test tuning. TEST_TIMEOUT bounds the whole go test run; FUZZTIME is the short
 # fuzzing pass that `make test` includes.
-TEST_TIMEOUT ?= 30m
+TEST_TIMEOUT ?= 10m
 FUZZTIME     ?= 10s
 TEST_FLAGS   ?=
 
