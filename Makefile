@@ -10,7 +10,7 @@ COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GOFLAGS_BUILD := -trimpath
 
-# Test tuning. TEST_TIMEOUT bounds the whole go test run; FUZZTIME is the short
+# Test tuning. TEST_TIMEOUT bounds each package's test binary; FUZZTIME is the short
 # fuzzing pass that `make test` includes.
 TEST_TIMEOUT ?= 10m
 FUZZTIME     ?= 10s
