@@ -78,6 +78,13 @@ type Engine struct {
 
 // nodeState is the engine's memory of one node ID. The store holds the same
 // record and revisions.
+type waiting struct {
+	hash     string
+	message  string
+	since    time.Time
+	announce bool
+}
+
 type nodeState struct {
 	rec   NodeRecord
 	revs  map[string]*Revision
@@ -91,6 +98,9 @@ type nodeState struct {
 	announce bool
 	// finalSent: success or failure was already reported for it.
 	finalSent bool
+	// waiting is the revision the publish rule chose but the Publisher
+	// could not serve yet (NotReady); Run tries it again every tick.
+	waiting *waiting
 	// changed holds revisions to write at the next commit; dirty asks for
 	// every revision because a previous commit failed.
 	changed map[string]bool
@@ -265,19 +275,41 @@ func (e *Engine) ClearTaint(ctx context.Context, node, hash string) error {
 // Publisher refuses. force re-publishes even an unchanged choice; announce
 // reports the publication's outcomes. Called with mu held.
 func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
+	prev := n.waiting
+	n.waiting = nil
+	var skip map[string]bool // revisions not ready in this call
 	for {
-		c := choose(n.candidates())
+		c := choose(n.candidates(skip))
 		served := n.revs[n.rec.Published]
 		plan := planPublish(c, n.rec.Published, served != nil && served.Taint != nil, force)
 		n.base = c.State
 		if !plan.Publish {
-			e.setState(n, combineState(n.base, n.verdict))
+			e.settle(n)
 			return
 		}
 		rev := n.revs[plan.Hash]
 		n.rec.Generation++
 		version, types := assignVersions(rev.Config, n.rec.Types, n.rec.Generation, plan.Fresh)
-		if err := e.publisher.Publish(rev.Node, publication(rev.Config, version, types)); err != nil {
+		err := e.publisher.Publish(rev.Node, publication(rev.Config, version, types))
+		if errors.Is(err, ErrNotReady) {
+			n.rec.Generation--
+			if n.waiting == nil {
+				e.wait(n, prev, rev, err.Error(), now, announce)
+			}
+			if n.rec.Published != "" {
+				return // keep serving what is served
+			}
+			// Nothing is served (a restart): serve the newest older
+			// revision that can be, rather than nothing, without
+			// reporting it to its origin again.
+			if skip == nil {
+				skip = map[string]bool{}
+			}
+			skip[rev.Hash] = true
+			announce = false
+			continue
+		}
+		if err != nil {
 			e.log.Error(err, "xDS server refused a revision; tainting it", "node", rev.Node, "revision", rev.Hash)
 			rev.Taint = &Taint{At: now, Message: "the xDS server refused the revision: " + err.Error()}
 			n.changed[rev.Hash] = true
@@ -293,11 +325,11 @@ func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
 		n.verdict = verdictPending
 		n.announce, n.finalSent = announce, false
 		e.metrics.publishes.WithLabelValues(rev.Node).Inc()
-		if c.State == StateRollback {
+		if c.State == StateRollback && len(skip) == 0 {
 			e.metrics.rollbacks.WithLabelValues(rev.Node).Inc()
 			e.log.Info("rolled back", "node", rev.Node, "revision", rev.Hash, "version", version)
 		}
-		e.setState(n, combineState(n.base, n.verdict))
+		e.settle(n)
 		if announce {
 			e.emit(e.outcome(n, rev, OutcomePending, "published, waiting for the proxies to answer", now))
 		}
@@ -362,12 +394,63 @@ func (e *Engine) nodeFor(id string) *nodeState {
 	return n
 }
 
-func (n *nodeState) candidates() []candidate {
+// candidates is the history for choose; the revisions in skip count as
+// tainted.
+func (n *nodeState) candidates(skip map[string]bool) []candidate {
 	out := make([]candidate, len(n.rec.History))
 	for i, h := range n.rec.History {
-		out[i] = candidate{Hash: h, Tainted: n.revs[h].Taint != nil}
+		out[i] = candidate{Hash: h, Tainted: n.revs[h].Taint != nil || skip[h]}
 	}
 	return out
+}
+
+// wait records that rev could not be served yet. A new wait, or a new
+// reason, is logged and reported as pending; the same wait again is not.
+// Called with mu held.
+func (e *Engine) wait(n *nodeState, prev *waiting, rev *Revision, msg string, now time.Time, announce bool) {
+	w := &waiting{hash: rev.Hash, message: msg, since: now, announce: announce}
+	if prev != nil && prev.hash == rev.Hash {
+		w.since, w.announce = prev.since, prev.announce || announce
+	}
+	n.waiting = w
+	e.settle(n)
+	if prev != nil && prev.hash == w.hash && prev.message == w.message {
+		return
+	}
+	e.log.Info("revision waits for what the home cannot serve yet; the proxies keep the current one",
+		"node", rev.Node, "revision", rev.Hash, "reason", msg)
+	if w.announce {
+		o := e.outcome(n, rev, OutcomePending, "waiting to be served: "+msg, now)
+		o.Waiting = true
+		e.emit(o)
+	}
+}
+
+// retryWaiting tries again to publish the revisions that were not ready.
+// Called with mu held.
+func (e *Engine) retryWaiting(ctx context.Context, n *nodeState, now time.Time) {
+	if n.waiting == nil {
+		return
+	}
+	gen := n.rec.Generation
+	e.reconcile(n, now, false, n.waiting.announce)
+	if n.rec.Generation == gen {
+		return
+	}
+	if err := e.commit(ctx, n, nil); err != nil {
+		e.log.Error(err, "could not store a publication; will retry with the next write", "node", n.rec.Node)
+	}
+}
+
+// settle sets the node's state from the publish rule and the verdict; a
+// node whose chosen revision waits to be served is Pending, whatever it
+// serves meanwhile.
+func (e *Engine) settle(n *nodeState) {
+	s := combineState(n.base, n.verdict)
+	if n.waiting != nil {
+		s = StatePending
+	}
+	e.setState(n, s)
 }
 
 func (e *Engine) setState(n *nodeState, s State) {

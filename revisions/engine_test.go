@@ -124,10 +124,11 @@ func (h *harness) open(opts revisions.Options) {
 	h.e = e
 }
 
-// restart closes the store and opens a new engine on it.
+// restart closes the store and opens a new engine on it; the new
+// publisher refuses what the old one did.
 func (h *harness) restart(opts revisions.Options) {
 	require.NoError(h.t, h.store.Close())
-	h.pub = &recordingPublisher{}
+	h.pub = &recordingPublisher{refuse: h.pub.refuse}
 	h.open(opts)
 }
 
@@ -459,6 +460,113 @@ func TestRefusedPublicationIsTainted(t *testing.T) {
 	o := h.lastOutcome()
 	assert.Equal(t, revisions.OutcomeFailure, o.Status)
 	assert.Equal(t, "sha2", o.Origin.Commit)
+}
+
+// A publication the home cannot serve yet (NotReady: a secret that does
+// not exist yet) waits instead of being tainted: the last good revision
+// stays served, the wait is reported once, and a tick serves it as soon as
+// the home can.
+func TestNotReadyPublicationWaitsAndIsRetried(t *testing.T) {
+	h := newHarness(t, revisions.Options{})
+	h.apply(config("l1", "good"), "sha1")
+	p1 := h.pub.last(t)
+	h.events(connect("pod-a"), ack("pod-a", p1))
+	require.Equal(t, revisions.StateInSync, h.status().State)
+
+	ready := false
+	h.pub.refuse = func(_ string, p revisions.Publication) error {
+		if !ready && string(p.Types[cdsType].Resources[0].Body) == "needs-secret" {
+			return revisions.NotReady(errors.New(`secret "cert" (ref "cert"): read /s/cert/tls.crt: no such file`))
+		}
+		return nil
+	}
+	c2 := config("l1", "needs-secret")
+	h.apply(c2, "sha2")
+
+	s := h.status()
+	assert.Equal(t, revisions.StatePending, s.State, "the newest revision is not served yet")
+	assert.Equal(t, "sha1", s.Published.Commit, "the last good revision stays served")
+	assert.False(t, s.History[0].Tainted, "waiting is not a taint")
+	require.NotNil(t, s.Waiting)
+	assert.Equal(t, c2.Hash, s.Waiting.Hash)
+	assert.Equal(t, "sha2", s.Waiting.Commit)
+	assert.Contains(t, s.Waiting.Message, "tls.crt: no such file")
+	since := s.Waiting.Since
+	assert.Equal(t, 1, h.pub.count())
+	o := h.lastOutcome()
+	assert.Equal(t, revisions.OutcomePending, o.Status)
+	assert.Equal(t, "sha2", o.Origin.Commit)
+	assert.Contains(t, o.Description, "waiting to be served: ")
+	assert.True(t, o.Waiting)
+	assert.InDelta(t, 0.0, h.metric("legate_revisions_taints_total"), 0)
+
+	h.clock.Step(time.Second)
+	h.e.Tick(h.clock.Now())
+	s = h.status()
+	require.NotNil(t, s.Waiting, "still not ready")
+	assert.Equal(t, since, s.Waiting.Since, "the same wait keeps its start")
+	assert.Equal(t, []string{"pending:sha1", "success:sha1", "pending:sha2"}, h.outcomeStatuses(), "the same wait is reported once")
+
+	ready = true
+	h.clock.Step(time.Second)
+	h.e.Tick(h.clock.Now())
+	s = h.status()
+	assert.Nil(t, s.Waiting)
+	assert.Equal(t, "sha2", s.Published.Commit)
+	p2 := h.pub.last(t)
+	h.events(ack("pod-a", p2))
+	assert.Equal(t, revisions.StateInSync, h.status().State)
+	assert.Equal(t, []string{"pending:sha1", "success:sha1", "pending:sha2", "pending:sha2", "success:sha2"}, h.outcomeStatuses())
+
+	// The publication survives a restart: it was stored when the tick made it.
+	h.restart(revisions.Options{})
+	assert.Equal(t, "sha2", h.status().Published.Commit)
+}
+
+// A newer revision that can be served replaces the one waiting; a node
+// whose very first revision waits serves nothing and is Pending.
+func TestWaitingRevisionIsSupersededAndFirstRevisionWaits(t *testing.T) {
+	h := newHarness(t, revisions.Options{})
+	h.pub.refuse = func(_ string, p revisions.Publication) error {
+		if string(p.Types[cdsType].Resources[0].Body) == "needs-secret" {
+			return revisions.NotReady(errors.New("secret missing"))
+		}
+		return nil
+	}
+	h.apply(config("l1", "needs-secret"), "sha1")
+	s := h.status()
+	assert.Nil(t, s.Published)
+	assert.Equal(t, revisions.StatePending, s.State)
+	require.NotNil(t, s.Waiting)
+	assert.Equal(t, 0, h.pub.count())
+
+	h.apply(config("l1", "plain"), "sha2")
+	s = h.status()
+	assert.Nil(t, s.Waiting, "the newest revision is served; nothing waits")
+	assert.Equal(t, "sha2", s.Published.Commit)
+	assert.Equal(t, s.Published.Version, h.pub.last(t).Version)
+
+	// Restarting with content that waits serves nothing until it is ready.
+	h.apply(config("l1", "needs-secret"), "sha3")
+	require.NotNil(t, h.status().Waiting)
+	assert.Equal(t, "sha2", h.status().Published.Commit)
+	h.restart(revisions.Options{})
+	s = h.status()
+	require.NotNil(t, s.Waiting, "after a restart the newest revision still waits")
+	assert.Equal(t, "sha3", s.Waiting.Commit)
+	assert.False(t, s.History[0].Tainted)
+	require.NotNil(t, s.Published, "a restart never leaves the proxies without config")
+	assert.Equal(t, "sha2", s.Published.Commit, "the newest revision that can be served is, meanwhile")
+	assert.Equal(t, revisions.StatePending, s.State)
+	assert.False(t, s.History[1].Tainted)
+
+	h.pub.mu.Lock()
+	h.pub.refuse = nil
+	h.pub.mu.Unlock()
+	h.e.Tick(h.clock.Now())
+	s = h.status()
+	assert.Nil(t, s.Waiting)
+	assert.Equal(t, "sha3", s.Published.Commit)
 }
 
 func TestHistoryIsBounded(t *testing.T) {

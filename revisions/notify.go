@@ -34,6 +34,9 @@ type Outcome struct {
 	Status OutcomeStatus  `json:"status"`
 	// State is the node's state after the event.
 	State State `json:"state,omitempty"`
+	// Waiting marks a pending outcome whose revision is not served yet
+	// because the home cannot serve it (see NotReady); Description says why.
+	Waiting bool `json:"waiting,omitempty"`
 	// Description is one line for people; for rejections it carries the
 	// proxies' own error text.
 	Description string              `json:"description"`

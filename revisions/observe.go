@@ -58,13 +58,15 @@ func (e *Engine) Run(ctx context.Context) error {
 	}
 }
 
-// Tick judges every publication whose answer timeout has passed at now.
+// Tick judges every publication whose answer timeout has passed at now, and
+// tries again the publications that were not ready.
 // Run calls it; tests and other drivers may call it with their own clock.
 func (e *Engine) Tick(now time.Time) {
 	defer e.unlock()
 	e.mu.Lock()
 	for _, n := range e.nodes {
 		e.evaluate(context.Background(), n, now)
+		e.retryWaiting(context.Background(), n, now)
 	}
 }
 
@@ -133,7 +135,7 @@ func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
 		})
 		return
 	}
-	e.setState(n, combineState(n.base, n.verdict))
+	e.settle(n)
 	if (v == verdictAccepted || v == verdictDegraded) && n.announce && !n.finalSent {
 		n.finalSent = true
 		e.emit(e.outcome(n, rev, OutcomeSuccess, successText(n), now))

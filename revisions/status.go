@@ -15,6 +15,18 @@ type NodeStatus struct {
 	History []RevisionStatus `json:"history"`
 	// Answers counts the proxies' answers to the current publication.
 	Answers AnswerCounts `json:"answers"`
+	// Waiting is the revision chosen to be served next that the home
+	// cannot serve yet (an external secret that does not exist), and why.
+	Waiting *WaitingStatus `json:"waiting,omitempty"`
+}
+
+// WaitingStatus names a revision that waits to be served.
+type WaitingStatus struct {
+	Hash     string    `json:"hash"`
+	Commit   string    `json:"commit,omitempty"`
+	Revision string    `json:"revision,omitempty"`
+	Message  string    `json:"message"`
+	Since    time.Time `json:"since"`
 }
 
 // PublishedStatus names the revision served to a node.
@@ -91,6 +103,11 @@ func (n *nodeState) status() NodeStatus {
 		s.Published = &PublishedStatus{
 			Hash: r.Hash, Version: n.rec.Version, Commit: r.Origin.Commit,
 			Revision: r.Origin.Revision(), Source: r.Origin.Source,
+		}
+	}
+	if w := n.waiting; w != nil {
+		if r := n.revs[w.hash]; r != nil {
+			s.Waiting = &WaitingStatus{Hash: r.Hash, Commit: r.Origin.Commit, Revision: r.Origin.Revision(), Message: w.message, Since: w.since}
 		}
 	}
 	for _, h := range n.rec.History {

@@ -1,6 +1,7 @@
 package revisions
 
 import (
+	"errors"
 	"time"
 
 	"github.com/legate-dev/legate/render"
@@ -66,11 +67,28 @@ type ProxyRejection struct {
 
 // Publisher hands a publication to the xDS server. It returns an error when
 // the server refuses the publication (for example an inconsistent set); the
-// engine then taints the revision. Publish is called from one goroutine at a
+// engine then taints the revision. An error made by NotReady says instead
+// that something outside the configuration is missing for now (an external
+// secret not yet created); the engine then keeps serving what it served,
+// reports the wait and tries again every TickInterval. Publish is called from one goroutine at a
 // time, never while the engine holds a lock that ObserveProxy needs.
 type Publisher interface {
 	Publish(node string, pub Publication) error
 }
+
+// ErrNotReady matches the errors made by NotReady.
+var ErrNotReady = errors.New("not ready")
+
+// NotReady marks err as a wait rather than a fault of the revision: the
+// engine does not taint a revision whose publication fails with it. Its
+// message is err's.
+func NotReady(err error) error { return notReady{err} }
+
+type notReady struct{ err error }
+
+func (e notReady) Error() string        { return e.err.Error() }
+func (e notReady) Unwrap() error        { return e.err }
+func (e notReady) Is(target error) bool { return target == ErrNotReady }
 
 // PublisherFunc adapts a function to Publisher.
 type PublisherFunc func(node string, pub Publication) error

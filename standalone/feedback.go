@@ -106,7 +106,7 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 
 	f.nodeSource[o.Node] = src
 	prev, waiting := f.inflight[o.Node]
-	published := o.Status == revisions.OutcomePending || o.Status == revisions.OutcomeSuccess
+	published := (o.Status == revisions.OutcomePending && !o.Waiting) || o.Status == revisions.OutcomeSuccess
 	if waiting && published && (prev.commit != commit || prev.source != src) {
 		// A newer commit is served before every proxy answered the older
 		// one, whose check would otherwise stay pending for ever.
@@ -126,6 +126,10 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 	switch o.Status {
 	case revisions.OutcomePending:
 		st.State = forge.StatePending
+		if o.Waiting {
+			st.Description = fmt.Sprintf("revision %s %s", short(o.Hash, ""), o.Description)
+			break
+		}
 		st.Description = fmt.Sprintf("revision %s published, waiting for the proxies to answer", short(o.Hash, ""))
 		f.inflight[o.Node] = inflight{source: src, commit: commit}
 	case revisions.OutcomeSuccess:

@@ -106,6 +106,27 @@ func TestFeedbackStatuses(t *testing.T) {
 			},
 		},
 		{
+			name: "a commit waiting for its secrets stays pending and leaves the served one open",
+			steps: []step{
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the proxies to answer", TargetURL: url}}},
+				},
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Waiting: true, Description: `waiting to be served: secret "tls" (ref "tls", a.yaml:3:5): read /s/tls/tls.crt: no such file or directory`},
+					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: `revision h2 waiting to be served: secret "tls" (ref "tls", a.yaml:3:5): read /s/tls/tls.crt: no such file or directory`, TargetURL: url}}},
+				},
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "accepted by 1 of 1 proxies"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}},
+				},
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending},
+					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the proxies to answer", TargetURL: url}}},
+				},
+			},
+		},
+		{
 			name: "an OCI artifact with a revision annotation reports on its commit",
 			steps: []step{
 				{

@@ -78,12 +78,12 @@ func (r secretReader) build(exts []render.ExternalSecret) ([]render.Resource, er
 		for i, e := range exts {
 			names[i] = fmt.Sprintf("%q (%s)", e.Name, e.Source)
 		}
-		return nil, fmt.Errorf("the configuration refers to external secrets %s but no secrets directory is configured: set secretsDir or --secrets-dir",
-			strings.Join(names, ", "))
+		return nil, revisions.NotReady(fmt.Errorf("the configuration refers to external secrets %s but no secrets directory is configured: set secretsDir or --secrets-dir",
+			strings.Join(names, ", ")))
 	}
 	root, err := os.OpenRoot(r.dir)
 	if err != nil {
-		return nil, fmt.Errorf("open secrets directory: %w", err)
+		return nil, revisions.NotReady(fmt.Errorf("open secrets directory: %w", err))
 	}
 	defer func() { _ = root.Close() }()
 	var errs []error
@@ -97,7 +97,14 @@ func (r secretReader) build(exts []render.ExternalSecret) ([]render.Resource, er
 		out = append(out, res)
 	}
 	if err := errors.Join(errs...); err != nil {
-		return nil, err
+		for _, e := range errs {
+			if !errors.Is(e, revisions.ErrNotReady) {
+				// A fault of the configuration (a bad ref or kind) refuses
+				// the revision even if some files are only missing.
+				return nil, errors.New(err.Error())
+			}
+		}
+		return nil, revisions.NotReady(err)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
@@ -113,10 +120,11 @@ func (r secretReader) one(root *os.Root, ext render.ExternalSecret) (render.Reso
 		data, err := root.ReadFile(rel)
 		if err != nil {
 			// The os error names the file and the cause, never content.
-			return nil, fmt.Errorf("secret %q (ref %q, %s): read %s: %w", ext.Name, ext.Ref, ext.Source, filepath.Join(r.dir, filepath.FromSlash(rel)), err)
+			// A missing or unreadable file may appear later: wait for it.
+			return nil, revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s): read %s: %w", ext.Name, ext.Ref, ext.Source, filepath.Join(r.dir, filepath.FromSlash(rel)), err))
 		}
 		if len(data) == 0 {
-			return nil, fmt.Errorf("secret %q (ref %q, %s): %s is empty", ext.Name, ext.Ref, ext.Source, filepath.Join(r.dir, filepath.FromSlash(rel)))
+			return nil, revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s): %s is empty", ext.Name, ext.Ref, ext.Source, filepath.Join(r.dir, filepath.FromSlash(rel))))
 		}
 		return data, nil
 	}
@@ -224,7 +232,9 @@ func newSecretHome(dir string, set func(string, xds.Snapshot) error, log logr.Lo
 
 // publish reads the publication's secrets and serves it. It refuses the
 // publication when a secret cannot be read, so that no proxy is served a
-// configuration whose secrets are missing.
+// configuration whose secrets are missing: as NotReady when files are
+// missing or empty (the engine waits and tries again), as a fault of the
+// revision when a ref or kind is wrong.
 func (h *secretHome) publish(node string, pub revisions.Publication) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()

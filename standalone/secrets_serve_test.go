@@ -120,21 +120,35 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	assert.Equal(t, crt2, sec.GetTlsCertificate().GetCertificateChain().GetInlineBytes())
 	assert.Equal(t, key2, sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes())
 
-	// A newer commit whose secret has no files is refused; the last good
-	// revision stays served and nothing about the key material leaks.
+	// A newer commit whose secret has no files yet waits: the last good
+	// revision stays served, nothing is tainted, and nothing about the key
+	// material leaks.
 	commit(strings.ReplaceAll(marin3rTLS, "edge-cert", "other-cert"))
 	require.True(t, s.Trigger("config"))
 	require.Eventually(t, func() bool {
 		n, ok := s.engine.Node("edge")
-		return ok && len(n.History) == 2 && n.History[0].Tainted
-	}, 30*time.Second, 10*time.Millisecond, "the refused revision is tainted")
+		return ok && len(n.History) == 2 && n.Waiting != nil
+	}, 30*time.Second, 10*time.Millisecond, "the revision waits for its secret")
 	n, _ := s.engine.Node("edge")
-	require.NotNil(t, n.History[0].Taint)
-	assert.Contains(t, n.History[0].Taint.Message, filepath.Join(secrets, "other-cert", tlsCertFile))
+	assert.Equal(t, n.History[0].Hash, n.Waiting.Hash)
+	assert.Contains(t, n.Waiting.Message, filepath.Join(secrets, "other-cert", tlsCertFile))
+	assert.False(t, n.History[0].Tainted, "a missing secret does not taint the revision")
 	assert.Equal(t, n.History[1].Hash, n.Published.Hash, "the last good revision stays published")
-	for _, material := range [][]byte{crt, key, crt2, key2} {
-		assert.NotContains(t, logs.String(), string(material))
-	}
+	assert.NotEqual(t, "InSync", string(n.State), "a node whose newest revision waits is not in sync")
 	_, err = os.Stat(filepath.Join(secrets, "other-cert"))
 	require.ErrorIs(t, err, os.ErrNotExist)
+
+	// Once the files exist the engine's next tick serves it, untainted.
+	crt3, key3 := selfSigned(t, "other.example")
+	writeSecret(t, secrets, "other-cert", map[string][]byte{tlsCertFile: crt3, tlsKeyFile: key3})
+	require.Eventually(t, func() bool {
+		n, ok := s.engine.Node("edge")
+		return ok && n.Published != nil && n.Published.Hash == n.History[0].Hash
+	}, 30*time.Second, 10*time.Millisecond, "the revision is served once its secret exists")
+	n, _ = s.engine.Node("edge")
+	assert.Nil(t, n.Waiting)
+	assert.False(t, n.History[0].Tainted)
+	for _, material := range [][]byte{crt, key, crt2, key2, crt3, key3} {
+		assert.NotContains(t, logs.String(), string(material))
+	}
 }

@@ -12,6 +12,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -171,13 +172,26 @@ func TestMissingSecretFileErrorNamesTheFileNotTheContent(t *testing.T) {
 	}
 	assert.NotContains(t, err.Error(), "CERTIFICATE", "no key material in errors")
 
+	assert.ErrorIs(t, err, revisions.ErrNotReady, "a missing file is waited for, not a fault of the revision")
+
 	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsKeyFile: {}})
 	_, err = secretReader{dir: dir}.build(exts)
 	assert.ErrorContains(t, err, "tls.key is empty")
+	assert.ErrorIs(t, err, revisions.ErrNotReady)
 
 	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsKeyFile: key})
 	_, err = secretReader{dir: ""}.build(exts)
 	assert.ErrorContains(t, err, "no secrets directory is configured: set secretsDir or --secrets-dir")
+	assert.ErrorIs(t, err, revisions.ErrNotReady)
+
+	// A bad ref is a fault of the configuration, even beside a missing file.
+	bad := append(slices.Clone(exts), render.ExternalSecret{Name: "up", Ref: "../etc", Kind: "tls", Source: pos})
+	require.NoError(t, os.Remove(filepath.Join(dir, "edge-cert", tlsKeyFile)))
+	_, err = secretReader{dir: dir}.build(bad)
+	assert.ErrorContains(t, err, `ref "../etc"`)
+	assert.ErrorContains(t, err, "tls.key")
+	assert.NotErrorIs(t, err, revisions.ErrNotReady)
+	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsKeyFile: key})
 	_, err = secretReader{dir: dir}.build(exts)
 	assert.NoError(t, err)
 }

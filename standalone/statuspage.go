@@ -48,6 +48,7 @@ code{font-size:13px}.err{color:#b00020}.state{font-weight:600}
 <h3>{{.NodeID}} <span class="state {{.State}}">{{.State}}</span></h3>
 <p>published: {{with .Published}}<code>{{short .Hash}}</code> version <code>{{.Version}}</code> from <code>{{.Revision}}</code>{{else}}nothing{{end}};
 proxies: {{.Answers.Connected}} connected, {{.Answers.Accepted}} accepted, {{.Answers.Rejected}} rejected</p>
+{{with .Waiting}}<p class="err">waiting to serve <code>{{short .Hash}}</code> from <code>{{.Revision}}</code> since {{at (timeRef .Since)}}: {{.Message}}</p>{{end}}
 <table><tr><th>revision</th><th>origin</th><th>created</th><th>published</th><th>taint</th></tr>
 {{range .History}}<tr><td><code>{{short .Hash}}</code></td><td><code>{{.Revision}}</code></td><td>{{at (timeRef .CreatedAt)}}</td><td>{{at .PublishedAt}}</td>
 <td class="err">{{if .Taint}}{{.Taint.Message}}{{end}}</td></tr>{{end}}</table>

@@ -27,6 +27,7 @@ func TestStatusPageShowsStateAndEscapesUserText(t *testing.T) {
 				{Hash: "aaaaaaaaaaaaaaaa", Revision: "main@sha1:1111", CreatedAt: now, PublishedAt: &now},
 			},
 			Answers: revisions.AnswerCounts{Connected: 1, Accepted: 1},
+			Waiting: &revisions.WaitingStatus{Hash: "cccccccccccccccc", Revision: "main@sha1:3333", Message: `secret "tls" missing`, Since: now},
 		},
 		Proxies: []xds.ProxyStatus{{Proxy: "pod-1", Stream: "sotw", ConnectedSince: now, Types: []xds.TypeStatus{
 			{
@@ -46,6 +47,7 @@ func TestStatusPageShowsStateAndEscapesUserText(t *testing.T) {
 	for _, want := range []string{
 		`<span class="state Rollback">Rollback</span>`, "aaaaaaaaaaaa", "main@sha1:2222", "pod-1",
 		"unsupported cluster type", "nodes/edge/a.yaml:3:1: bad", "2026-11-22T01:00:00Z",
+		"waiting to serve <code>cccccccccccc</code> from <code>main@sha1:3333</code>", "secret &#34;tls&#34; missing",
 	} {
 		assert.Contains(t, page, want)
 	}

@@ -80,6 +80,9 @@ func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.Sou
 	}
 	_ = tw.Flush()
 	for _, n := range nodes {
+		if wt := n.Waiting; wt != nil {
+			fmt.Fprintf(w, "\n%s waits to serve %s (commit %s) since %s: %s\n", n.NodeID, short(wt.Hash), dash(short(wt.Commit)), wt.Since.Format(time.RFC3339), wt.Message)
+		}
 		fmt.Fprintf(w, "\n%s history (newest first):\n", n.NodeID)
 		for _, r := range n.History {
 			mark := ""
