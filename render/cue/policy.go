@@ -311,10 +311,40 @@ func (p *policy) constraintText(pos token.Pos) string {
 	if c := pos.Column(); c >= 1 && c <= len(text) {
 		text = text[c-1:]
 	}
-	if i := strings.Index(text, "//"); i >= 0 {
-		text = text[:i]
+	return strings.TrimSpace(firstExpr(text))
+}
+
+// firstExpr cuts a line's text after the expression it starts with: at a
+// comment, a top-level comma, or a closing bracket the text did not open
+// (the end of an enclosing list or struct on the same line).
+func firstExpr(text string) string {
+	depth := 0
+	var quote byte
+	for i := 0; i < len(text); i++ {
+		c := text[i]
+		switch {
+		case quote != 0:
+			if c == '\\' {
+				i++
+			} else if c == quote {
+				quote = 0
+			}
+		case c == '"' || c == '\'':
+			quote = c
+		case c == '/' && strings.HasPrefix(text[i:], "//"):
+			return text[:i]
+		case c == '(' || c == '[' || c == '{':
+			depth++
+		case c == ')' || c == ']' || c == '}':
+			if depth == 0 {
+				return text[:i]
+			}
+			depth--
+		case c == ',' && depth == 0:
+			return text[:i]
+		}
 	}
-	return strings.TrimRight(strings.TrimSpace(text), ",")
+	return text
 }
 
 // rulePos picks the position of the broken rule among an error's positions

@@ -263,3 +263,19 @@ func TestPolicyConditionalOnAnotherField(t *testing.T) {
 	assert.Contains(t, got, `cluster "api" connect_timeout: 0.25s breaks policy (policy/api.cue:4:20: <=0.1)`)
 	assert.NotContains(t, got, `cluster "web"`, "the other cluster is not held to the rule")
 }
+
+func TestFirstExprCutsTheRuleText(t *testing.T) {
+	for in, want := range map[string]string{
+		`<=5`:                          `<=5`,
+		`<=5 // at most five seconds`:  `<=5 `,
+		`!="*"]`:                       `!="*"`,
+		`!="*"}]}]`:                    `!="*"`,
+		`strings.ToLower(name)`:        `strings.ToLower(name)`,
+		`"a,b" | "c]"]`:                `"a,b" | "c]"`,
+		`>=1024, name: string`:         `>=1024`,
+		`[...{x: 1}]`:                  `[...{x: 1}]`,
+		`=~"^\"[a-z]//$" // a comment`: `=~"^\"[a-z]//$" `,
+	} {
+		assert.Equal(t, want, firstExpr(in), "%s", in)
+	}
+}
