@@ -324,9 +324,10 @@ func firstExpr(text string) string {
 		c := text[i]
 		switch {
 		case quote != 0:
-			if c == '\\' {
+			switch c {
+			case '\\':
 				i++
-			} else if c == quote {
+			case quote:
 				quote = 0
 			}
 		case c == '"' || c == '\'':
