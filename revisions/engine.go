@@ -76,8 +76,8 @@ type Engine struct {
 	subs   []func(Outcome)
 }
 
-// nodeState is the engine's memory of one node ID. The store holds the same
-// record and revisions.
+// waiting is a revision chosen to be served that the Publisher could not
+// serve yet, why, since when, and whether its outcomes are reported.
 type waiting struct {
 	hash     string
 	message  string
@@ -85,6 +85,8 @@ type waiting struct {
 	announce bool
 }
 
+// nodeState is the engine's memory of one node ID. The store holds the same
+// record and revisions.
 type nodeState struct {
 	rec   NodeRecord
 	revs  map[string]*Revision
