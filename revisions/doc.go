@@ -19,4 +19,10 @@
 //
 // The xDS server reports to ObserveProxy, which only queues, so it may be
 // called from any goroutine while the server holds its own locks.
+//
+// A Publisher that refuses a publication taints the revision, except with
+// an error made by NotReady (something outside the configuration, such as
+// an external secret, does not exist yet): the revision then waits, the
+// node serves what it served and shows the wait, and Run tries again every
+// TickInterval.
 package revisions
