@@ -7,11 +7,13 @@ import (
 )
 
 // Node claims: a node ID comes from one source only. The first source to
-// render a node owns it for the life of the process; another source that
-// renders it too is refused, and the conflict is reported on both, the
-// refused source through its own sync and the owner here, from the
-// contests recorded below (which survive the owner's later syncs and go
-// away when the other source stops rendering the node).
+// render a node owns it while it renders it; another source that renders
+// it too is refused, and the conflict is reported on both, the refused
+// source through its own sync and the owner here, from the contests
+// recorded below (which survive the owner's later syncs and go away when
+// the other source stops rendering the node). When the owner stops
+// rendering the node (its configuration moved to another repository), the
+// node is released and the refused sources render again to take it over.
 
 // contestMessage is what the owner of node shows while contender also
 // renders it.
@@ -94,6 +96,25 @@ func (s *Server) contestsOf(owner string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// disown releases the nodes source owns but no longer renders and returns
+// the sources that were refused one of them, sorted, so they can claim it.
+func (s *Server) disown(source string, rendered []string) []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var contenders []string
+	for node, o := range s.owners {
+		if o != source || slices.Contains(rendered, node) {
+			continue
+		}
+		delete(s.owners, node)
+		for c := range s.contests[node] {
+			contenders = append(contenders, c)
+		}
+	}
+	slices.Sort(contenders)
+	return slices.Compact(contenders)
 }
 
 func (s *Server) loop(name string) *sourceLoop {

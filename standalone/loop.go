@@ -62,6 +62,15 @@ func (l *sourceLoop) trigger() {
 	}
 }
 
+// rerender makes the next sync render the source's content even if it did
+// not change, and starts that sync.
+func (l *sourceLoop) rerender() {
+	l.mu.Lock()
+	l.lastContent = ""
+	l.mu.Unlock()
+	l.trigger()
+}
+
 func (l *sourceLoop) attempted() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -173,6 +182,12 @@ func (l *sourceLoop) sync(ctx context.Context) {
 			continue
 		}
 		applied = append(applied, node)
+	}
+	for _, c := range l.s.disown(l.cfg.Name, nodes) {
+		if cl := l.s.loop(c); cl != nil {
+			log.Info("a node this source no longer renders is released to the source that also renders it", "to", c)
+			cl.rerender()
+		}
 	}
 	log.Info("configuration applied", "commit", origin.Commit, "nodes", applied)
 	l.mu.Lock()
