@@ -190,12 +190,13 @@ func (l *sourceLoop) sync(ctx context.Context) {
 		}
 	}
 	log.Info("configuration applied", "commit", origin.Commit, "nodes", applied)
-	l.mu.Lock()
+	lastError := strings.Join(append(problems, l.s.contestsOf(l.cfg.Name)...), "; ")
+	l.mu.Lock() // never held while taking the server's lock
 	defer l.mu.Unlock()
 	l.status.Nodes = applied
 	l.status.LastApplied = &now
 	l.status.Diagnostics = nil
-	l.status.LastError = strings.Join(append(problems, l.s.contestsOf(l.cfg.Name)...), "; ")
+	l.status.LastError = lastError
 }
 
 func (l *sourceLoop) setError(now time.Time, msg string, diags []string) {

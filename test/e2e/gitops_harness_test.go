@@ -4,9 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -23,6 +21,7 @@ import (
 	"github.com/legate-dev/legate/test/internal/backend"
 	"github.com/legate-dev/legate/test/internal/gitrepo"
 	"github.com/legate-dev/legate/test/internal/legateproc"
+	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
 // The GitOps tests' configuration: proxyless gRPC clients of node
@@ -45,71 +44,22 @@ type gitopsConfig struct {
 }
 
 func (c gitopsConfig) yaml() string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `"@type": type.googleapis.com/envoy.config.listener.v3.Listener
-name: %[1]s
-api_listener:
-  api_listener:
-    "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-    stat_prefix: greeter
-    rds:
-      route_config_name: %[2]s
-      config_source: {ads: {}, resource_api_version: V3}
-    http_filters:
-    - name: envoy.filters.http.router
-      typed_config:
-        "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
----
-"@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
-name: %[2]s
-virtual_hosts:
-- name: greeter
-  domains: ["*"]
-  routes:
-  - match: {prefix: ""}
-    route: {cluster: %[3]s}
-`, gitopsListener, gitopsRoutes, c.route)
-	for _, cl := range []struct {
-		name   string
-		port   int
-		static bool
-	}{{"a", c.portA, false}, {"b", c.portB, c.staticB}} {
-		if cl.static {
-			fmt.Fprintf(&b, `---
-"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
-name: %s
-type: STATIC
-connect_timeout: 1s
-load_assignment:
-  cluster_name: %[1]s
-  endpoints:
-  - lb_endpoints:
-    - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
-`, cl.name, cl.port)
-			continue
-		}
-		fmt.Fprintf(&b, `---
-"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
-name: %s
-type: EDS
-connect_timeout: 1s
-eds_cluster_config:
-  eds_config: {ads: {}, resource_api_version: V3}
-`, cl.name)
-		if c.invalid && cl.name == "a" {
-			b.WriteString("no_such_field: 3\n")
-		}
-		fmt.Fprintf(&b, `---
-"@type": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
-cluster_name: %s
-endpoints:
-- locality: {region: local}
-  load_balancing_weight: 1
-  lb_endpoints:
-  - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: %d}}}
-`, cl.name, cl.port)
+	a := xdsyaml.EDSCluster("a")
+	if c.invalid {
+		a = xdsyaml.WithField(a, "no_such_field", "3")
 	}
-	return b.String()
+	docs := []string{
+		xdsyaml.APIListener(gitopsListener, "greeter", gitopsRoutes),
+		xdsyaml.RouteConfiguration(gitopsRoutes, "greeter", xdsyaml.Route{Prefix: "", Cluster: c.route}),
+		a,
+		xdsyaml.Endpoints("a", c.portA),
+	}
+	if c.staticB {
+		docs = append(docs, xdsyaml.StaticCluster("b", c.portB))
+	} else {
+		docs = append(docs, xdsyaml.EDSCluster("b"), xdsyaml.Endpoints("b", c.portB))
+	}
+	return xdsyaml.Join(docs...)
 }
 
 // files is the repository content of the commit.

@@ -1,13 +1,13 @@
 package e2e
 
 import (
-	"fmt"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/test/internal/gitrepo"
+	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
 // newGitRepo creates a local Git repository on branch main for legate to
@@ -44,59 +44,23 @@ type greeterConfig struct {
 
 // files renders the configuration as the repository's files.
 func (c greeterConfig) files() map[string]string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `"@type": type.googleapis.com/envoy.config.listener.v3.Listener
-name: %s
-api_listener:
-  api_listener:
-    "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-    stat_prefix: greeter
-    rds:
-      route_config_name: greeter-routes
-      config_source:
-        ads: {}
-        resource_api_version: V3
-    http_filters:
-    - name: envoy.filters.http.router
-      typed_config:
-        "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
----
-"@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
-name: greeter-routes
-virtual_hosts:
-- name: greeter
-  domains: ["*"]
-  routes:
-  - match:
-      prefix: ""
-    route:
-      cluster: %s
-`, listenerName, c.route)
-	b.WriteString(edsCluster("backend-a", c.invalid))
-	b.WriteString(endpoints("backend-a", c.portA))
+	a := xdsyaml.EDSCluster("backend-a")
+	if c.invalid {
+		a = xdsyaml.WithField(a, "bogus_field", "3")
+	}
+	docs := []string{
+		xdsyaml.APIListener(listenerName, "greeter", "greeter-routes"),
+		xdsyaml.RouteConfiguration("greeter-routes", "greeter", xdsyaml.Route{Prefix: "", Cluster: c.route}),
+		a,
+		xdsyaml.Endpoints("backend-a", c.portA),
+	}
 	if c.staticB {
-		fmt.Fprintf(&b, `---
-"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
-name: backend-b
-type: STATIC
-connect_timeout: 1s
-load_assignment:
-  cluster_name: backend-b
-  endpoints:
-  - lb_endpoints:
-    - endpoint:
-        address:
-          socket_address:
-            address: 127.0.0.1
-            port_value: %d
-`, c.portB)
+		docs = append(docs, xdsyaml.StaticCluster("backend-b", c.portB))
 	} else {
-		b.WriteString(edsCluster("backend-b", false))
-		b.WriteString(endpoints("backend-b", c.portB))
+		docs = append(docs, xdsyaml.EDSCluster("backend-b"), xdsyaml.Endpoints("backend-b", c.portB))
 	}
 	if c.runtime {
-		b.WriteString(`---
-"@type": type.googleapis.com/envoy.service.runtime.v3.Runtime
+		docs = append(docs, `"@type": type.googleapis.com/envoy.service.runtime.v3.Runtime
 name: greeter-runtime
 layer:
   health_check:
@@ -104,44 +68,9 @@ layer:
 `)
 	}
 	return map[string]string{
-		configFile:    b.String(),
+		configFile:    xdsyaml.Join(docs...),
 		"legate.yaml": "nodeIDs: [" + nodeID + "]\n",
 	}
-}
-
-func edsCluster(name string, invalid bool) string {
-	s := fmt.Sprintf(`---
-"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
-name: %s
-type: EDS
-lb_policy: ROUND_ROBIN
-connect_timeout: 1s
-eds_cluster_config:
-  eds_config:
-    ads: {}
-    resource_api_version: V3
-`, name)
-	if invalid {
-		s += "  bogus_field: 3\n"
-	}
-	return s
-}
-
-func endpoints(name string, port int) string {
-	return fmt.Sprintf(`---
-"@type": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
-cluster_name: %s
-endpoints:
-- locality:
-    region: local
-  load_balancing_weight: 1
-  lb_endpoints:
-  - endpoint:
-      address:
-        socket_address:
-          address: 127.0.0.1
-          port_value: %d
-`, name, port)
 }
 
 // lineOf returns the 1-based line of the first line of content holding

@@ -2,7 +2,8 @@ package main
 
 import (
 	"fmt"
-	"strings"
+
+	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
 // The benchmark's configuration: grpc-go clients of node benchNode dial
@@ -21,70 +22,23 @@ const (
 // new revision) that changes one route of the route configuration, as a
 // typical routing change does.
 func configFiles(routes, gen, port int) map[string]string {
-	var b strings.Builder
-	fmt.Fprintf(&b, `"@type": type.googleapis.com/envoy.config.listener.v3.Listener
-name: %s
-api_listener:
-  api_listener:
-    "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-    stat_prefix: bench
-    rds:
-      route_config_name: %s
-      config_source:
-        ads: {}
-        resource_api_version: V3
-    http_filters:
-    - name: envoy.filters.http.router
-      typed_config:
-        "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
----
-"@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
-name: %s
-virtual_hosts:
-- name: bench
-  domains: ["*"]
-  routes:
-`, benchListener, benchRoutes, benchRoutes)
+	rs := make([]xdsyaml.Route, 0, routes)
 	for i := range routes - 1 {
-		fmt.Fprintf(&b, `  - name: svc-%04d
-    match:
-      prefix: /bench.Svc%04d/
-    route:
-      cluster: %s
-`, i, i, benchCluster)
+		rs = append(rs, xdsyaml.Route{
+			Name:    fmt.Sprintf("svc-%04d", i),
+			Prefix:  fmt.Sprintf("/bench.Svc%04d/", i),
+			Cluster: benchCluster,
+		})
 	}
 	// The last route catches everything else.
-	fmt.Fprintf(&b, `  - name: default-gen-%d
-    match:
-      prefix: ""
-    route:
-      cluster: %s
----
-"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
-name: %s
-type: EDS
-connect_timeout: 1s
-eds_cluster_config:
-  eds_config:
-    ads: {}
-    resource_api_version: V3
----
-"@type": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
-cluster_name: %s
-endpoints:
-# grpc-go ignores localities without a weight.
-- locality:
-    region: local
-  load_balancing_weight: 1
-  lb_endpoints:
-  - endpoint:
-      address:
-        socket_address:
-          address: 127.0.0.1
-          port_value: %d
-`, gen, benchCluster, benchCluster, benchCluster, port)
+	rs = append(rs, xdsyaml.Route{Name: fmt.Sprintf("default-gen-%d", gen), Prefix: "", Cluster: benchCluster})
 	return map[string]string{
-		benchFile:     b.String(),
+		benchFile: xdsyaml.Join(
+			xdsyaml.APIListener(benchListener, "bench", benchRoutes),
+			xdsyaml.RouteConfiguration(benchRoutes, "bench", rs...),
+			xdsyaml.EDSCluster(benchCluster),
+			xdsyaml.Endpoints(benchCluster, port),
+		),
 		"legate.yaml": "nodeIDs: [" + benchNode + "]\n",
 	}
 }

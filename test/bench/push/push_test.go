@@ -33,6 +33,7 @@ import (
 	"github.com/legate-dev/legate/standalone"
 	"github.com/legate-dev/legate/test/gitea"
 	"github.com/legate-dev/legate/test/internal/gitrepo"
+	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
 const (
@@ -209,42 +210,12 @@ func (w *worktree) push(remote string) { w.Git("push", "-q", remote, "main") }
 
 // config is a listener → route (prefix p) → EDS cluster configuration.
 func config(p string) string {
-	return fmt.Sprintf(`"@type": type.googleapis.com/envoy.config.listener.v3.Listener
-name: bench
-api_listener:
-  api_listener:
-    "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-    stat_prefix: bench
-    rds:
-      route_config_name: %[1]s
-      config_source: {ads: {}, resource_api_version: V3}
-    http_filters:
-    - name: envoy.filters.http.router
-      typed_config:
-        "@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router
----
-"@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
-name: %[1]s
-virtual_hosts:
-- name: bench
-  domains: ["*"]
-  routes:
-  - match: {prefix: "%[2]s"}
-    route: {cluster: backend}
----
-"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
-name: backend
-type: EDS
-connect_timeout: 1s
-eds_cluster_config:
-  eds_config: {ads: {}, resource_api_version: V3}
----
-"@type": type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment
-cluster_name: backend
-endpoints:
-- lb_endpoints:
-  - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8081}}}
-`, routesName, p)
+	return xdsyaml.Join(
+		xdsyaml.APIListener("bench", "bench", routesName),
+		xdsyaml.RouteConfiguration(routesName, "bench", xdsyaml.Route{Prefix: p, Cluster: "backend"}),
+		xdsyaml.EDSCluster("backend"),
+		xdsyaml.Endpoints("backend", 8081),
+	)
 }
 
 // ackClient is an ADS stream of the node subscribed to the route
