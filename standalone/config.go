@@ -30,6 +30,9 @@ type Config struct {
 	DefaultNode string `json:"node,omitempty"`
 	// XDSAddr is where the ADS server listens (default ":18000").
 	XDSAddr string `json:"xdsAddr,omitempty"`
+	// XDSTLS, when set, serves xDS over TLS, or over mutual TLS with
+	// node binding when it names a client CA.
+	XDSTLS *XDSTLSConfig `json:"xdsTLS,omitempty"`
 	// HTTPAddr is where health, metrics, the status API and the push
 	// webhooks listen (default ":8080").
 	HTTPAddr string `json:"httpAddr,omitempty"`

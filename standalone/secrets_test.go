@@ -35,23 +35,42 @@ import (
 // selfSigned returns a fresh self-signed certificate and its key, in PEM.
 func selfSigned(t *testing.T, cn string) (crt, key []byte) {
 	t.Helper()
+	c := issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: cn}, DNSNames: []string{cn}}, nil)
+	return c.certPEM, c.keyPEM
+}
+
+// testCert is a certificate made for a test, with its key, in PEM too.
+type testCert struct {
+	cert            *x509.Certificate
+	key             *ecdsa.PrivateKey
+	certPEM, keyPEM []byte
+}
+
+// issue signs tmpl with parent, or self-signs it when parent is nil. The
+// serial number, key and validity are filled in.
+func issue(t *testing.T, tmpl *x509.Certificate, parent *testCert) testCert {
+	t.Helper()
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	require.NoError(t, err)
-	serial, err := rand.Int(rand.Reader, big.NewInt(1<<62))
+	tmpl.SerialNumber, err = rand.Int(rand.Reader, big.NewInt(1<<62))
 	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: serial,
-		Subject:      pkix.Name{CommonName: cn},
-		DNSNames:     []string{cn},
-		NotBefore:    time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
-		NotAfter:     time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC),
+	tmpl.NotBefore = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	tmpl.NotAfter = time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC)
+	signer, signerKey := tmpl, priv
+	if parent != nil {
+		signer, signerKey = parent.cert, parent.key
 	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &priv.PublicKey, signerKey)
+	require.NoError(t, err)
+	cert, err := x509.ParseCertificate(der)
 	require.NoError(t, err)
 	kder, err := x509.MarshalPKCS8PrivateKey(priv)
 	require.NoError(t, err)
-	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder})
+	return testCert{
+		cert: cert, key: priv,
+		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
+	}
 }
 
 // writeSecret writes files into <dir>/<ref>/.

@@ -17,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
@@ -122,12 +123,23 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if s.store, err = boltstore.Open(filepath.Join(cfg.StateDir, "store")); err != nil {
 		return nil, err
 	}
-	s.xds, err = xds.New(xds.Options{
+	xopts := xds.Options{
 		Registerer: reg,
 		Log:        log.WithName("xds"),
 		Observer:   xds.ObserverFunc(s.observe),
-	})
-	if err != nil {
+	}
+	var grpcOpts []grpc.ServerOption
+	if cfg.XDSTLS != nil {
+		t, err := newXDSTLS(*cfg.XDSTLS)
+		if err != nil {
+			return nil, err
+		}
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(t.serverConfig())))
+		if cfg.XDSTLS.ClientCAFile != "" {
+			xopts.Authorizer = nodeBinding
+		}
+	}
+	if s.xds, err = xds.New(xopts); err != nil {
 		return nil, err
 	}
 	s.secrets = newSecretHome(cfg.SecretsDir, s.xds.SetSnapshot, log.WithName("secrets"))
@@ -181,7 +193,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
 		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
-	s.grpc = s.xds.NewGRPCServer()
+	s.grpc = s.xds.NewGRPCServer(grpcOpts...)
 	s.http = &http.Server{Handler: s.handler(reg, secrets), ReadHeaderTimeout: 10 * time.Second}
 	return s, nil
 }

@@ -43,6 +43,7 @@ func (c Config) Validate() error {
 		}
 		errs = append(errs, s.validate(where)...)
 	}
+	errs = append(errs, c.XDSTLS.validate()...)
 	if c.History < 0 {
 		add("history", "must be at least 1, got %d", c.History)
 	}

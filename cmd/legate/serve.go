@@ -39,6 +39,9 @@ type serveFlags struct {
 	hookSecretFile []string
 	hookSecretEnv  []string
 	secretsDir     string
+	xdsTLSCert     string
+	xdsTLSKey      string
+	xdsClientCA    string
 }
 
 func newServeCommand() *cobra.Command {
@@ -93,6 +96,9 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.publicURL, "public-url", "", "address people reach --http-addr at; commit statuses link to <public-url>/api/v1/nodes/<node>")
 	fl.StringArrayVar(&f.hookSecretFile, "webhook-secret-file", nil, "PROVIDER=FILE: the push webhook secret of gitea, github, gitlab or generic, read from FILE (repeatable)")
 	fl.StringVar(&f.secretsDir, "secrets-dir", "", "directory of the key material of the secrets configurations refer to: <dir>/<ref>/tls.crt, tls.key, ca.crt or the opaque key")
+	fl.StringVar(&f.xdsTLSCert, "xds-tls-cert", "", "serve xDS over TLS with this certificate chain (PEM; reloaded when it changes)")
+	fl.StringVar(&f.xdsTLSKey, "xds-tls-key", "", "the private key of --xds-tls-cert (PEM)")
+	fl.StringVar(&f.xdsClientCA, "xds-client-ca", "", "require client certificates signed by this CA (PEM) and let each fetch only the node IDs it names (DNS name, URI or common name)")
 	fl.StringArrayVar(&f.hookSecretEnv, "webhook-secret-env", nil, "PROVIDER=VAR: the push webhook secret of gitea, github, gitlab or generic, read from the environment variable VAR (repeatable)")
 }
 
@@ -159,6 +165,20 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	}
 	if set("secrets-dir") {
 		cfg.SecretsDir = f.secretsDir
+	}
+	if fl.Changed("xds-tls-cert") || fl.Changed("xds-tls-key") || fl.Changed("xds-client-ca") {
+		if cfg.XDSTLS == nil {
+			cfg.XDSTLS = &standalone.XDSTLSConfig{}
+		}
+		for name, v := range map[string]struct{ dst, src *string }{
+			"xds-tls-cert":  {&cfg.XDSTLS.CertFile, &f.xdsTLSCert},
+			"xds-tls-key":   {&cfg.XDSTLS.KeyFile, &f.xdsTLSKey},
+			"xds-client-ca": {&cfg.XDSTLS.ClientCAFile, &f.xdsClientCA},
+		} {
+			if fl.Changed(name) {
+				*v.dst = *v.src
+			}
+		}
 	}
 	return cfg, cfg.Validate()
 }

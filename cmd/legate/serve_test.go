@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/standalone"
 )
 
 func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "legate.yaml")
-	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: from-file\n  git: {url: /srv/cfg}\nhttpAddr: 127.0.0.1:9000\nsecretsDir: /srv/from-file\n"), 0o600))
+	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: from-file\n  git: {url: /srv/cfg}\nhttpAddr: 127.0.0.1:9000\nsecretsDir: /srv/from-file\nxdsTLS: {certFile: /tls/file.crt, keyFile: /tls/file.key}\n"), 0o600))
 
 	var f serveFlags
 	fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
@@ -27,6 +28,8 @@ func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 		"--webhook-secret-env", "github=HOOK",
 		"--public-url", "https://legate.example",
 		"--secrets-dir", "/run/legate-secrets",
+		"--xds-tls-cert", "/tls/flag.crt",
+		"--xds-client-ca", "/tls/ca.crt",
 	}))
 	cfg, err := f.config(fl)
 	require.NoError(t, err)
@@ -39,6 +42,8 @@ func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 	assert.Equal(t, "https://legate.example", cfg.PublicURL)
 	assert.Equal(t, "/run/legate-secrets", cfg.SecretsDir, "the flag wins over the file")
 	assert.Equal(t, "127.0.0.1:9000", cfg.HTTPAddr, "an unset flag keeps the file's value")
+	require.NotNil(t, cfg.XDSTLS)
+	assert.Equal(t, standalone.XDSTLSConfig{CertFile: "/tls/flag.crt", KeyFile: "/tls/file.key", ClientCAFile: "/tls/ca.crt"}, *cfg.XDSTLS)
 }
 
 func TestServeFlagErrors(t *testing.T) {
@@ -47,6 +52,7 @@ func TestServeFlagErrors(t *testing.T) {
 		{"--source", "name=a,git=/r", "--webhook-secret-file", "bitbucket=/f"},
 		{"--source", "name=a,git=/r", "--webhook-secret-env", "gitea"},
 		{"--git-ref", "main"},
+		{"--source", "name=a,git=/r", "--xds-client-ca", "/ca.crt"},
 	} {
 		var f serveFlags
 		fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)

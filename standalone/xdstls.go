@@ -1,0 +1,184 @@
+package standalone
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+)
+
+// XDSTLSConfig serves xDS over TLS. With ClientCAFile it is mutual TLS:
+// every proxy presents a certificate signed by that CA, and a certificate
+// may fetch only the node IDs it names (see nodeBinding).
+type XDSTLSConfig struct {
+	// CertFile and KeyFile are the server's certificate chain and key
+	// (PEM). They are read again when they change, so a renewed
+	// certificate is served without a restart.
+	CertFile string `json:"certFile"`
+	KeyFile  string `json:"keyFile"`
+	// ClientCAFile, when set, holds the CA certificates (PEM) that sign
+	// the proxies' client certificates; a stream without one is refused.
+	ClientCAFile string `json:"clientCAFile,omitempty"`
+}
+
+func (c *XDSTLSConfig) validate() []error {
+	if c == nil {
+		return nil
+	}
+	var errs []error
+	if c.CertFile == "" {
+		errs = append(errs, errors.New("xdsTLS.certFile: required (--xds-tls-cert)"))
+	}
+	if c.KeyFile == "" {
+		errs = append(errs, errors.New("xdsTLS.keyFile: required (--xds-tls-key)"))
+	}
+	return errs
+}
+
+// xdsTLS builds the server's TLS configuration from files, reading the
+// key pair and the client CA again whenever a file's modification time
+// or size changes.
+type xdsTLS struct {
+	cfg XDSTLSConfig
+
+	mu     sync.Mutex
+	stamps [3]fileStamp
+	cert   *tls.Certificate
+	pool   *x509.CertPool
+}
+
+type fileStamp struct {
+	size  int64
+	mtime int64
+}
+
+func stampOf(path string) (fileStamp, error) {
+	if path == "" {
+		return fileStamp{}, nil
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileStamp{}, err
+	}
+	return fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}, nil
+}
+
+// newXDSTLS loads the files once, so that a wrong path or a broken PEM
+// file stops the start with a clear error.
+func newXDSTLS(cfg XDSTLSConfig) (*xdsTLS, error) {
+	t := &xdsTLS{cfg: cfg}
+	if _, _, err := t.current(); err != nil {
+		return nil, err
+	}
+	return t, nil
+}
+
+// current returns the key pair and client CA pool, reloaded if a file
+// changed. A reload that fails keeps the last good ones and returns the
+// error only when there are none.
+func (t *xdsTLS) current() (*tls.Certificate, *x509.CertPool, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var now [3]fileStamp
+	for i, p := range []string{t.cfg.CertFile, t.cfg.KeyFile, t.cfg.ClientCAFile} {
+		s, err := stampOf(p)
+		if err != nil {
+			if t.cert != nil {
+				return t.cert, t.pool, nil
+			}
+			return nil, nil, fmt.Errorf("xDS TLS: %w", err)
+		}
+		now[i] = s
+	}
+	if t.cert != nil && now == t.stamps {
+		return t.cert, t.pool, nil
+	}
+	cert, pool, err := t.load()
+	if err != nil {
+		if t.cert != nil {
+			return t.cert, t.pool, nil
+		}
+		return nil, nil, err
+	}
+	t.cert, t.pool, t.stamps = cert, pool, now
+	return cert, pool, nil
+}
+
+func (t *xdsTLS) load() (*tls.Certificate, *x509.CertPool, error) {
+	cert, err := tls.LoadX509KeyPair(t.cfg.CertFile, t.cfg.KeyFile)
+	if err != nil {
+		// The error names the files; it never holds their content.
+		return nil, nil, fmt.Errorf("xDS TLS: load the key pair %s and %s: %w", t.cfg.CertFile, t.cfg.KeyFile, err)
+	}
+	if t.cfg.ClientCAFile == "" {
+		return &cert, nil, nil
+	}
+	pem, err := os.ReadFile(t.cfg.ClientCAFile)
+	if err != nil {
+		return nil, nil, fmt.Errorf("xDS TLS: read the client CA: %w", err)
+	}
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, nil, fmt.Errorf("xDS TLS: %s holds no PEM certificate", t.cfg.ClientCAFile)
+	}
+	return &cert, pool, nil
+}
+
+// serverConfig is the tls.Config of the gRPC server: every handshake takes
+// the current files.
+func (t *xdsTLS) serverConfig() *tls.Config {
+	return &tls.Config{
+		MinVersion: tls.VersionTLS12,
+		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
+			cert, pool, err := t.current()
+			if err != nil {
+				return nil, err
+			}
+			c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert}, NextProtos: []string{"h2"}}
+			if pool != nil {
+				c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, pool
+			}
+			return c, nil
+		},
+	}
+}
+
+// nodeBinding is the xDS Authorizer of mutual TLS: a client certificate may
+// act as node ID n when n is one of its DNS names, one of its URIs (a
+// SPIFFE ID, for example) or its subject common name. The certificate was
+// verified against the client CA during the handshake.
+func nodeBinding(ctx context.Context, node string) error {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return errors.New("no peer on the stream")
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.PeerCertificates) == 0 {
+		return errors.New("the stream presented no client certificate")
+	}
+	leaf := info.State.PeerCertificates[0]
+	if slices.Contains(certIdentities(leaf), node) {
+		return nil
+	}
+	return fmt.Errorf("the client certificate (subject %q) does not name this node ID in its DNS names, URIs or common name", leaf.Subject.CommonName)
+}
+
+// certIdentities lists the names a certificate binds: its DNS names, its
+// URIs and its subject common name.
+func certIdentities(c *x509.Certificate) []string {
+	ids := slices.Clone(c.DNSNames)
+	for _, u := range c.URIs {
+		ids = append(ids, u.String())
+	}
+	if c.Subject.CommonName != "" {
+		ids = append(ids, c.Subject.CommonName)
+	}
+	return ids
+}
