@@ -46,6 +46,8 @@ type legateOptions struct {
 	threshold float64
 	// answerTimeout is --answer-timeout; 0 leaves the default (30s).
 	answerTimeout time.Duration
+	// args are more flags of legate serve.
+	args []string
 }
 
 // serveRepo runs legate serve on repo with a fresh state directory and
@@ -69,6 +71,7 @@ func serveRepo(t *testing.T, repo *gitrepo.Repo, opts legateOptions) *legate {
 	if opts.answerTimeout != 0 {
 		l.args = append(l.args, "--answer-timeout", opts.answerTimeout.String())
 	}
+	l.args = append(l.args, opts.args...)
 	t.Cleanup(func() {
 		l.kill()
 		if t.Failed() {

@@ -6,6 +6,8 @@ package xdsclient
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"path/filepath"
 
 	"google.golang.org/grpc/resolver"
 	"google.golang.org/grpc/xds" // registers the xds:/// resolver and balancers
@@ -20,14 +22,42 @@ type Bootstrap struct {
 	NodeID string
 	// Metadata is sent as node.metadata (for example pod_name).
 	Metadata map[string]any
-	// TLS, when set, makes the client use mTLS to the server with these
-	// PEM files instead of insecure credentials.
+	// TLS, when set, makes the client speak TLS to the server (grpc-go's
+	// "tls" channel credentials) instead of plaintext.
 	TLS *TLSFiles
 }
 
-// TLSFiles are the PEM files of an mTLS client.
+// TLSFiles are the PEM files of a TLS client, watched by grpc-go's
+// file_watcher certificate provider.
 type TLSFiles struct {
-	CAFile, CertFile, KeyFile string
+	// CAFile holds the CA certificates that sign the server's certificate;
+	// empty trusts the system's roots.
+	CAFile string
+	// CertFile and KeyFile are the client certificate and its key for
+	// mutual TLS; both empty presents no client certificate. grpc-go
+	// requires them to be in one directory.
+	CertFile, KeyFile string
+}
+
+// config is the "config" object of grpc-go's "tls" channel credentials.
+func (f TLSFiles) config() (map[string]string, error) {
+	if (f.CertFile == "") != (f.KeyFile == "") {
+		return nil, errors.New("bootstrap: TLS needs both CertFile and KeyFile, or neither")
+	}
+	if f.CertFile != "" && filepath.Dir(f.CertFile) != filepath.Dir(f.KeyFile) {
+		return nil, fmt.Errorf("bootstrap: put the TLS CertFile %s and KeyFile %s in one directory, as grpc-go requires", f.CertFile, f.KeyFile)
+	}
+	cfg := map[string]string{}
+	for key, path := range map[string]string{
+		"ca_certificate_file": f.CAFile,
+		"certificate_file":    f.CertFile,
+		"private_key_file":    f.KeyFile,
+	} {
+		if path != "" {
+			cfg[key] = path
+		}
+	}
+	return cfg, nil
 }
 
 // JSON renders the bootstrap in grpc-go's format: one ADS server speaking
@@ -41,11 +71,11 @@ func (b Bootstrap) JSON() ([]byte, error) {
 	}
 	creds := []map[string]any{{"type": "insecure"}}
 	if b.TLS != nil {
-		creds = []map[string]any{{"type": "tls", "config": map[string]string{
-			"ca_certificate_file": b.TLS.CAFile,
-			"certificate_file":    b.TLS.CertFile,
-			"private_key_file":    b.TLS.KeyFile,
-		}}}
+		cfg, err := b.TLS.config()
+		if err != nil {
+			return nil, err
+		}
+		creds = []map[string]any{{"type": "tls", "config": cfg}}
 	}
 	node := map[string]any{"id": b.NodeID}
 	if len(b.Metadata) > 0 {
