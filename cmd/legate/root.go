@@ -18,6 +18,6 @@ proxies reject it.`,
 	}
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(newVersionCommand(), newServeCommand(), newStatusCommand(),
-		newValidateCommand(), newSchemaCommand(), newUntaintCommand())
+		newValidateCommand(), newSchemaCommand(), newUntaintCommand(), newPKICommand())
 	return root
 }

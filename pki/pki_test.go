@@ -1,0 +1,117 @@
+package pki
+
+import (
+	"crypto/tls"
+	"crypto/x509"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+var now = time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+
+func newTestCA(t *testing.T) (*CA, Issued) {
+	t.Helper()
+	ca, iss, err := NewCA("legate test CA", DefaultCAValidity, now)
+	require.NoError(t, err)
+	return ca, iss
+}
+
+// verify checks c against the CA for usage at now.
+func verify(t *testing.T, ca *CA, c *x509.Certificate, usage x509.ExtKeyUsage) error {
+	t.Helper()
+	roots := x509.NewCertPool()
+	require.True(t, roots.AppendCertsFromPEM(ca.CertPEM()))
+	_, err := c.Verify(x509.VerifyOptions{Roots: roots, CurrentTime: now, KeyUsages: []x509.ExtKeyUsage{usage}})
+	return err
+}
+
+func TestCAIssuesServerAndNodeCertificates(t *testing.T) {
+	ca, caIss := newTestCA(t)
+	assert.True(t, caIss.Cert.IsCA)
+	assert.Equal(t, now.Add(DefaultCAValidity), caIss.Cert.NotAfter)
+
+	srv, err := ca.IssueServer([]string{"legate.example", "127.0.0.1", "::1"}, DefaultLeafValidity, now)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"legate.example"}, srv.Cert.DNSNames)
+	require.Len(t, srv.Cert.IPAddresses, 2)
+	assert.True(t, srv.Cert.IPAddresses[0].Equal(net.IPv4(127, 0, 0, 1)))
+	require.NoError(t, verify(t, ca, srv.Cert, x509.ExtKeyUsageServerAuth))
+	require.NoError(t, srv.Cert.VerifyHostname("127.0.0.1"))
+	assert.Error(t, verify(t, ca, srv.Cert, x509.ExtKeyUsageClientAuth), "a server certificate is no client certificate")
+
+	node, err := ca.IssueNode([]string{"edge", "edge-canary"}, DefaultLeafValidity, now)
+	require.NoError(t, err)
+	assert.Equal(t, "edge", node.Cert.Subject.CommonName)
+	assert.Equal(t, []string{"edge", "edge-canary"}, node.Cert.DNSNames)
+	assert.Equal(t, now.Add(DefaultLeafValidity), node.Cert.NotAfter)
+	assert.True(t, node.Cert.NotBefore.Before(now), "backdated for clocks a little behind")
+	require.NoError(t, verify(t, ca, node.Cert, x509.ExtKeyUsageClientAuth))
+	assert.Error(t, verify(t, ca, node.Cert, x509.ExtKeyUsageServerAuth), "a proxy certificate cannot serve")
+
+	_, err = tls.X509KeyPair(node.CertPEM, node.KeyPEM)
+	require.NoError(t, err, "the PEM pair loads as a TLS key pair")
+	assert.NotEqual(t, srv.Cert.SerialNumber, node.Cert.SerialNumber)
+}
+
+func TestLoadCARoundTrip(t *testing.T) {
+	ca, iss := newTestCA(t)
+	loaded, err := LoadCA(iss.CertPEM, iss.KeyPEM)
+	require.NoError(t, err)
+	node, err := loaded.IssueNode([]string{"edge"}, time.Hour, now)
+	require.NoError(t, err)
+	require.NoError(t, verify(t, ca, node.Cert, x509.ExtKeyUsageClientAuth), "the loaded CA signs as the original")
+
+	_, other := newTestCA(t)
+	leaf, err := ca.IssueNode([]string{"edge"}, time.Hour, now)
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		cert, key []byte
+		want      string
+	}{
+		"key of another CA":  {iss.CertPEM, other.KeyPEM, "does not belong to certificate"},
+		"leaf as CA":         {leaf.CertPEM, leaf.KeyPEM, "is not a CA"},
+		"not PEM":            {[]byte("hello"), iss.KeyPEM, "not a PEM CERTIFICATE"},
+		"key is not PEM":     {iss.CertPEM, []byte("hello"), "the CA key is not PEM"},
+		"key is certificate": {iss.CertPEM, iss.CertPEM, "not a PKCS #8 private key"},
+	} {
+		_, err := LoadCA(tc.cert, tc.key)
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), tc.want, name)
+		assert.NotContains(t, err.Error(), "PRIVATE KEY", "%s: no key material in errors", name)
+	}
+}
+
+func TestIssueErrors(t *testing.T) {
+	ca, _ := newTestCA(t)
+	for name, tc := range map[string]struct {
+		issue func() error
+		want  string
+	}{
+		"no node":         {func() error { _, err := ca.IssueNode(nil, time.Hour, now); return err }, "at least one node ID"},
+		"space in a node": {func() error { _, err := ca.IssueNode([]string{"edge 1"}, time.Hour, now); return err }, `node ID "edge 1": must be printable ASCII`},
+		"no host":         {func() error { _, err := ca.IssueServer(nil, time.Hour, now); return err }, "at least one host"},
+		"zero validity":   {func() error { _, err := ca.IssueNode([]string{"edge"}, 0, now); return err }, "validity must be positive"},
+		"outlives the CA": {func() error { _, err := ca.IssueNode([]string{"edge"}, 2*DefaultCAValidity, now); return err }, "would outlive its CA"},
+	} {
+		err := tc.issue()
+		require.Error(t, err, name)
+		assert.Contains(t, err.Error(), tc.want, name)
+	}
+	_, _, err := NewCA("", time.Hour, now)
+	assert.ErrorContains(t, err, "needs a name")
+}
+
+func TestLongNodeIDHasNoCommonName(t *testing.T) {
+	ca, _ := newTestCA(t)
+	id := "sidecar~10.0.0.1~" + strings.Repeat("p", 60) + ".prod~prod.svc.cluster.local"
+	node, err := ca.IssueNode([]string{id}, time.Hour, now)
+	require.NoError(t, err)
+	assert.Empty(t, node.Cert.Subject.CommonName, "a common name holds at most 64 characters")
+	assert.Equal(t, []string{id}, node.Cert.DNSNames)
+	assert.Contains(t, Describe(node.Cert), id)
+}
