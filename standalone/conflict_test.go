@@ -1,7 +1,6 @@
 package standalone
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,21 +17,14 @@ import (
 func TestNodeClaimedByTwoSources(t *testing.T) {
 	one, two := newLocalRepo(t), newLocalRepo(t)
 	commits := map[string]string{"one": one.commit("a"), "two": two.commit("b")}
-	s, err := New(Config{
-		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), DefaultNode: "shared",
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "shared",
 		Sources: []SourceConfig{
 			{Name: "one", Git: &GitSource{URL: one.dir}, Interval: Duration{time.Hour}},
 			{Name: "two", Git: &GitSource{URL: two.dir}, Interval: Duration{time.Hour}},
 		},
 	}, Options{})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runServer(t, s)
 	errs := func() map[string]string {
 		out := map[string]string{}
 		for _, st := range s.Sources() {
@@ -67,21 +59,14 @@ func TestNodeClaimedByTwoSources(t *testing.T) {
 func TestNodeMovesToTheOtherSource(t *testing.T) {
 	repos := map[string]*localRepo{"one": newLocalRepo(t), "two": newLocalRepo(t)}
 	commits := map[string]string{"one": repos["one"].commit("a"), "two": repos["two"].commit("b")}
-	s, err := New(Config{
-		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), DefaultNode: "shared",
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "shared",
 		Sources: []SourceConfig{
 			{Name: "one", Git: &GitSource{URL: repos["one"].dir}, Interval: Duration{time.Hour}},
 			{Name: "two", Git: &GitSource{URL: repos["two"].dir}, Interval: Duration{time.Hour}},
 		},
 	}, Options{})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runServer(t, s)
 	errs := func() map[string]string {
 		out := map[string]string{}
 		for _, st := range s.Sources() {

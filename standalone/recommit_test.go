@@ -1,7 +1,6 @@
 package standalone
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -19,20 +18,13 @@ import (
 func TestCommitOutsideThePathMovesTheRevision(t *testing.T) {
 	repo := newLocalRepo(t)
 	first := repo.commit("a")
-	s, err := New(Config{
-		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), DefaultNode: "n",
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "n",
 		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
 	}, Options{})
-	require.NoError(t, err)
 	outcomes := make(chan revisions.Outcome, 16)
 	s.engine.Subscribe(func(o revisions.Outcome) { outcomes <- o })
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runServer(t, s)
 	published := func() string {
 		n, ok := s.engine.Node("n")
 		if !ok || n.Published == nil {

@@ -63,20 +63,13 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	writeSecret(t, secrets, "edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
 
 	var logs syncBuffer
-	s, err := New(Config{
-		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), SecretsDir: secrets,
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), SecretsDir: secrets,
 		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
 	}, Options{Log: logr.FromSlogHandler(slog.NewTextHandler(&logs, nil))})
-	require.NoError(t, err)
 	ticks := make(chan time.Time)
 	s.secretTicks = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runServer(t, s)
 	require.Eventually(t, func() bool {
 		n, ok := s.engine.Node("edge")
 		return ok && n.Published != nil

@@ -38,6 +38,29 @@ func newLocalRepo(t *testing.T) *localRepo {
 	return r
 }
 
+// newServer makes a server of cfg whose listeners are on loopback ports
+// of their own.
+func newServer(t *testing.T, cfg Config, opts Options) *Server {
+	t.Helper()
+	cfg.XDSAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
+	s, err := New(cfg, opts)
+	require.NoError(t, err)
+	return s
+}
+
+// runServer runs s until the test ends, and then checks it stopped
+// cleanly.
+func runServer(t *testing.T, s *Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+}
+
 func (r *localRepo) git(args ...string) string {
 	r.t.Helper()
 	cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@legate.invalid", "-c", "commit.gpgsign=false"}, args...)...)
@@ -65,19 +88,12 @@ func TestWebhookTriggersTheWatchedSource(t *testing.T) {
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte("generic-secret-123\n"), 0o600))
 
-	s, err := New(Config{
-		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), DefaultNode: "n",
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "n",
 		Sources:  []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
 		Webhooks: WebhookConfig{Generic: sources.Secret{File: secretFile}},
 	}, Options{})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runServer(t, s)
 	commit := func() string { return s.Sources()[0].Commit }
 	require.Eventually(t, func() bool { return commit() == first }, 30*time.Second, 10*time.Millisecond)
 

@@ -81,18 +81,11 @@ func startTLSServer(t *testing.T, tlsCfg *XDSTLSConfig) *Server {
 	t.Helper()
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s, err := New(Config{
-		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), DefaultNode: "edge", XDSTLS: tlsCfg,
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "edge", XDSTLS: tlsCfg,
 		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
 	}, Options{})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
+	runServer(t, s)
 	require.Eventually(t, func() bool {
 		n, ok := s.engine.Node("edge")
 		return ok && n.Published != nil

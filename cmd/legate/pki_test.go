@@ -8,20 +8,26 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/spf13/cobra"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
-// runLegate runs the root command with args and returns its output.
-func runLegate(t *testing.T, args ...string) (string, error) {
+// execute runs cmd with args and returns what it printed.
+func execute(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 	t.Helper()
-	cmd := newRootCommand()
 	var out bytes.Buffer
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs(args)
 	err := cmd.Execute()
 	return out.String(), err
+}
+
+// runLegate runs the root command with args.
+func runLegate(t *testing.T, args ...string) (string, error) {
+	t.Helper()
+	return execute(t, newRootCommand(), args...)
 }
 
 // TestPKIInitAndIssueMakeAWorkingMutualTLSPair makes a CA, the server's and

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"testing"
 
 	"cuelang.org/go/cue"
@@ -12,13 +11,7 @@ import (
 
 func runSchema(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	cmd := newSchemaCommand()
-	var out bytes.Buffer
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return execute(t, newSchemaCommand(), args...)
 }
 
 func TestSchemaCommandPrintsCompilableCUE(t *testing.T) {

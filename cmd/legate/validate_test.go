@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -13,13 +12,7 @@ import (
 
 func runValidate(t *testing.T, args ...string) (string, error) {
 	t.Helper()
-	var out bytes.Buffer
-	cmd := newValidateCommand()
-	cmd.SetOut(&out)
-	cmd.SetErr(&out)
-	cmd.SetArgs(args)
-	err := cmd.Execute()
-	return out.String(), err
+	return execute(t, newValidateCommand(), args...)
 }
 
 func TestValidateQuickstart(t *testing.T) {
