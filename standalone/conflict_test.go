@@ -11,45 +11,64 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
+// contest is a server following two repositories, "one" and "two", that
+// both render node "shared", once one of them serves it.
+type contest struct {
+	s       *Server
+	repos   map[string]*localRepo
+	commits map[string]string
+	// owner serves the node; other was refused it.
+	owner, other string
+}
+
+func newContest(t *testing.T) *contest {
+	t.Helper()
+	c := &contest{repos: map[string]*localRepo{"one": newLocalRepo(t), "two": newLocalRepo(t)}}
+	c.commits = map[string]string{"one": c.repos["one"].commit("a"), "two": c.repos["two"].commit("b")}
+	c.s = newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "shared",
+		Sources: []SourceConfig{
+			{Name: "one", Git: &GitSource{URL: c.repos["one"].dir}, Interval: Duration{time.Hour}},
+			{Name: "two", Git: &GitSource{URL: c.repos["two"].dir}, Interval: Duration{time.Hour}},
+		},
+	}, Options{})
+	runServer(t, c.s)
+	require.Eventually(t, func() bool {
+		n, ok := c.s.engine.Node("shared")
+		if !ok || n.Published == nil {
+			return false
+		}
+		c.owner = n.Published.Source
+		c.other = map[string]string{"one": "two", "two": "one"}[c.owner]
+		return strings.Contains(c.errs()[c.other], `node "shared" is already rendered by source "`+c.owner+`"`)
+	}, 30*time.Second, 10*time.Millisecond, "the refused source reports the conflict: %v", c.errs())
+	return c
+}
+
+// errs is every source's last error by name.
+func (c *contest) errs() map[string]string {
+	out := map[string]string{}
+	for _, st := range c.s.Sources() {
+		out[st.Name] = st.LastError
+	}
+	return out
+}
+
 // TestNodeClaimedByTwoSources checks that a node ID rendered by two
 // sources is served from one and reported as an error on both, whatever
 // source claimed it first.
 func TestNodeClaimedByTwoSources(t *testing.T) {
-	one, two := newLocalRepo(t), newLocalRepo(t)
-	commits := map[string]string{"one": one.commit("a"), "two": two.commit("b")}
-	s := newServer(t, Config{
-		StateDir: t.TempDir(), DefaultNode: "shared",
-		Sources: []SourceConfig{
-			{Name: "one", Git: &GitSource{URL: one.dir}, Interval: Duration{time.Hour}},
-			{Name: "two", Git: &GitSource{URL: two.dir}, Interval: Duration{time.Hour}},
-		},
-	}, Options{})
-	runServer(t, s)
-	errs := func() map[string]string {
-		out := map[string]string{}
-		for _, st := range s.Sources() {
-			out[st.Name] = st.LastError
-		}
-		return out
-	}
-	var owner, other string
+	c := newContest(t)
+	s, owner, other, errs := c.s, c.owner, c.other, c.errs
 	require.Eventually(t, func() bool {
-		n, ok := s.engine.Node("shared")
-		if !ok || n.Published == nil {
-			return false
-		}
-		owner = n.Published.Source
-		other = map[string]string{"one": "two", "two": "one"}[owner]
-		e := errs()
-		return strings.Contains(e[owner], `node "shared" is also claimed by source "`+other+`"`) &&
-			strings.Contains(e[other], `node "shared" is already rendered by source "`+owner+`"`)
-	}, 30*time.Second, 10*time.Millisecond, "both sources report the conflict: %v", errs())
+		return strings.Contains(errs()[owner], `node "shared" is also claimed by source "`+other+`"`)
+	}, 30*time.Second, 10*time.Millisecond, "the owner reports the conflict too: %v", errs())
 
 	require.True(t, s.Trigger(owner))
 	require.True(t, s.Trigger(other))
 	n, ok := s.engine.Node("shared")
 	require.True(t, ok)
-	assert.Equal(t, commits[owner], n.Published.Commit, "the node stays with the source that claimed it first")
+	assert.Equal(t, c.commits[owner], n.Published.Commit, "the node stays with the source that claimed it first")
 	assert.Contains(t, errs()[owner], `also claimed by source "`+other+`"`, "the owner keeps reporting the conflict")
 }
 
@@ -57,33 +76,8 @@ func TestNodeClaimedByTwoSources(t *testing.T) {
 // stops rendering it (its configuration moved to another repository), the
 // source that was refused the node takes it over without a restart.
 func TestNodeMovesToTheOtherSource(t *testing.T) {
-	repos := map[string]*localRepo{"one": newLocalRepo(t), "two": newLocalRepo(t)}
-	commits := map[string]string{"one": repos["one"].commit("a"), "two": repos["two"].commit("b")}
-	s := newServer(t, Config{
-		StateDir: t.TempDir(), DefaultNode: "shared",
-		Sources: []SourceConfig{
-			{Name: "one", Git: &GitSource{URL: repos["one"].dir}, Interval: Duration{time.Hour}},
-			{Name: "two", Git: &GitSource{URL: repos["two"].dir}, Interval: Duration{time.Hour}},
-		},
-	}, Options{})
-	runServer(t, s)
-	errs := func() map[string]string {
-		out := map[string]string{}
-		for _, st := range s.Sources() {
-			out[st.Name] = st.LastError
-		}
-		return out
-	}
-	var owner, other string
-	require.Eventually(t, func() bool {
-		n, ok := s.engine.Node("shared")
-		if !ok || n.Published == nil {
-			return false
-		}
-		owner = n.Published.Source
-		other = map[string]string{"one": "two", "two": "one"}[owner]
-		return strings.Contains(errs()[other], `node "shared" is already rendered by source "`+owner+`"`)
-	}, 30*time.Second, 10*time.Millisecond, "the conflict is reported: %v", errs())
+	c := newContest(t)
+	s, repos, owner, other, errs := c.s, c.repos, c.owner, c.other, c.errs
 
 	// The owner's repository now configures another node only.
 	repos[owner].git("mv", "cluster.yaml", "moved.yaml")
@@ -97,7 +91,7 @@ func TestNodeMovesToTheOtherSource(t *testing.T) {
 		return ok && n.Published != nil && n.Published.Source == other
 	}, 30*time.Second, 10*time.Millisecond, "the other source takes the node over")
 	n, _ := s.engine.Node("shared")
-	assert.Equal(t, commits[other], n.Published.Commit)
+	assert.Equal(t, c.commits[other], n.Published.Commit)
 	_, ok := s.engine.Node("elsewhere")
 	assert.True(t, ok, "the moved configuration serves its new node")
 	require.Eventually(t, func() bool {
