@@ -243,6 +243,9 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Go(func() { l.run(ctx) })
 	}
 	s.log.Info("serving", "xds", s.XDSAddr(), "http", s.HTTPAddr(), "sources", len(s.loops))
+	if warning := xdsExposure(s.xdsLis.Addr(), s.cfg.XDSTLS); warning != "" {
+		s.log.Info("WARNING: " + warning)
+	}
 
 	var err error
 	select {

@@ -6,6 +6,7 @@ import (
 	"crypto/x509"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"sync"
@@ -148,6 +149,23 @@ func (t *xdsTLS) serverConfig() *tls.Config {
 			return c, nil
 		},
 	}
+}
+
+// xdsExposure warns when xDS listens beyond loopback without mutual TLS:
+// then any client that reaches the port can fetch any node's
+// configuration under any node ID.
+func xdsExposure(addr net.Addr, cfg *XDSTLSConfig) string {
+	if cfg != nil && cfg.ClientCAFile != "" {
+		return ""
+	}
+	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
+		return ""
+	}
+	what := "plaintext"
+	if cfg != nil {
+		what = "TLS without client certificates"
+	}
+	return fmt.Sprintf("xDS is served on %s over %s: any client that reaches it can fetch any node's configuration; set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them) or listen on loopback", addr, what)
 }
 
 // nodeBinding is the xDS Authorizer of mutual TLS: a client certificate may

@@ -224,3 +224,32 @@ func TestXDSTLSConfigErrors(t *testing.T) {
 	_, err = newXDSTLS(XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
 	assert.NoError(t, err)
 }
+
+func TestXDSExposureWarning(t *testing.T) {
+	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 18000}
+	loop6 := &net.TCPAddr{IP: net.IPv6loopback, Port: 18000}
+	all := &net.TCPAddr{IP: net.IPv4zero, Port: 18000}
+	lan := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 18000}
+	mtls := &XDSTLSConfig{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}
+	serverTLS := &XDSTLSConfig{CertFile: "c", KeyFile: "k"}
+	for _, tc := range []struct {
+		addr *net.TCPAddr
+		cfg  *XDSTLSConfig
+		want string
+	}{
+		{loop, nil, ""},
+		{loop6, nil, ""},
+		{all, mtls, ""},
+		{lan, mtls, ""},
+		{all, nil, "xDS is served on 0.0.0.0:18000 over plaintext: any client"},
+		{lan, serverTLS, "over TLS without client certificates"},
+	} {
+		got := xdsExposure(tc.addr, tc.cfg)
+		if tc.want == "" {
+			assert.Empty(t, got, "%s", tc.addr)
+			continue
+		}
+		assert.Contains(t, got, tc.want, "%s", tc.addr)
+		assert.Contains(t, got, "--xds-client-ca")
+	}
+}
