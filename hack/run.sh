@@ -22,7 +22,7 @@ cat <<EOT
 legate: serving the config repository $repo (branch main, node "edge")
   xDS (ADS):   127.0.0.1:18000      status page: http://127.0.0.1:8080/  (JSON: /api/v1/nodes)
   Point Envoy at it with a bootstrap whose node.id is "edge" and whose ADS
-  cluster is 127.0.0.1:18000 (docs/config-repo.md has one), or a grpc-go xDS
+  cluster is 127.0.0.1:18000 (examples/envoy/plaintext/bootstrap.yaml), or a grpc-go xDS
   client with GRPC_XDS_BOOTSTRAP naming such a file. Commit to the repository
   above and legate publishes within --interval (5s here); try a broken commit
   to see it rejected. \`$legate status\` shows nodes, revisions and proxies.

@@ -15,6 +15,16 @@ func runValidate(t *testing.T, args ...string) (string, error) {
 	return execute(t, newValidateCommand(), args...)
 }
 
+// The Envoy bootstraps of examples/envoy decode strictly and pass Envoy's
+// validation rules, so the docs point Envoy users at working files.
+func TestValidateEnvoyBootstrapExamples(t *testing.T) {
+	for _, dir := range []string{"plaintext", "mtls"} {
+		out, err := runValidate(t, "../../examples/envoy/"+dir)
+		require.NoError(t, err, out)
+		assert.Regexp(t, `^node edge: 1 Cluster \(hash [0-9a-f]{12}\)\n$`, out, dir)
+	}
+}
+
 func TestValidateQuickstart(t *testing.T) {
 	out, err := runValidate(t, "../../examples/quickstart")
 	require.NoError(t, err)
