@@ -21,6 +21,10 @@ type SourceStatus struct {
 	// ("main@sha1:<sha>").
 	Revision string `json:"revision,omitempty"`
 	Commit   string `json:"commit,omitempty"`
+	// AppliedRevision is the last revision whose configuration was applied
+	// (Flux's lastAppliedRevision); it trails Revision while the newest
+	// commit is invalid.
+	AppliedRevision string `json:"appliedRevision,omitempty"`
 	// Nodes are the node IDs the source's last good render produced.
 	Nodes       []string   `json:"nodes,omitempty"`
 	LastFetch   *time.Time `json:"lastFetch,omitempty"`
@@ -195,6 +199,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	defer l.mu.Unlock()
 	l.status.Nodes = applied
 	l.status.LastApplied = &now
+	l.status.AppliedRevision = origin.Revision()
 	l.status.Diagnostics = nil
 	l.status.LastError = lastError
 }

@@ -67,6 +67,7 @@ func (l *sourceLoop) recommit(ctx context.Context, origin sources.Origin, now ti
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.status.LastApplied = &now
+	l.status.AppliedRevision = origin.Revision()
 	if len(problems) > 0 {
 		l.status.LastError = strings.Join(problems, "; ")
 	}

@@ -3,6 +3,7 @@ package standalone
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,4 +47,38 @@ func TestCommitOutsideThePathMovesTheRevision(t *testing.T) {
 	assert.Equal(t, hash, o.Hash, "of the same revision")
 	n, _ := s.engine.Node("n")
 	assert.Len(t, n.History, 1, "no new revision")
+}
+
+// TestAppliedRevisionTrailsAnInvalidCommit checks the source status keeps
+// the last applied revision apart from the last fetched one, as Flux's
+// lastAppliedRevision and lastAttemptedRevision do.
+func TestAppliedRevisionTrailsAnInvalidCommit(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "n",
+		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	runServer(t, s)
+	var good SourceStatus
+	require.Eventually(t, func() bool {
+		good = s.Sources()[0]
+		return good.AppliedRevision != ""
+	}, 30*time.Second, 10*time.Millisecond)
+	assert.Equal(t, good.Revision, good.AppliedRevision)
+
+	require.NoError(t, os.WriteFile(filepath.Join(repo.dir, "cluster.yaml"), []byte(strings.ReplaceAll(clusterDoc, "%s", "b")+"bogus: 1\n"), 0o600))
+	repo.git("commit", "-q", "-am", "broken")
+	broken := repo.git("rev-parse", "HEAD")
+	require.True(t, s.Trigger("cfg"))
+	require.Eventually(t, func() bool { return s.Sources()[0].Commit == broken }, 30*time.Second, 10*time.Millisecond)
+	st := s.Sources()[0]
+	assert.Contains(t, st.LastError, "validation failed")
+	assert.Contains(t, st.Revision, broken)
+	assert.Equal(t, good.AppliedRevision, st.AppliedRevision, "the invalid commit was not applied")
+
+	fixed := repo.commit("c")
+	require.True(t, s.Trigger("cfg"))
+	require.Eventually(t, func() bool { return strings.Contains(s.Sources()[0].AppliedRevision, fixed) }, 30*time.Second, 10*time.Millisecond)
+	assert.Empty(t, s.Sources()[0].LastError)
 }

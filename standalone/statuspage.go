@@ -38,11 +38,11 @@ code{font-size:13px}.err{color:#b00020}.state{font-weight:600}
 </style></head><body>
 <h1>legate</h1>
 <h2>Sources</h2>
-<table><tr><th>source</th><th>kind</th><th>url</th><th>revision</th><th>nodes</th><th>last fetch</th><th>error</th></tr>
-{{range .Sources}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td><code>{{.URL}}</code></td><td><code>{{.Revision}}</code></td>
+<table><tr><th>source</th><th>kind</th><th>url</th><th>revision</th><th>applied</th><th>nodes</th><th>last fetch</th><th>error</th></tr>
+{{range .Sources}}<tr><td>{{.Name}}</td><td>{{.Kind}}</td><td><code>{{.URL}}</code></td><td><code>{{.Revision}}</code></td><td><code>{{.AppliedRevision}}</code></td>
 <td>{{range $i, $n := .Nodes}}{{if $i}}, {{end}}{{$n}}{{end}}</td><td>{{at .LastFetch}}</td>
 <td class="err">{{.LastError}}{{range .Diagnostics}}<br><code>{{.}}</code>{{end}}</td></tr>
-{{else}}<tr><td colspan="7">no sources</td></tr>{{end}}</table>
+{{else}}<tr><td colspan="8">no sources</td></tr>{{end}}</table>
 <h2>Nodes</h2>
 {{range .Nodes}}
 <h3>{{.NodeID}} <span class="state {{.State}}">{{.State}}</span></h3>

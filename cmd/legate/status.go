@@ -64,9 +64,13 @@ func getJSON(url string, v any) error {
 
 func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.SourceStatus) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tREVISION\tNODES\tERROR")
+	fmt.Fprintln(tw, "SOURCE\tREVISION\tAPPLIED\tNODES\tERROR")
 	for _, s := range srcs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", s.Name, dash(s.Revision), dash(strings.Join(s.Nodes, ",")), dash(s.LastError))
+		applied := s.AppliedRevision
+		if applied == s.Revision && applied != "" {
+			applied = "same"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, dash(s.Revision), dash(applied), dash(strings.Join(s.Nodes, ",")), dash(s.LastError))
 	}
 	fmt.Fprintln(tw)
 	fmt.Fprintln(tw, "NODE\tSTATE\tPUBLISHED\tCOMMIT\tPROXIES\tACCEPTED\tREJECTED")

@@ -25,9 +25,10 @@ func TestPrintStatusShowsTaintsAndWaits(t *testing.T) {
 		Waiting: &revisions.WaitingStatus{Hash: "cccccccccccccccc", Commit: "3333333333333333", Message: `secret "tls" missing`, Since: since},
 	}}}
 	var b strings.Builder
-	printStatus(&b, nodes, []standalone.SourceStatus{{Name: "config", Revision: "main@sha1:3333"}})
+	printStatus(&b, nodes, []standalone.SourceStatus{{Name: "config", Revision: "main@sha1:3333", AppliedRevision: "main@sha1:2222"}})
 	out := b.String()
 	for _, want := range []string{
+		"config  main@sha1:3333  main@sha1:2222  -",
 		"edge  Pending  aaaaaaaaaaaa",
 		`edge waits to serve cccccccccccc (commit 333333333333) since 2026-11-22T03:00:00Z: secret "tls" missing`,
 		"bbbbbbbbbbbb  commit 222222222222  TAINTED: rejected by 1 of 1 proxies",
