@@ -333,7 +333,7 @@ func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
 		}
 		e.settle(n)
 		if announce {
-			e.emit(e.outcome(n, rev, OutcomePending, "published, waiting for the proxies to answer", now))
+			e.emit(e.outcome(n, rev, OutcomePending, pendingText(n), now))
 		}
 		// The verdict may already be in (nobody connected, or a timeout of 0).
 		return
@@ -357,7 +357,7 @@ func (e *Engine) reportStanding(n *nodeState, rev *Revision, now time.Time) {
 			n.finalSent = true
 			e.emit(e.outcome(n, rev, OutcomeSuccess, successText(n), now))
 		default:
-			e.emit(e.outcome(n, rev, OutcomePending, "published, waiting for the proxies to answer", now))
+			e.emit(e.outcome(n, rev, OutcomePending, pendingText(n), now))
 		}
 	}
 }

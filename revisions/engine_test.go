@@ -233,6 +233,7 @@ func TestApplyPublishesAndGoesInSync(t *testing.T) {
 	assert.Equal(t, c1.Hash[:12]+"-1", pub.Version)
 	assert.Equal(t, c1.Types[cdsType].Resources, pub.Types[cdsType].Resources)
 	assert.Equal(t, revisions.StatePending, h.status().State)
+	assert.Equal(t, "published; no proxy of this node is connected yet", h.lastOutcome().Description)
 
 	h.events(connect("pod-a"), connect("pod-b"), ack("pod-a", pub))
 	assert.Equal(t, revisions.StatePending, h.status().State, "pod-b has not answered")
@@ -248,6 +249,9 @@ func TestApplyPublishesAndGoesInSync(t *testing.T) {
 	assert.Equal(t, []string{"pending:sha1", "success:sha1"}, h.outcomeStatuses())
 	assert.InDelta(t, 1.0, h.metric("legate_revisions_revisions_total"), 0)
 	assert.InDelta(t, 1.0, h.metric("legate_revisions_publishes_total"), 0)
+
+	h.apply(config("l1", "c2"), "sha2")
+	assert.Equal(t, "published, waiting for the 2 connected proxies to answer", h.lastOutcome().Description)
 }
 
 func TestRejectionTaintsAndRollsBackUnderFreshVersions(t *testing.T) {

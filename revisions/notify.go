@@ -105,6 +105,18 @@ func (e *Engine) outcome(n *nodeState, rev *Revision, s OutcomeStatus, desc stri
 	}
 }
 
+// pendingText says who a published revision waits for.
+func pendingText(n *nodeState) string {
+	switch c := n.track.connected(); c {
+	case 0:
+		return "published; no proxy of this node is connected yet"
+	case 1:
+		return "published, waiting for the 1 connected proxy to answer"
+	default:
+		return fmt.Sprintf("published, waiting for the %d connected proxies to answer", c)
+	}
+}
+
 func successText(n *nodeState) string {
 	t := n.track.tally()
 	if t.Rejected == 0 {

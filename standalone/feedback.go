@@ -126,12 +126,10 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 	switch o.Status {
 	case revisions.OutcomePending:
 		st.State = forge.StatePending
-		if o.Waiting {
-			st.Description = fmt.Sprintf("revision %s %s", short(o.Hash, ""), o.Description)
-			break
+		st.Description = fmt.Sprintf("revision %s %s", short(o.Hash, ""), o.Description)
+		if !o.Waiting {
+			f.inflight[o.Node] = inflight{source: src, commit: commit}
 		}
-		st.Description = fmt.Sprintf("revision %s published, waiting for the proxies to answer", short(o.Hash, ""))
-		f.inflight[o.Node] = inflight{source: src, commit: commit}
 	case revisions.OutcomeSuccess:
 		st.State = forge.StateSuccess
 		st.Description = o.Description

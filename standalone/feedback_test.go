@@ -45,8 +45,8 @@ func TestFeedbackStatuses(t *testing.T) {
 			name: "pending then success",
 			steps: []step{
 				{
-					in:   revisions.Outcome{Node: "edge", Hash: "0123456789abcdef", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision 0123456789ab published, waiting for the proxies to answer", TargetURL: url}}},
+					in:   revisions.Outcome{Node: "edge", Hash: "0123456789abcdef", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision 0123456789ab published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 				{
 					in:   revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "accepted by 1 of 1 proxies"},
@@ -85,18 +85,18 @@ func TestFeedbackStatuses(t *testing.T) {
 			name: "a superseded pending commit is closed",
 			steps: []step{
 				{
-					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the proxies to answer", TargetURL: url}}},
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 				{
 					in:   revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
 					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}},
 				},
 				{
-					in: revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending},
+					in: revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
 					want: []queued{
 						{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "superseded by bbbbbbbbbbbb before every proxy answered; not rejected", TargetURL: url}},
-						{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the proxies to answer", TargetURL: url}},
+						{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the 1 connected proxy to answer", TargetURL: url}},
 					},
 				},
 				{
@@ -109,8 +109,8 @@ func TestFeedbackStatuses(t *testing.T) {
 			name: "a commit waiting for its secrets stays pending and leaves the served one open",
 			steps: []step{
 				{
-					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the proxies to answer", TargetURL: url}}},
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Waiting: true, Description: `waiting to be served: secret "tls" (ref "tls", a.yaml:3:5): read /s/tls/tls.crt: no such file or directory`},
@@ -121,8 +121,8 @@ func TestFeedbackStatuses(t *testing.T) {
 					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}},
 				},
 				{
-					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending},
-					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the proxies to answer", TargetURL: url}}},
+					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
+					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 			},
 		},
@@ -130,15 +130,15 @@ func TestFeedbackStatuses(t *testing.T) {
 			name: "an OCI artifact with a revision annotation reports on its commit",
 			steps: []step{
 				{
-					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg", Commit: shaA, Digest: "sha256:00"}, Status: revisions.OutcomePending},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the proxies to answer", TargetURL: url}}},
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg", Commit: shaA, Digest: "sha256:00"}, Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
+					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 			},
 		},
 		{
 			name: "no commit, no status",
 			steps: []step{
-				{in: revisions.Outcome{Node: "edge", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg"}, Status: revisions.OutcomePending}},
+				{in: revisions.Outcome{Node: "edge", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg"}, Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"}},
 			},
 		},
 	}
@@ -234,9 +234,9 @@ func TestQueuedStatusesSurviveARestart(t *testing.T) {
 	require.NoError(t, err)
 	d := forge.NewDispatcher(statusOutbox{store: store}, reporters, forge.DispatcherOptions{})
 	f := newFeedback(d, map[string]bool{"cfg": true}, "", logr.Discard())
-	f.observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending})
+	f.observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"})
 	f.observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "ok"})
-	f.observe(revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending})
+	f.observe(revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"})
 	next, err := d.Flush(ctx)
 	require.NoError(t, err)
 	assert.False(t, next.IsZero(), "a retry is scheduled while the forge is down")
