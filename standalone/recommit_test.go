@@ -71,8 +71,12 @@ func TestAppliedRevisionTrailsAnInvalidCommit(t *testing.T) {
 	repo.git("commit", "-q", "-am", "broken")
 	broken := repo.git("rev-parse", "HEAD")
 	require.True(t, s.Trigger("cfg"))
-	require.Eventually(t, func() bool { return s.Sources()[0].Commit == broken }, 30*time.Second, 10*time.Millisecond)
-	st := s.Sources()[0]
+	var st SourceStatus
+	require.Eventually(t, func() bool {
+		// Commit moves at the fetch, LastError once the render is judged.
+		st = s.Sources()[0]
+		return st.Commit == broken && st.LastError != ""
+	}, 30*time.Second, 10*time.Millisecond)
 	assert.Contains(t, st.LastError, "validation failed")
 	assert.Contains(t, st.Revision, broken)
 	assert.Equal(t, good.AppliedRevision, st.AppliedRevision, "the invalid commit was not applied")
