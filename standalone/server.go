@@ -111,9 +111,12 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		}
 	}
 
+	// Every error return below hands back a nil *Server: close the one
+	// being built, whatever the named result holds by then.
+	built := s
 	defer func() {
 		if err != nil {
-			s.close()
+			built.close()
 		}
 	}()
 	reg := prometheus.NewRegistry()

@@ -88,13 +88,15 @@ func (t *xdsTLS) current() (*tls.Certificate, *x509.CertPool, error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var now [3]fileStamp
-	for i, p := range []string{t.cfg.CertFile, t.cfg.KeyFile, t.cfg.ClientCAFile} {
-		s, err := stampOf(p)
+	for i, f := range []struct{ field, path string }{
+		{"certFile", t.cfg.CertFile}, {"keyFile", t.cfg.KeyFile}, {"clientCAFile", t.cfg.ClientCAFile},
+	} {
+		s, err := stampOf(f.path)
 		if err != nil {
 			if t.cert != nil {
 				return t.cert, t.pool, nil
 			}
-			return nil, nil, fmt.Errorf("xDS TLS: %w", err)
+			return nil, nil, fmt.Errorf("xdsTLS.%s: %w", f.field, err)
 		}
 		now[i] = s
 	}

@@ -253,3 +253,25 @@ func TestXDSExposureWarning(t *testing.T) {
 		assert.Contains(t, got, "--xds-client-ca")
 	}
 }
+
+// A start that fails after the store is open (here: the xDS port is taken,
+// the commonest mistake) returns the error and releases the store, so the
+// next start on the same state directory works.
+func TestFailedStartReleasesTheStore(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = taken.Close() })
+	cfg := Config{
+		XDSAddr: taken.Addr().String(), HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: newLocalRepo(t).dir}, Interval: Duration{time.Hour}}},
+	}
+	s, err := New(cfg, Options{})
+	require.Error(t, err)
+	assert.Nil(t, s)
+	assert.Contains(t, err.Error(), "listen for xDS on "+taken.Addr().String())
+
+	_, err = New(Config{StateDir: cfg.StateDir, Sources: cfg.Sources, XDSTLS: &XDSTLSConfig{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"}}, Options{})
+	assert.ErrorContains(t, err, "xdsTLS.certFile: stat /nonexistent/tls.crt")
+
+	newServer(t, cfg, Options{}).close()
+}
