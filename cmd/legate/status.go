@@ -45,11 +45,16 @@ func newStatusCommand() *cobra.Command {
 	return cmd
 }
 
+// unreachable explains a failed request to legate serve.
+func unreachable(err error) error {
+	return fmt.Errorf("cannot reach legate serve (is it running? --server sets its HTTP address): %w", err)
+}
+
 func getJSON(url string, v any) error {
 	client := &http.Client{Timeout: 10 * time.Second}
 	resp, err := client.Get(url)
 	if err != nil {
-		return fmt.Errorf("ask legate: %w", err)
+		return unreachable(err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {

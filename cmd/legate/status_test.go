@@ -1,11 +1,13 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/standalone"
@@ -36,4 +38,15 @@ func TestPrintStatusShowsTaintsAndWaits(t *testing.T) {
 	} {
 		assert.Contains(t, out, want)
 	}
+}
+
+func TestStatusNamesTheServerItCannotReach(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // nothing listens there any more
+	_, err = runLegate(t, "status", "--server", "http://"+addr)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot reach legate serve (is it running? --server sets its HTTP address)")
+	assert.Contains(t, err.Error(), addr)
 }

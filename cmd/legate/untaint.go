@@ -38,7 +38,7 @@ cleared on request: legate does not retry a configuration proxies rejected.`,
 			}
 			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 			if err != nil {
-				return fmt.Errorf("ask legate: %w", err)
+				return unreachable(err)
 			}
 			defer resp.Body.Close()
 			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
