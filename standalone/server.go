@@ -288,9 +288,10 @@ func (s *Server) close() {
 }
 
 // publish hands the engine's publication to the xDS server, with the key
-// material of its external secrets read from SecretsDir. A secret that
-// cannot be read refuses the publication: the engine taints it and keeps
-// serving the last good revision.
+// material of its external secrets read from SecretsDir. A secret whose
+// files are missing refuses it as NotReady (the revision waits and is tried
+// again); a bad ref or kind refuses it as a fault (the revision is
+// tainted). Either way the last good revision stays served.
 func (s *Server) publish(node string, pub revisions.Publication) error {
 	return s.secrets.publish(node, pub)
 }
