@@ -274,7 +274,8 @@ func (e *Engine) ClearTaint(ctx context.Context, node, hash string) error {
 }
 
 // reconcile publishes what the publish rule chooses, tainting revisions the
-// Publisher refuses. force re-publishes even an unchanged choice; announce
+// Publisher refuses; one it cannot serve yet (NotReady) waits instead.
+// force re-publishes even an unchanged choice; announce
 // reports the publication's outcomes. Called with mu held.
 func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
 	prev := n.waiting
