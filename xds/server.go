@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"sort"
 	"sync"
 	"sync/atomic"
@@ -12,6 +13,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 )
 
 // Authorizer decides whether a stream may act as nodeID. It is called once
@@ -32,7 +35,13 @@ type Options struct {
 	Log logr.Logger
 	// Clock stamps events and status; nil means time.Now.
 	Clock func() time.Time
+	// MaxStreamsPerNode bounds the open streams of one node ID; further
+	// streams are refused with ResourceExhausted (default 10 000).
+	MaxStreamsPerNode int
 }
+
+// DefaultMaxStreamsPerNode is Options.MaxStreamsPerNode's default.
+const DefaultMaxStreamsPerNode = 10000
 
 // Server is legate's ADS server. It serves one snapshot per node ID over
 // state-of-the-world and delta ADS, encoding every resource of a (type,
@@ -89,6 +98,9 @@ func New(opts Options) (*Server, error) {
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()
 	}
+	if opts.MaxStreamsPerNode <= 0 {
+		opts.MaxStreamsPerNode = DefaultMaxStreamsPerNode
+	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
@@ -100,9 +112,10 @@ func New(opts Options) (*Server, error) {
 // the codec that writes pre-encoded responses without copying them. Other
 // services may be registered on it too; their messages use the ordinary
 // proto codec. Stop it with Stop (ADS streams are long-lived, so
-// GracefulStop waits for every proxy to go away).
+// GracefulStop waits for every proxy to go away). Its limits (see
+// serverLimits) come first, so options given here override them.
 func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
-	opts = append(opts, grpc.ForceServerCodecV2(newCodec()))
+	opts = append(append(serverLimits(), opts...), grpc.ForceServerCodecV2(newCodec()))
 	gs := grpc.NewServer(opts...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, adsService{s: s})
 	return gs
@@ -176,7 +189,12 @@ func (s *Server) node(id string, create bool) *nodeState {
 	return ns
 }
 
-func (s *Server) register(id string, st *streamBase) *nodeState {
+// register adds a stream to its node. A stream whose proxy name another
+// open stream of the node already uses gets the stream number appended, so
+// two streams never answer for each other (the name is chosen by the
+// client). A node that already has MaxStreamsPerNode open streams refuses
+// the stream.
+func (s *Server) register(id string, st *streamBase, seq uint64) (*nodeState, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ns := s.nodes[id]
@@ -184,11 +202,22 @@ func (s *Server) register(id string, st *streamBase) *nodeState {
 		ns = &nodeState{streams: make(map[*streamBase]struct{})}
 		s.nodes[id] = ns
 	}
+	if len(ns.streams) >= s.opts.MaxStreamsPerNode {
+		return nil, status.Errorf(codes.ResourceExhausted, "node %q already has %d open streams, the most this server accepts", id, len(ns.streams))
+	}
+	for other := range ns.streams {
+		if other.tr.proxy == st.tr.proxy {
+			st.tr.proxy += "#" + strconv.FormatUint(seq, 10)
+			break
+		}
+	}
 	ns.streams[st] = struct{}{}
-	return ns
+	s.metrics.connected.WithLabelValues(id).Inc()
+	return ns, nil
 }
 
-// unregister forgets a stream, and its node when nothing else holds it.
+// unregister forgets a stream, and its node (with its metric series) when
+// nothing else holds it.
 func (s *Server) unregister(id string, st *streamBase) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -196,9 +225,14 @@ func (s *Server) unregister(id string, st *streamBase) {
 	if ns == nil {
 		return
 	}
+	if _, ok := ns.streams[st]; !ok {
+		return
+	}
 	delete(ns.streams, st)
+	s.metrics.connected.WithLabelValues(id).Dec()
 	if len(ns.streams) == 0 && !ns.hasSnap {
 		delete(s.nodes, id)
+		s.metrics.connected.DeleteLabelValues(id)
 	}
 }
 

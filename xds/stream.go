@@ -78,14 +78,19 @@ func (b *streamBase) start(node *corev3.Node) error {
 			return status.Errorf(codes.PermissionDenied, "node %q is not allowed: %v", node.GetId(), err)
 		}
 	}
-	proxy := node.GetMetadata().GetFields()[podNameKey].GetStringValue()
+	seq := b.srv.streamSeq.Add(1)
+	proxy := boundText(node.GetMetadata().GetFields()[podNameKey].GetStringValue(), maxPodName, "")
 	if proxy == "" {
-		proxy = "stream-" + strconv.FormatUint(b.srv.streamSeq.Add(1), 10)
+		proxy = "stream-" + strconv.FormatUint(seq, 10)
 	}
-	b.nodeID = node.GetId()
-	b.tr = newTracker(proxy, b.nodeID, b.kind, b.srv.opts.Clock())
-	b.ns = b.srv.register(b.nodeID, b)
-	b.srv.metrics.connected.WithLabelValues(b.nodeID).Inc()
+	tr := newTracker(proxy, node.GetId(), b.kind, b.srv.opts.Clock())
+	b.tr = tr
+	ns, err := b.srv.register(node.GetId(), b, seq)
+	if err != nil {
+		b.tr = nil
+		return err
+	}
+	b.nodeID, b.ns = node.GetId(), ns
 	b.srv.emit(Event{Kind: Connected, Node: b.nodeID, Proxy: proxy, Time: b.tr.since})
 	return nil
 }
@@ -96,7 +101,6 @@ func (b *streamBase) stop() {
 		return
 	}
 	b.srv.unregister(b.nodeID, b)
-	b.srv.metrics.connected.WithLabelValues(b.nodeID).Dec()
 	b.tr.mu.Lock()
 	outstanding := b.tr.outstandingLocked()
 	b.tr.mu.Unlock()
@@ -109,7 +113,7 @@ func (b *streamBase) stop() {
 func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (sent, bool, bool) {
 	var msg *string
 	if detail != nil {
-		m := detail.GetMessage()
+		m := boundText(detail.GetMessage(), MaxNACKText, nackTrimMarker)
 		msg = &m
 	}
 	now := b.srv.opts.Clock()

@@ -1,0 +1,58 @@
+package xds
+
+import (
+	"time"
+	"unicode/utf8"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
+)
+
+// MaxNACKText bounds the error text of a NACK that the server keeps and
+// reports: a proxy's message reaches the proxy status, the revision's taint
+// record, the log and commit statuses, and a client may send megabytes.
+const MaxNACKText = 4096
+
+// maxPodName bounds the pod name a proxy reports in its node metadata.
+const maxPodName = 253
+
+// nackTrimMarker ends a NACK text that was cut to MaxNACKText.
+const nackTrimMarker = " … [trimmed]"
+
+// boundText returns s cut to at most limit bytes on a rune boundary, with
+// marker appended when it was cut (the marker is not counted in limit).
+func boundText(s string, limit int, marker string) string {
+	if len(s) <= limit {
+		return s
+	}
+	cut := limit
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + marker
+}
+
+// Limits of one client connection. A proxy opens one ADS stream, or a few
+// (one per management server in grpc-go); a discovery request is small.
+const (
+	maxStreamsPerConn = 16
+	maxRequestBytes   = 4 << 20
+	// keepalive pings more often than this close the connection.
+	minPingInterval = 10 * time.Second
+	// the server pings an idle connection after pingAfter and closes it
+	// when no answer arrives within pingTimeout.
+	pingAfter   = 2 * time.Minute
+	pingTimeout = 20 * time.Second
+)
+
+// serverLimits bounds what one client connection may hold: streams per
+// connection, request size and keepalive ping rate, and drops connections
+// whose peer stopped answering pings.
+func serverLimits() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.MaxConcurrentStreams(maxStreamsPerConn),
+		grpc.MaxRecvMsgSize(maxRequestBytes),
+		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true}),
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: pingAfter, Timeout: pingTimeout}),
+	}
+}
