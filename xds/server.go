@@ -3,8 +3,8 @@ package xds
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"sort"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
