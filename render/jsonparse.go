@@ -36,6 +36,7 @@ type jsonParser struct {
 	colVal    int
 	slab      []yaml.Node
 	stack     []*yaml.Node // children of the open containers
+	depth     int          // open objects and arrays
 }
 
 // collect moves the children pushed since mark into an exact-size slice.
@@ -90,14 +91,26 @@ func (p *jsonParser) skipSpace() {
 	}
 }
 
+// maxJSONDepth bounds how deep objects and arrays may nest, as
+// encoding/json does (no Envoy resource comes near it).
+const maxJSONDepth = 10000
+
 func (p *jsonParser) value() (*yaml.Node, error) {
 	if p.pos >= len(p.data) {
 		return nil, p.errorf("unexpected end of input")
 	}
 	switch c := p.data[p.pos]; {
-	case c == '{':
-		return p.object()
-	case c == '[':
+	case c == '{' || c == '[':
+		// Objects and arrays recurse: bound the depth so that a file of
+		// nested brackets is an error, not a stack overflow.
+		if p.depth >= maxJSONDepth {
+			return nil, p.errorf("nesting deeper than %d levels", maxJSONDepth)
+		}
+		p.depth++
+		defer func() { p.depth-- }()
+		if c == '{' {
+			return p.object()
+		}
 		return p.array()
 	case c == '"':
 		n := p.node(yaml.ScalarNode, "!!str")

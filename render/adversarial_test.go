@@ -1,0 +1,55 @@
+package render
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Inputs written to crash or stall the renderer. Each must be rejected with
+// a diagnostic on its file; none may take the process down (a stack
+// overflow cannot be recovered, so these run in the test process itself:
+// on a renderer without the bound, the test binary dies).
+func TestAdversarialNestingIsRejected(t *testing.T) {
+	cases := map[string]string{
+		"deep.json":          `{"a":` + strings.Repeat("[", 5_000_000),
+		"deep-closed.json":   `{"a":` + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000) + `}`,
+		"deep-objects.json":  strings.Repeat(`{"a":`, 20_000) + "1" + strings.Repeat("}", 20_000),
+		"deep.yaml":          "a: " + strings.Repeat("[", 5_000_000),
+		"deep-closed.yaml":   "a: " + strings.Repeat("[", 20_000) + strings.Repeat("]", 20_000),
+		"deep-mapping.yaml":  "a: " + strings.Repeat("{b: ", 20_000) + "1" + strings.Repeat("}", 20_000),
+		"deep-block.yaml":    deepBlockYAML(20_000),
+		"deep-sequence.yaml": strings.Repeat("- ", 20_000) + "x\n",
+	}
+	for name, data := range cases {
+		t.Run(name, func(t *testing.T) {
+			res := RenderDocuments([]Document{{Path: name, Data: []byte(data)}}, Options{DefaultNode: "n"})
+			require.False(t, res.OK(), "rejected")
+			require.NotEmpty(t, res.Diagnostics)
+			assert.Equal(t, name, res.Diagnostics[0].Pos.File)
+		})
+	}
+}
+
+// The parser's own limit names the depth, with the position it was hit at.
+func TestJSONNestingLimitNamesThePosition(t *testing.T) {
+	_, err := parseJSON([]byte("{\n\"a\":" + strings.Repeat("[", maxJSONDepth+5)))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nesting deeper than 10000 levels")
+	assert.Contains(t, err.Error(), "2:")
+
+	// At the limit it still parses.
+	_, err = parseJSON([]byte(strings.Repeat("[", maxJSONDepth-1) + strings.Repeat("]", maxJSONDepth-1)))
+	assert.NoError(t, err)
+}
+
+func deepBlockYAML(depth int) string {
+	var b strings.Builder
+	for i := range depth {
+		b.WriteString(strings.Repeat(" ", i))
+		b.WriteString("a:\n")
+	}
+	return b.String()
+}
