@@ -53,3 +53,33 @@ func deepBlockYAML(depth int) string {
 	}
 	return b.String()
 }
+
+// A panic left anywhere in a render (here in a check, as a CUE policy stage
+// runs) rejects that render with a diagnostic instead of killing the process.
+func TestPanicInRenderRejectsTheRender(t *testing.T) {
+	boom := CheckFunc(func([]*Decoded) []Diagnostic { panic("type mismatch: cannot convert string to message") })
+	doc := Document{Path: "clusters.yaml", Data: []byte("'@type': type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c\nconnect_timeout: 1s\n")}
+	res := RenderDocuments([]Document{doc}, Options{DefaultNode: "n", Checks: []Check{boom}})
+	require.False(t, res.OK())
+	require.Len(t, res.Diagnostics, 1)
+	d := res.Diagnostics[0]
+	assert.Equal(t, RuleInternal, d.Rule)
+	assert.Contains(t, d.Message, "type mismatch: cannot convert string to message")
+	assert.Contains(t, d.Message, "legate bug")
+	assert.Nil(t, res.Nodes)
+}
+
+// A worker's panic reaches the caller's goroutine, where the boundary is:
+// left in the worker it would end the process.
+func TestParallelRaisesAWorkersPanicInTheCaller(t *testing.T) {
+	got := func() (v any) {
+		defer func() { v = recover() }()
+		parallel(64, func(i int) {
+			if i == 37 {
+				panic("worker 37")
+			}
+		})
+		return nil
+	}()
+	assert.Equal(t, "worker 37", got)
+}

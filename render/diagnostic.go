@@ -13,6 +13,7 @@ import (
 // Rules name the check behind a diagnostic.
 const (
 	RuleLimit     = "limit"     // file size, total size, file count, symlinks
+	RuleInternal  = "internal"  // a renderer bug met while rendering the file
 	RuleSyntax    = "syntax"    // YAML or JSON that does not parse
 	RuleDocument  = "document"  // a document of no accepted shape
 	RuleNode      = "node"      // no node ID for a resource

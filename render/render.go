@@ -53,6 +53,8 @@ type renderer struct {
 	index              index
 	failed             index // resources that did not decode
 	envoyConfigs       map[string]envoyConfigRef
+	// file is the document being read, for the diagnostic of a panic.
+	file string
 }
 
 func (r *renderer) add(d Diagnostic) { r.diags = append(r.diags, d) }
@@ -61,11 +63,21 @@ func (r *renderer) addf(pos Position, rule, format string, args ...any) {
 	r.add(Diagnostic{Pos: pos, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
-func renderDocuments(docs []Document, opts Options, diags []Diagnostic) *Result {
+func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Result) {
 	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}}
+	// Rendering fetched input must never take the process down: a panic
+	// left in the renderer rejects this render, naming the file it was
+	// working on, and the server goes on serving what it served.
+	defer func() {
+		if v := recover(); v != nil {
+			res = &Result{Diagnostics: []Diagnostic{internalDiagnostic(r.file, v)}}
+		}
+	}()
 	for _, d := range docs {
+		r.file = d.Path
 		r.document(d)
 	}
+	r.file = ""
 	r.decodeAll()
 	r.names()
 	decoded := r.validate()
@@ -75,7 +87,7 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) *Result 
 	}
 	r.failedChecks()
 	maps := positionMaps(docs)
-	res := &Result{}
+	res = &Result{}
 	if len(r.diags) > 0 {
 		mapDiagnostics(maps, r.diags)
 		res.Diagnostics = SortDiagnostics(r.diags)
@@ -133,6 +145,12 @@ func (r *renderer) decodeAll() {
 			return
 		}
 		jw := writers.Get().(*jsonWriter)
+		defer func() {
+			if v := recover(); v != nil {
+				d := internalDiagnostic(it.file, v)
+				diags[i] = &d
+			}
+		}()
 		m := it.kind.new()
 		if d := decodeWith(jw, it, m); d != nil {
 			diags[i] = d
@@ -238,6 +256,16 @@ func (it *item) displayName() string {
 	return scalar(mapValue(it.root, "name"))
 }
 
+// internalDiagnostic turns a panic of the renderer into the rejection of
+// what it was rendering.
+func internalDiagnostic(file string, v any) Diagnostic {
+	if file == "" {
+		file = "(configuration)"
+	}
+	return Diagnostic{Pos: Position{File: file}, Rule: RuleInternal, Message: fmt.Sprintf(
+		"internal error while rendering %s: %v; this is a legate bug, please report it with this file", file, v)}
+}
+
 // parallel calls fn(i) for i in [0, n) on up to GOMAXPROCS goroutines.
 func parallel(n int, fn func(i int)) {
 	workers := min(runtime.GOMAXPROCS(0), n)
@@ -249,10 +277,23 @@ func parallel(n int, fn func(i int)) {
 	}
 	var next atomic.Int64
 	var wg sync.WaitGroup
+	// A panic in a worker is raised again in the caller's goroutine, where
+	// the render's recover boundary turns it into a diagnostic.
+	var panicked atomic.Pointer[any]
+	defer func() {
+		if v := panicked.Load(); v != nil {
+			panic(*v)
+		}
+	}()
 	for w := 0; w < workers; w++ {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer func() {
+				if v := recover(); v != nil {
+					panicked.CompareAndSwap(nil, &v)
+				}
+			}()
 			for {
 				i := int(next.Add(1)) - 1
 				if i >= n {
