@@ -83,3 +83,41 @@ func TestParallelRaisesAWorkersPanicInTheCaller(t *testing.T) {
 	}()
 	assert.Equal(t, "worker 37", got)
 }
+
+// Map fields whose values are not messages (map<string, string>, map of
+// enums) are valid Envoy configuration, as Envoy Gateway generates for
+// per-route external authorization; walking them once crashed the renderer.
+func TestScalarMapFieldsRender(t *testing.T) {
+	routes := `'@type': type.googleapis.com/envoy.config.route.v3.RouteConfiguration
+name: eg-routes
+virtual_hosts:
+- name: vh
+  domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route: {cluster: backend}
+    typed_per_filter_config:
+      envoy.filters.http.ext_authz:
+        '@type': type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthzPerRoute
+        check_settings:
+          context_extensions:
+            route: httproute/default/backend/rule/0
+            tenant: a
+`
+	cluster := `'@type': type.googleapis.com/envoy.config.cluster.v3.Cluster
+name: backend
+connect_timeout: 1s
+type: STATIC
+load_assignment:
+  cluster_name: backend
+  endpoints:
+  - lb_endpoints:
+    - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8080}}}
+`
+	res := RenderDocuments([]Document{
+		{Path: "routes.yaml", Data: []byte(routes)},
+		{Path: "cluster.yaml", Data: []byte(cluster)},
+	}, Options{DefaultNode: "n"})
+	require.Empty(t, res.Diagnostics)
+	assert.Contains(t, res.Nodes, "n")
+}

@@ -50,10 +50,15 @@ func walkFields(rm protoreflect.Message, path []string, visit visitor, out *[]vi
 		return
 	}
 	rm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
-		if fd.Kind() != protoreflect.MessageKind && fd.Kind() != protoreflect.GroupKind {
-			if !fd.IsMap() || fd.MapValue().Message() == nil {
+		// Only messages hold further fields. A map field's own kind is
+		// always message (its entries are), so a map is judged by the kind
+		// of its values: map<string, string> has nothing to walk.
+		if fd.IsMap() {
+			if fd.MapValue().Message() == nil {
 				return true
 			}
+		} else if fd.Message() == nil {
+			return true
 		}
 		name := string(fd.Name())
 		switch {
