@@ -15,8 +15,8 @@ import (
 
 // Defaults of Config.
 const (
-	DefaultXDSAddr  = ":18000"
-	DefaultHTTPAddr = ":8080"
+	DefaultXDSAddr  = "127.0.0.1:18000"
+	DefaultHTTPAddr = "127.0.0.1:8080"
 	DefaultInterval = time.Minute
 	DefaultStateDir = ".legate"
 )
@@ -28,14 +28,24 @@ type Config struct {
 	Sources []SourceConfig `json:"sources"`
 	// DefaultNode is the node ID of files that name none.
 	DefaultNode string `json:"node,omitempty"`
-	// XDSAddr is where the ADS server listens (default ":18000").
+	// XDSAddr is where the ADS server listens (default "127.0.0.1:18000").
+	// Beyond loopback it must run over mutual TLS (XDSTLS with a client
+	// CA) unless XDSInsecure says otherwise.
 	XDSAddr string `json:"xdsAddr,omitempty"`
+	// XDSInsecure allows serving xDS beyond loopback without mutual TLS:
+	// then anyone who reaches the port may fetch any node's configuration
+	// and answer for its proxies.
+	XDSInsecure bool `json:"xdsInsecure,omitempty"`
 	// XDSTLS, when set, serves xDS over TLS, or over mutual TLS with
 	// node binding when it names a client CA.
 	XDSTLS *XDSTLSConfig `json:"xdsTLS,omitempty"`
 	// HTTPAddr is where health, metrics, the status API and the push
-	// webhooks listen (default ":8080").
+	// webhooks listen (default "127.0.0.1:8080").
 	HTTPAddr string `json:"httpAddr,omitempty"`
+	// HTTPAllowedHosts are further names the HTTP API may be called by
+	// (the Host header); IP addresses, localhost, the listen host and
+	// PublicURL's host are always allowed.
+	HTTPAllowedHosts []string `json:"httpAllowedHosts,omitempty"`
 	// PublicURL is the address people reach HTTPAddr at (e.g.
 	// https://legate.example). Commit statuses link to
 	// <PublicURL>/api/v1/nodes/<nodeID>; without it they carry no link.
@@ -50,9 +60,9 @@ type Config struct {
 	// AnswerTimeout is how long to wait for every proxy's answer before a
 	// revision is judged on the answers at hand (default 30s).
 	AnswerTimeout Duration `json:"answerTimeout,omitempty"`
-	// AdminTokenFile, when set, holds a bearer token required by the
-	// mutating API calls (fetch triggers, clearing taints). Without it they
-	// are accepted from loopback clients only.
+	// AdminTokenFile holds the bearer token every mutating API call
+	// (fetch triggers, clearing taints) must carry. Without it legate
+	// makes one on its first start in <StateDir>/admin-token.
 	AdminTokenFile string `json:"adminTokenFile,omitempty"`
 	// Webhooks holds the shared secrets of the push webhooks; a provider
 	// without a secret answers 401 to every delivery.

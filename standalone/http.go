@@ -3,7 +3,6 @@ package standalone
 import (
 	"crypto/subtle"
 	"encoding/json"
-	"net"
 	"net/http"
 	"strings"
 
@@ -88,32 +87,18 @@ func (s *Server) Sources() []SourceStatus {
 	return out
 }
 
-// admin guards a mutating call: with an admin token configured the request
-// must carry it as a bearer token; without one only loopback clients may
-// call.
+// admin guards a mutating call: the request must carry the admin token as
+// a bearer token, whoever sends it (a loopback peer may be a browser page or
+// another user of the machine).
 func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		if s.token != "" {
-			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
-				writeJSON(w, http.StatusUnauthorized, apiError{Error: "a valid admin bearer token is required"})
-				return
-			}
-		} else if !fromLoopback(r) {
-			writeJSON(w, http.StatusForbidden, apiError{Error: "mutating calls are accepted from loopback only unless an admin token is configured"})
+		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
+			writeJSON(w, http.StatusUnauthorized, apiError{Error: "a valid admin bearer token is required (legate serve keeps it in " + AdminTokenName + " under its state directory unless --admin-token-file names one)"})
 			return
 		}
 		next(w, r)
 	}
-}
-
-func fromLoopback(r *http.Request) bool {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
-	if err != nil {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
 
 type apiError struct {

@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -44,6 +43,9 @@ type Options struct {
 	// nil renders with the defaults. DefaultNode is taken from Config.
 	Render func() render.Options
 	Log    logr.Logger
+
+	// httpTimeouts replaces the HTTP server's timeouts (tests).
+	httpTimeouts *httpTimeouts
 }
 
 // Server is one running standalone home.
@@ -60,7 +62,8 @@ type Server struct {
 	httpLis net.Listener
 	loops   []*sourceLoop
 	metrics *metrics
-	token   string
+	// token is the bearer token of mutating calls, read from tokenPath.
+	token, tokenPath string
 	// statuses delivers commit statuses; nil when no source has a forge.
 	statuses *forge.Dispatcher
 	feedback *feedback
@@ -100,15 +103,8 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		t := time.NewTicker(d)
 		return t.C, t.Stop
 	}
-	if cfg.AdminTokenFile != "" {
-		data, err := os.ReadFile(cfg.AdminTokenFile)
-		if err != nil {
-			return nil, fmt.Errorf("read admin token file: %w", err)
-		}
-		s.token = strings.TrimSpace(string(data))
-		if s.token == "" {
-			return nil, fmt.Errorf("admin token file %s is empty", cfg.AdminTokenFile)
-		}
+	if s.token, s.tokenPath, err = adminToken(cfg); err != nil {
+		return nil, err
 	}
 
 	// Every error return below hands back a nil *Server: close the one
@@ -190,6 +186,9 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		return nil, err
 	}
 
+	if err := checkXDSExposure(cfg); err != nil {
+		return nil, err
+	}
 	if s.xdsLis, err = net.Listen("tcp", cfg.XDSAddr); err != nil {
 		return nil, fmt.Errorf("listen for xDS on %s: %w", cfg.XDSAddr, err)
 	}
@@ -197,7 +196,11 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
 	s.grpc = s.xds.NewGRPCServer(grpcOpts...)
-	s.http = &http.Server{Handler: s.handler(reg, secrets), ReadHeaderTimeout: 10 * time.Second}
+	timeouts := defaultHTTPTimeouts
+	if opts.httpTimeouts != nil {
+		timeouts = *opts.httpTimeouts
+	}
+	s.http = newHTTPServer(guard(s.handler(reg, secrets), knownHosts(cfg)), timeouts)
 	return s, nil
 }
 
@@ -245,7 +248,7 @@ func (s *Server) Run(ctx context.Context) error {
 	for _, l := range s.loops {
 		wg.Go(func() { l.run(ctx) })
 	}
-	s.log.Info("serving", "xds", s.XDSAddr(), "http", s.HTTPAddr(), "sources", len(s.loops))
+	s.log.Info("serving", "xds", s.XDSAddr(), "http", s.HTTPAddr(), "sources", len(s.loops), "adminTokenFile", s.tokenPath)
 	if warning := xdsExposure(s.xdsLis.Addr(), s.cfg.XDSTLS); warning != "" {
 		s.log.Info("WARNING: " + warning)
 	}

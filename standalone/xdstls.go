@@ -170,6 +170,37 @@ func xdsExposure(addr net.Addr, cfg *XDSTLSConfig) string {
 	return fmt.Sprintf("xDS is served on %s over %s: any client that reaches it can fetch any node's configuration; set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them) or listen on loopback", addr, what)
 }
 
+// checkXDSExposure refuses, before anything listens, an xDS address beyond
+// loopback without mutual TLS unless the operator opted in: whoever reaches
+// such a port may fetch every node's configuration and answer for its
+// proxies.
+func checkXDSExposure(cfg Config) error {
+	if cfg.XDSInsecure || (cfg.XDSTLS != nil && cfg.XDSTLS.ClientCAFile != "") || !beyondLoopback(cfg.XDSAddr) {
+		return nil
+	}
+	what := "plaintext"
+	if cfg.XDSTLS != nil {
+		what = "TLS without client certificates"
+	}
+	return fmt.Errorf("xdsAddr %s reaches beyond loopback and xDS would run over %s: any client that reaches it could fetch every node's configuration and answer for its proxies; "+
+		"set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them), listen on 127.0.0.1, or accept the risk with --xds-insecure", cfg.XDSAddr, what)
+}
+
+// beyondLoopback reports whether a listen address may be reached from
+// another machine: an empty or unspecified host, a non-loopback IP, or a
+// name other than localhost.
+func beyondLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
+}
+
 // nodeBinding is the xDS Authorizer of mutual TLS: a client certificate may
 // act as node ID n when n is one of its DNS names, one of its URIs (a
 // SPIFFE ID, for example) or its subject common name. The certificate was

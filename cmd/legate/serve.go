@@ -42,6 +42,8 @@ type serveFlags struct {
 	xdsTLSCert     string
 	xdsTLSKey      string
 	xdsClientCA    string
+	xdsInsecure    bool
+	allowedHosts   []string
 }
 
 func newServeCommand() *cobra.Command {
@@ -90,7 +92,9 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.IntVar(&f.history, "history", 10, "revisions kept per node")
 	fl.Float64Var(&f.taintThreshold, "taint-threshold", 1, "share of a node's proxies that must reject a revision to taint it, in (0, 1]")
 	fl.DurationVar(&f.answerTimeout, "answer-timeout", 30*time.Second, "how long to wait for every proxy to answer a new revision")
-	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: loopback clients only)")
+	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: <state-dir>/admin-token, made on the first start)")
+	fl.BoolVar(&f.xdsInsecure, "xds-insecure", false, "allow serving xDS beyond loopback without mutual TLS: anyone who reaches it may fetch every node's configuration and answer for its proxies")
+	fl.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "further host names the HTTP API may be called by (IP addresses, localhost and --public-url's host always are)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringArrayVar(&f.sourceFlags, "source", nil, standalone.SourceFlagHelp)
 	fl.StringVar(&f.publicURL, "public-url", "", "address people reach --http-addr at; commit statuses link to <public-url>/api/v1/nodes/<node>")
@@ -162,6 +166,12 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	}
 	if set("admin-token-file") {
 		cfg.AdminTokenFile = f.adminTokenFile
+	}
+	if set("xds-insecure") {
+		cfg.XDSInsecure = f.xdsInsecure
+	}
+	if set("http-allowed-hosts") {
+		cfg.HTTPAllowedHosts = f.allowedHosts
 	}
 	if set("secrets-dir") {
 		cfg.SecretsDir = f.secretsDir

@@ -5,7 +5,6 @@ import (
 	"io"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"time"
 
@@ -13,7 +12,8 @@ import (
 )
 
 func newUntaintCommand() *cobra.Command {
-	var server, tokenFile string
+	var server string
+	var tf tokenFlags
 	cmd := &cobra.Command{
 		Use:   "untaint NODE REVISION",
 		Short: "Clear the taint of a revision so that it may be published again",
@@ -29,13 +29,11 @@ cleared on request: legate does not retry a configuration proxies rejected.`,
 			if err != nil {
 				return err
 			}
-			if tokenFile != "" {
-				tok, err := os.ReadFile(tokenFile)
-				if err != nil {
-					return fmt.Errorf("read --token-file: %w", err)
-				}
-				req.Header.Set("Authorization", "Bearer "+strings.TrimSpace(string(tok)))
+			tok, err := tf.token()
+			if err != nil {
+				return err
 			}
+			req.Header.Set("Authorization", "Bearer "+tok)
 			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
 			if err != nil {
 				return unreachable(err)
@@ -50,6 +48,6 @@ cleared on request: legate does not retry a configuration proxies rejected.`,
 		},
 	}
 	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8080", "legate's HTTP address")
-	cmd.Flags().StringVar(&tokenFile, "token-file", "", "file holding the admin bearer token, when legate has one")
+	tf.bind(cmd.Flags())
 	return cmd
 }

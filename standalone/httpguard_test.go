@@ -1,0 +1,245 @@
+package standalone
+
+import (
+	"bufio"
+	"errors"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestDefaultsListenOnLoopback(t *testing.T) {
+	cfg := Config{}.withDefaults()
+	assert.Equal(t, "127.0.0.1:18000", cfg.XDSAddr)
+	assert.Equal(t, "127.0.0.1:8080", cfg.HTTPAddr)
+	assert.False(t, beyondLoopback(cfg.XDSAddr))
+	assert.False(t, beyondLoopback(cfg.HTTPAddr))
+}
+
+func TestBeyondLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:18000": false, "[::1]:18000": false, "localhost:18000": false, "127.0.0.2:1": false,
+		":18000": true, "0.0.0.0:18000": true, "[::]:18000": true, "10.0.0.7:18000": true,
+		"legate.example:18000": true, "garbage": true,
+	} {
+		assert.Equal(t, want, beyondLoopback(addr), addr)
+	}
+}
+
+// xDS beyond loopback without mutual TLS is refused before anything
+// listens, unless the operator opted in by name.
+func TestXDSBeyondLoopbackNeedsMutualTLSOrOptIn(t *testing.T) {
+	cfg := Config{
+		XDSAddr: "0.0.0.0:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: newLocalRepo(t).dir}, Interval: Duration{time.Hour}}},
+	}
+	s, err := New(cfg, Options{})
+	require.Error(t, err)
+	assert.Nil(t, s)
+	assert.Contains(t, err.Error(), "--xds-insecure")
+	assert.Contains(t, err.Error(), "--xds-client-ca")
+
+	tlsOnly := cfg
+	tlsOnly.XDSTLS = &XDSTLSConfig{CertFile: "c", KeyFile: "k"}
+	require.ErrorContains(t, checkXDSExposure(tlsOnly), "TLS without client certificates")
+	mtls := cfg
+	mtls.XDSTLS = &XDSTLSConfig{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}
+	assert.NoError(t, checkXDSExposure(mtls))
+	optIn := cfg
+	optIn.XDSInsecure = true
+	assert.NoError(t, checkXDSExposure(optIn))
+}
+
+func TestAdminTokenIsMadeOnceAndKept(t *testing.T) {
+	dir := t.TempDir()
+	tok, path, err := adminToken(Config{StateDir: dir})
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(dir, AdminTokenName), path)
+	assert.Len(t, tok, 64)
+	fi, err := os.Stat(path)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+
+	again, _, err := adminToken(Config{StateDir: dir})
+	require.NoError(t, err)
+	assert.Equal(t, tok, again, "a restart keeps the token")
+
+	own := filepath.Join(t.TempDir(), "tok")
+	require.NoError(t, os.WriteFile(own, []byte("  mine\n"), 0o600))
+	got, _, err := adminToken(Config{StateDir: dir, AdminTokenFile: own})
+	require.NoError(t, err)
+	assert.Equal(t, "mine", got)
+}
+
+// A mutating call needs the token whoever sends it: a loopback peer may be
+// a browser page or another user of the machine.
+func TestAdminNeedsTheTokenFromLoopbackToo(t *testing.T) {
+	s := &Server{token: "s3cret"}
+	called := 0
+	h := s.admin(func(http.ResponseWriter, *http.Request) { called++ })
+	for name, auth := range map[string]string{"none": "", "wrong": "Bearer nope", "not bearer": "s3cret", "basic": "Basic czNjcmV0"} {
+		req := httptest.NewRequest(http.MethodDelete, "/api/v1/nodes/n/revisions/h/taint", nil)
+		req.RemoteAddr = "127.0.0.1:5555"
+		if auth != "" {
+			req.Header.Set("Authorization", auth)
+		}
+		rec := httptest.NewRecorder()
+		h(rec, req)
+		assert.Equal(t, http.StatusUnauthorized, rec.Code, name)
+		assert.NotContains(t, rec.Body.String(), "s3cret", "the token is never echoed")
+	}
+	assert.Zero(t, called, "no refused call reached the handler")
+
+	req := httptest.NewRequest(http.MethodDelete, "/api/v1/nodes/n/revisions/h/taint", nil)
+	req.Header.Set("Authorization", "Bearer s3cret")
+	h(httptest.NewRecorder(), req)
+	assert.Equal(t, 1, called)
+}
+
+// The guard answers a DNS-rebinding page (a Host legate is not known by)
+// and a browser form post before any handler runs, and marks every answer
+// with the security headers.
+func TestGuardRefusesRebindingAndBrowserPosts(t *testing.T) {
+	called := 0
+	h := guard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { called++ }),
+		knownHosts(Config{HTTPAddr: "127.0.0.1:8080", PublicURL: "https://legate.example.com", HTTPAllowedHosts: []string{"ops.internal"}}))
+	type req struct {
+		method, path, host string
+		headers            map[string]string
+		want               int
+	}
+	for name, tc := range map[string]req{
+		"rebinding GET":       {http.MethodGet, "/api/v1/nodes", "evil.example:8080", nil, http.StatusMisdirectedRequest},
+		"rebinding DELETE":    {http.MethodDelete, "/api/v1/nodes/n/revisions/h/taint", "evil.example", nil, http.StatusMisdirectedRequest},
+		"form post":           {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, http.StatusForbidden},
+		"multipart post":      {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, http.StatusForbidden},
+		"text/plain post":     {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Content-Type": "text/plain"}, http.StatusForbidden},
+		"cross-origin post":   {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
+		"cross-site fetch":    {http.MethodDelete, "/api/v1/nodes/n/revisions/h/taint", "localhost:8080", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
+		"empty host":          {http.MethodGet, "/api/v1/nodes", "", nil, http.StatusMisdirectedRequest},
+		"loopback IP":         {http.MethodGet, "/api/v1/nodes", "127.0.0.1:8080", nil, http.StatusOK},
+		"LAN IP":              {http.MethodGet, "/", "10.1.2.3:8080", nil, http.StatusOK},
+		"localhost":           {http.MethodGet, "/", "localhost:8080", nil, http.StatusOK},
+		"public URL host":     {http.MethodGet, "/", "legate.example.com", nil, http.StatusOK},
+		"allowed host":        {http.MethodGet, "/", "OPS.internal.", nil, http.StatusOK},
+		"CLI call":            {http.MethodDelete, "/api/v1/nodes/n/revisions/h/taint", "127.0.0.1:8080", nil, http.StatusOK},
+		"JSON post":           {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Content-Type": "application/json"}, http.StatusOK},
+		"same-origin post":    {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Origin": "http://127.0.0.1:8080"}, http.StatusOK},
+		"webhook by any name": {http.MethodPost, "/hooks/gitea", "forge-facing.example", map[string]string{"Content-Type": "application/json"}, http.StatusOK},
+	} {
+		called = 0
+		r := httptest.NewRequest(tc.method, tc.path, nil)
+		r.Host = tc.host
+		for k, v := range tc.headers {
+			r.Header.Set(k, v)
+		}
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, r)
+		assert.Equal(t, tc.want, rec.Code, name)
+		assert.Equal(t, tc.want == http.StatusOK, called == 1, "%s: handler reached", name)
+		assert.Equal(t, "DENY", rec.Header().Get("X-Frame-Options"), name)
+		assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"), name)
+		assert.Contains(t, rec.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'", name)
+	}
+}
+
+// A running server refuses a rebinding page's attempt to clear a taint
+// and keeps the page's headers; its HTTP server bounds header size.
+func TestServedRoutesAreGuarded(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "edge",
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	runServer(t, s)
+	req, err := http.NewRequest(http.MethodDelete, "http://"+s.HTTPAddr()+"/api/v1/nodes/edge/revisions/abc/taint", nil)
+	require.NoError(t, err)
+	req.Host = "rebind.attacker.example"
+	req.Header.Set("Authorization", "Bearer "+s.token)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusMisdirectedRequest, resp.StatusCode)
+
+	resp, err = http.Get("http://" + s.HTTPAddr() + "/")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, "DENY", resp.Header.Get("X-Frame-Options"))
+	assert.Equal(t, maxHeaderBytes, s.http.MaxHeaderBytes)
+}
+
+// Slow clients cannot hold connections: a body trickled a byte at a time
+// and an idle keep-alive connection are both closed by the server.
+func TestSlowClientsAreDisconnected(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	short := httpTimeouts{header: 300 * time.Millisecond, read: 600 * time.Millisecond, write: time.Second, idle: 300 * time.Millisecond}
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "edge",
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{httpTimeouts: &short})
+	runServer(t, s)
+
+	t.Run("trickled body", func(t *testing.T) {
+		conn, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = io.WriteString(conn, "POST /hooks/generic HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 100000\r\n\r\n")
+		require.NoError(t, err)
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			_, _ = io.Copy(io.Discard, conn) // returns when the server closes
+		}()
+		deadline := time.After(20 * time.Second)
+		for {
+			select {
+			case <-closed:
+				return
+			case <-deadline:
+				t.Fatal("the server kept a trickling connection open")
+			case <-time.After(100 * time.Millisecond):
+				if _, err := conn.Write([]byte("x")); err != nil {
+					return // closed by the server
+				}
+			}
+		}
+	})
+	t.Run("idle keep-alive", func(t *testing.T) {
+		conn, err := net.Dial("tcp", s.HTTPAddr())
+		require.NoError(t, err)
+		defer conn.Close()
+		_, err = io.WriteString(conn, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+		require.NoError(t, err)
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		_, err = br.ReadByte() // blocks while the connection idles
+		require.Error(t, err)
+		var ne net.Error
+		assert.False(t, errors.As(err, &ne) && ne.Timeout(), "closed by the server, not by the test's deadline: %v", err)
+	})
+}
+
+func TestKnownHosts(t *testing.T) {
+	got := knownHosts(Config{HTTPAddr: "status.local:8080", PublicURL: "https://Legate.Example.com/x", HTTPAllowedHosts: []string{"a.b", "10.0.0.1"}})
+	var names []string
+	for n := range got {
+		names = append(names, n)
+	}
+	assert.ElementsMatch(t, []string{"localhost", "status.local", "legate.example.com", "a.b"}, names, strings.Join(names, ","))
+}
