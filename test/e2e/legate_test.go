@@ -37,6 +37,7 @@ type legate struct {
 	xdsAddr  string
 	httpAddr string
 	logPath  string
+	stateDir string
 
 	proc *legateproc.Proc
 }
@@ -55,11 +56,11 @@ type legateOptions struct {
 func serveRepo(t *testing.T, repo *gitrepo.Repo, opts legateOptions) *legate {
 	t.Helper()
 	dir := t.TempDir()
-	l := &legate{t: t, xdsAddr: legateproc.LoopbackAddr(t), httpAddr: legateproc.LoopbackAddr(t), logPath: filepath.Join(dir, "legate.log")}
+	l := &legate{t: t, xdsAddr: legateproc.LoopbackAddr(t), httpAddr: legateproc.LoopbackAddr(t), logPath: filepath.Join(dir, "legate.log"), stateDir: filepath.Join(dir, "state")}
 	l.args = []string{
 		"serve",
 		"--git-url", repo.Dir, "--git-ref", "main",
-		"--state-dir", filepath.Join(dir, "state"),
+		"--state-dir", l.stateDir,
 		"--xds-addr", l.xdsAddr, "--http-addr", l.httpAddr,
 		// Only the fetch on start and explicit triggers: the poll must not
 		// be what makes a test pass.
@@ -189,11 +190,22 @@ func (l *legate) mustSource() standalone.SourceStatus {
 	return s
 }
 
+// adminToken is the token legate serve made in its state directory.
+func (l *legate) adminToken() string {
+	l.t.Helper()
+	data, err := os.ReadFile(filepath.Join(l.stateDir, standalone.AdminTokenName))
+	require.NoError(l.t, err)
+	return strings.TrimSpace(string(data))
+}
+
 // fetch asks legate to fetch the repository now and waits until it has
 // fetched commit sha and finished with it (applied or rejected).
 func (l *legate) fetch(sha string) {
 	l.t.Helper()
-	resp, err := http.Post(l.url("/api/v1/sources/default/fetch"), "application/json", nil)
+	req, err := http.NewRequest(http.MethodPost, l.url("/api/v1/sources/default/fetch"), nil)
+	require.NoError(l.t, err)
+	req.Header.Set("Authorization", "Bearer "+l.adminToken())
+	resp, err := http.DefaultClient.Do(req)
 	require.NoError(l.t, err)
 	resp.Body.Close()
 	require.Equal(l.t, http.StatusAccepted, resp.StatusCode)

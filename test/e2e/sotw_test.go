@@ -2,6 +2,9 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -182,4 +185,39 @@ func TestGRPCClientFollowsCommits(t *testing.T) {
 	client.keepsLanding("A", 20)
 	assert.Zero(t, lg.mustMetric(clusterNACKs))
 	assert.Positive(t, lg.mustMetric(clusterResponses))
+
+	// legate untaint clears commit 3's taint, by a prefix of its hash, and
+	// only with the admin token; commit 5 stays what is served.
+	tainted := lg.mustNode().History[1]
+	require.True(t, tainted.Tainted)
+	server := "--server=" + lg.url("")
+	out, err := untaintCLI(t, nil, "untaint", "e2e", tainted.Hash[:12], server, "--state-dir", t.TempDir())
+	require.Error(t, err, "no token: %s", out)
+	assert.Contains(t, out, "no admin token")
+	out, err = untaintCLI(t, []string{"LEGATE_TOKEN=not-the-token"}, "untaint", "e2e", tainted.Hash[:12], server)
+	require.Error(t, err, "wrong token: %s", out)
+	assert.Contains(t, out, "401")
+	assert.True(t, lg.mustNode().History[1].Tainted, "refused calls clear nothing")
+	out, err = untaintCLI(t, nil, "untaint", "e2e", tainted.Hash[:12], server, "--state-dir", lg.stateDir)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "taint cleared")
+	n = lg.mustNode()
+	assert.False(t, n.History[1].Tainted, "the taint is cleared at once")
+	assert.Equal(t, tainted.Hash, n.History[1].Hash)
+	assert.Equal(t, sha5, n.Published.Commit)
+}
+
+// untaintCLI runs the legate binary with env added to an environment
+// without LEGATE_TOKEN*, and returns its combined output.
+func untaintCLI(t *testing.T, env []string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(legateBin, args...)
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "LEGATE_TOKEN") {
+			cmd.Env = append(cmd.Env, kv)
+		}
+	}
+	cmd.Env = append(cmd.Env, env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
 }
