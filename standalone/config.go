@@ -36,6 +36,11 @@ type Config struct {
 	// then anyone who reaches the port may fetch any node's configuration
 	// and answer for its proxies.
 	XDSInsecure bool `json:"xdsInsecure,omitempty"`
+	// XDSInsecureSecrets names the external secrets holding key material
+	// (TLS keys, opaque values) that may be served while xDS runs without
+	// mutual TLS; "*" names all. Without mutual TLS any client that reaches
+	// the port can ask for them.
+	XDSInsecureSecrets []string `json:"xdsInsecureSecrets,omitempty"`
 	// XDSTLS, when set, serves xDS over TLS, or over mutual TLS with
 	// node binding when it names a client CA.
 	XDSTLS *XDSTLSConfig `json:"xdsTLS,omitempty"`

@@ -10,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -64,6 +65,20 @@ func secretDir(ext render.ExternalSecret) (string, error) {
 // through a symbolic link.
 type secretReader struct {
 	dir string
+	// plaintext is set when xDS runs without mutual TLS: then secrets that
+	// hold key material (TLS keys, opaque values) are served only when
+	// plaintextOK names them ("*" names all).
+	plaintext   bool
+	plaintextOK []string
+}
+
+// keyMaterialRefused says why secret ext may not be served, or returns nil.
+func (r secretReader) keyMaterialRefused(ext render.ExternalSecret) error {
+	if !r.plaintext || ext.Kind == "validation" || slices.Contains(r.plaintextOK, "*") || slices.Contains(r.plaintextOK, ext.Name) {
+		return nil
+	}
+	return revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s) holds key material and xDS runs without mutual TLS, so legate does not serve it: "+
+		"set --xds-client-ca (legate pki init), or allow it over plaintext with --xds-insecure-secrets %s", ext.Name, ext.Ref, ext.Source, ext.Name))
 }
 
 // build reads the files of every external secret and returns the SDS
@@ -113,6 +128,9 @@ func (r secretReader) build(exts []render.ExternalSecret) ([]render.Resource, er
 func (r secretReader) one(root *os.Root, ext render.ExternalSecret) (render.Resource, error) {
 	dir, err := secretDir(ext)
 	if err != nil {
+		return render.Resource{}, err
+	}
+	if err := r.keyMaterialRefused(ext); err != nil {
 		return render.Resource{}, err
 	}
 	read := func(file string) ([]byte, error) {
@@ -226,8 +244,8 @@ type servedPublication struct {
 	version string
 }
 
-func newSecretHome(dir string, set func(string, xds.Snapshot) error, log logr.Logger) *secretHome {
-	return &secretHome{reader: secretReader{dir: dir}, set: set, log: log, served: map[string]servedPublication{}, failing: map[string]string{}}
+func newSecretHome(reader secretReader, set func(string, xds.Snapshot) error, log logr.Logger) *secretHome {
+	return &secretHome{reader: reader, set: set, log: log, served: map[string]servedPublication{}, failing: map[string]string{}}
 }
 
 // publish reads the publication's secrets and serves it. It refuses the

@@ -18,6 +18,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
 )
 
 // marin3rTLS is a MARIN3R EnvoyConfig whose cluster uses an SDS secret
@@ -64,7 +67,7 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 
 	var logs syncBuffer
 	s := newServer(t, Config{
-		StateDir: t.TempDir(), SecretsDir: secrets,
+		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"edge-cert", "other-cert"},
 		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
 	}, Options{Log: logr.FromSlogHandler(slog.NewTextHandler(&logs, nil))})
 	ticks := make(chan time.Time)
@@ -144,4 +147,71 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	for _, material := range [][]byte{crt, key, crt2, key2, crt3, key3} {
 		assert.NotContains(t, logs.String(), string(material))
 	}
+}
+
+// Over plaintext xDS, a secret holding a private key is not served unless
+// the operator allowed it: the revision waits, saying why and what to do,
+// and an ADS client asking for the secret gets nothing.
+func TestKeyMaterialIsNotServedOverPlaintext(t *testing.T) {
+	repo := newLocalRepo(t)
+	require.NoError(t, os.WriteFile(filepath.Join(repo.dir, "edge.yaml"), []byte(marin3rTLS), 0o600))
+	repo.git("add", "-A")
+	repo.git("commit", "-q", "-m", "edge")
+	secrets := t.TempDir()
+	crt, key := selfSigned(t, "edge.example")
+	writeSecret(t, secrets, "edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
+
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"some-other-secret"},
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	runServer(t, s)
+	require.Eventually(t, func() bool {
+		n, ok := s.engine.Node("edge")
+		return ok && n.Waiting != nil
+	}, 30*time.Second, 10*time.Millisecond, "the revision waits")
+	n, _ := s.engine.Node("edge")
+	assert.Nil(t, n.Published, "nothing is served")
+	assert.Contains(t, n.Waiting.Message, `secret "edge-cert"`)
+	assert.Contains(t, n.Waiting.Message, "--xds-client-ca")
+	assert.Contains(t, n.Waiting.Message, "--xds-insecure-secrets edge-cert")
+	assert.NotContains(t, n.Waiting.Message, string(key))
+	assert.False(t, n.History[0].Tainted)
+
+	// A client asking for it is answered with no secret at all.
+	conn, err := grpc.NewClient(s.XDSAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	t.Cleanup(cancel)
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	require.NoError(t, err)
+	require.NoError(t, stream.Send(&discoveryv3.DiscoveryRequest{
+		Node: &corev3.Node{Id: "edge"}, TypeUrl: resourcev3.SecretType, ResourceNames: []string{"edge-cert"},
+	}))
+	for {
+		resp, err := stream.Recv()
+		if err != nil {
+			break // the deadline ends the stream: nothing more was sent
+		}
+		for _, r := range resp.GetResources() {
+			var sec tlsv3.Secret
+			require.NoError(t, r.UnmarshalTo(&sec))
+			assert.Empty(t, sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes(), "no private key over plaintext")
+		}
+	}
+}
+
+func TestKeyMaterialRefusedOnlyOverPlaintext(t *testing.T) {
+	tlsSecret := render.ExternalSecret{Name: "edge-cert", Ref: "edge-cert", Kind: "tls"}
+	opaque := render.ExternalSecret{Name: "token", Ref: "tokens", Key: "t", Kind: "opaque"}
+	ca := render.ExternalSecret{Name: "ca", Ref: "ca", Kind: "validation"}
+	plain := secretReader{plaintext: true}
+	assert.ErrorIs(t, plain.keyMaterialRefused(tlsSecret), revisions.ErrNotReady)
+	assert.ErrorIs(t, plain.keyMaterialRefused(opaque), revisions.ErrNotReady)
+	assert.NoError(t, plain.keyMaterialRefused(ca), "a CA bundle is public")
+	assert.NoError(t, secretReader{plaintext: true, plaintextOK: []string{"edge-cert"}}.keyMaterialRefused(tlsSecret))
+	assert.Error(t, secretReader{plaintext: true, plaintextOK: []string{"edge-cert"}}.keyMaterialRefused(opaque))
+	assert.NoError(t, secretReader{plaintext: true, plaintextOK: []string{"*"}}.keyMaterialRefused(opaque))
+	assert.NoError(t, secretReader{}.keyMaterialRefused(tlsSecret), "mutual TLS serves keys")
 }

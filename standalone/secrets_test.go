@@ -269,7 +269,7 @@ func TestRefreshPushesChangedSecretsOnly(t *testing.T) {
 	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
 	var logs syncBuffer
 	var sets []xds.Snapshot
-	h := newSecretHome(dir, func(node string, snap xds.Snapshot) error {
+	h := newSecretHome(secretReader{dir: dir}, func(node string, snap xds.Snapshot) error {
 		assert.Equal(t, "edge", node)
 		sets = append(sets, snap)
 		return nil

@@ -141,7 +141,11 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if s.xds, err = xds.New(xopts); err != nil {
 		return nil, err
 	}
-	s.secrets = newSecretHome(cfg.SecretsDir, s.xds.SetSnapshot, log.WithName("secrets"))
+	s.secrets = newSecretHome(secretReader{
+		dir:         cfg.SecretsDir,
+		plaintext:   cfg.XDSTLS == nil || cfg.XDSTLS.ClientCAFile == "",
+		plaintextOK: cfg.XDSInsecureSecrets,
+	}, s.xds.SetSnapshot, log.WithName("secrets"))
 	s.engine, err = revisions.New(revisions.Options{
 		Store:      s.store,
 		Publisher:  revisions.PublisherFunc(s.publish),

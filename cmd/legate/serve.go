@@ -44,6 +44,7 @@ type serveFlags struct {
 	xdsClientCA    string
 	xdsInsecure    bool
 	allowedHosts   []string
+	plainSecrets   []string
 }
 
 func newServeCommand() *cobra.Command {
@@ -94,6 +95,7 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.DurationVar(&f.answerTimeout, "answer-timeout", 30*time.Second, "how long to wait for every proxy to answer a new revision")
 	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: <state-dir>/admin-token, made on the first start)")
 	fl.BoolVar(&f.xdsInsecure, "xds-insecure", false, "allow serving xDS beyond loopback without mutual TLS: anyone who reaches it may fetch every node's configuration and answer for its proxies")
+	fl.StringSliceVar(&f.plainSecrets, "xds-insecure-secrets", nil, "external secrets holding keys or opaque values that may be served while xDS has no mutual TLS (names, or * for all)")
 	fl.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "further host names the HTTP API may be called by (IP addresses, localhost and --public-url's host always are)")
 	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
 	fl.StringArrayVar(&f.sourceFlags, "source", nil, standalone.SourceFlagHelp)
@@ -169,6 +171,9 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	}
 	if set("xds-insecure") {
 		cfg.XDSInsecure = f.xdsInsecure
+	}
+	if set("xds-insecure-secrets") {
+		cfg.XDSInsecureSecrets = f.plainSecrets
 	}
 	if set("http-allowed-hosts") {
 		cfg.HTTPAllowedHosts = f.allowedHosts
