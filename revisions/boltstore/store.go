@@ -44,7 +44,8 @@ var (
 // concurrent use: bbolt serializes writers and readers see a consistent
 // snapshot.
 type Store struct {
-	db *bolt.DB
+	db   *bolt.DB
+	path string
 }
 
 var (
@@ -59,21 +60,60 @@ func Open(dir string) (*Store, error) {
 		return nil, fmt.Errorf("create state dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	var db *bolt.DB
+	err := recovered(path, func() error {
+		var err error
+		db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+		return err
+	})
 	if err != nil {
 		if errors.Is(err, bolterrors.ErrTimeout) {
 			return nil, fmt.Errorf("state dir %s is in use by another process: %w", dir, err)
 		}
 		return nil, fmt.Errorf("open state file %s: %w", path, err)
 	}
-	if err := db.Update(initSchema); err != nil {
+	st := &Store{db: db, path: path}
+	if err := st.update(initSchema); err != nil {
 		_ = db.Close()
 		return nil, fmt.Errorf("state file %s: %w", path, err)
 	}
-	return &Store{db: db}, nil
+	return st, nil
+}
+
+// ErrCorrupt marks a state file whose pages bbolt cannot read.
+var ErrCorrupt = errors.New("the state file is corrupt")
+
+// recovered runs fn, turning a bbolt panic (bbolt panics on pages it cannot
+// make sense of) into an error that tells the operator what to do.
+func recovered(path string, fn func() error) (err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = fmt.Errorf("%w: %s (%v): stop legate, move the file away (or restore a backup) and start again; "+
+				"revisions are rendered again from the sources, but taints and unsent commit statuses are lost", ErrCorrupt, path, v)
+		}
+	}()
+	return fn()
+}
+
+// update and view run a transaction, a corrupt page turned into ErrCorrupt.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	return recovered(s.path, func() error { return s.db.Update(fn) })
+}
+
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	return recovered(s.path, func() error { return s.db.View(fn) })
 }
 
 func initSchema(tx *bolt.Tx) error {
+	if m := tx.Bucket(bucketMeta); m == nil || m.Get(keySchema) == nil {
+		// Only an empty file is made a legate store: a bbolt file of
+		// another program is refused rather than written to.
+		empty := true
+		_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+		if !empty {
+			return errors.New("this bbolt file was not created by legate (it has no legate schema marker); point --state-dir at another directory or move the file away")
+		}
+	}
 	meta, err := tx.CreateBucketIfNotExists(bucketMeta)
 	if err != nil {
 		return err
@@ -103,7 +143,7 @@ func (s *Store) Close() error { return s.db.Close() }
 // Load returns every node with its revisions.
 func (s *Store) Load(_ context.Context) ([]revisions.NodeData, error) {
 	var out []revisions.NodeData
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		revs := tx.Bucket(bucketRevisions)
 		return tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
 			var d revisions.NodeData
@@ -148,7 +188,7 @@ func (s *Store) Commit(_ context.Context, u revisions.Update) error {
 		}
 	}
 	node := []byte(u.Record.Node)
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	err = s.update(func(tx *bolt.Tx) error {
 		b, err := tx.Bucket(bucketRevisions).CreateBucketIfNotExists(node)
 		if err != nil {
 			return err
@@ -179,7 +219,7 @@ type outboxValue struct {
 // OutboxPut queues value under key, replacing an entry with the same key.
 func (s *Store) OutboxPut(_ context.Context, key string, value []byte) (uint64, error) {
 	var seq uint64
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		ob, keys := tx.Bucket(bucketOutbox), tx.Bucket(bucketOutboxKeys)
 		if old := keys.Get([]byte(key)); old != nil {
 			if err := ob.Delete(old); err != nil {
@@ -208,7 +248,7 @@ func (s *Store) OutboxPut(_ context.Context, key string, value []byte) (uint64, 
 // OutboxList returns up to limit entries, oldest first.
 func (s *Store) OutboxList(_ context.Context, limit int) ([]revisions.OutboxEntry, error) {
 	var out []revisions.OutboxEntry
-	err := s.db.View(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		c := tx.Bucket(bucketOutbox).Cursor()
 		for k, v := c.First(); k != nil && (limit <= 0 || len(out) < limit); k, v = c.Next() {
 			var ov outboxValue
@@ -227,7 +267,7 @@ func (s *Store) OutboxList(_ context.Context, limit int) ([]revisions.OutboxEntr
 
 // OutboxDelete removes the entry with seq, if it is still queued.
 func (s *Store) OutboxDelete(_ context.Context, seq uint64) error {
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.update(func(tx *bolt.Tx) error {
 		ob, keys := tx.Bucket(bucketOutbox), tx.Bucket(bucketOutboxKeys)
 		v := ob.Get(u64(seq))
 		if v == nil {
