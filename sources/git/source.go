@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
 	gogit "github.com/go-git/go-git/v5"
@@ -96,8 +97,47 @@ func (s *Source) Dir() string { return s.dir }
 // followed ref only when its commit is not already in the local clone, and
 // returns the configured path at the resolved commit.
 func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
+	// go-git bounds neither the SSH handshake nor every read by the
+	// context: a server that accepts the connection and never answers
+	// would block the fetch for good. The fetch runs in its own goroutine
+	// and Fetch returns when the timeout passes; a fetch still stalled then
+	// keeps the clone locked, so later calls fail at once instead of
+	// piling up behind it.
+	if !s.mu.TryLock() {
+		return nil, fmt.Errorf("git source %q (%s): an earlier fetch is still waiting on the network past its timeout of %s; nothing fetched", s.cfg.Name, s.display, s.cfg.Timeout)
+	}
+	type result struct {
+		res *sources.Result
+		err error
+	}
+	done := make(chan result, 1)
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	go func() {
+		defer s.mu.Unlock()
+		defer cancel()
+		res, err := s.fetchLocked(ctx)
+		done <- result{res, err}
+	}()
+	select {
+	case r := <-done:
+		return r.res, r.err
+	case <-ctx.Done():
+		// Give go-git a moment to return the context's error itself.
+		select {
+		case r := <-done:
+			return r.res, r.err
+		case <-time.After(stallGrace):
+		}
+		return nil, fmt.Errorf("git source %q (%s): the server did not answer within the fetch timeout of %s: %w", s.cfg.Name, s.display, s.cfg.Timeout, ctx.Err())
+	}
+}
+
+// stallGrace is how long Fetch waits, after the timeout, for a fetch to
+// end by itself before it reports the server as stalled.
+const stallGrace = time.Second
+
+// fetchLocked is Fetch with the clone locked.
+func (s *Source) fetchLocked(ctx context.Context) (*sources.Result, error) {
 	creds, err := readCredentials(s.cfg.Auth, s.endpoint, s.urlUser)
 	if err != nil {
 		return nil, s.wrap(creds, fmt.Errorf("git source %q: %w", s.cfg.Name, err))

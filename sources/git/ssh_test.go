@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -151,4 +152,61 @@ func TestSSHWithKnownHosts(t *testing.T) {
 			assert.Equal(t, "1", readAll(t, res.Files)["a.yaml"])
 		})
 	}
+}
+
+// A server that accepts the TCP connection and never sends its SSH banner
+// must not wedge the source: the fetch fails within its timeout, and a
+// fetch while the stalled one still hangs fails at once.
+func TestSSHServerThatNeverAnswers(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	held := make(chan net.Conn, 16)
+	go func() {
+		for {
+			c, err := lis.Accept()
+			if err != nil {
+				return
+			}
+			held <- c // accepted, never answered
+		}
+	}()
+	t.Cleanup(func() {
+		_ = lis.Close()
+		close(held)
+		for c := range held {
+			_ = c.Close()
+		}
+	})
+
+	_, clientPriv, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	block, err := ssh.MarshalPrivateKey(clientPriv, "")
+	require.NoError(t, err)
+	keyFile := writeSecret(t, string(pem.EncodeToMemory(block)))
+	hostPub, _, err := ed25519.GenerateKey(rand.Reader)
+	require.NoError(t, err)
+	sshHost, err := ssh.NewPublicKey(hostPub)
+	require.NoError(t, err)
+	kh := filepath.Join(t.TempDir(), "known_hosts")
+	require.NoError(t, os.WriteFile(kh, []byte(knownhosts.Line([]string{lis.Addr().String()}, sshHost)+"\n"), 0o600))
+
+	src := mustNew(t, Config{
+		URL: "ssh://git@" + lis.Addr().String() + "/cfg.git", Timeout: 300 * time.Millisecond,
+		Auth: Auth{SSHKey: sources.Secret{File: keyFile}, KnownHosts: kh},
+	})
+	errc := make(chan error, 1)
+	go func() {
+		_, err := src.Fetch(context.Background())
+		errc <- err
+	}()
+	select {
+	case err := <-errc:
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "did not answer within the fetch timeout")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the fetch hangs on a server that never answers")
+	}
+	_, err = src.Fetch(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "still waiting on the network")
 }
