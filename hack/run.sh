@@ -26,6 +26,9 @@ legate: serving the config repository $repo (branch main, node "edge")
   client with GRPC_XDS_BOOTSTRAP naming such a file. Commit to the repository
   above and legate publishes within --interval (5s here); try a broken commit
   to see it rejected. \`$legate status\` shows nodes, revisions and proxies.
+  Calls that change state (legate untaint, POST .../fetch) need the admin token
+  legate keeps in $state/admin-token:
+    export LEGATE_TOKEN_FILE=$state/admin-token
 EOT
 exec "$legate" serve --git-url "$repo" --git-ref main --state-dir "$state" \
   --interval 5s --xds-addr 127.0.0.1:18000 --http-addr 127.0.0.1:8080 "${@:2}"
