@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 
@@ -120,4 +121,40 @@ load_assignment:
 	}, Options{DefaultNode: "n"})
 	require.Empty(t, res.Diagnostics)
 	assert.Contains(t, res.Nodes, "n")
+}
+
+// aliasBomb is a small document whose aliases expand a thousandfold.
+func aliasBomb(i int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "---\n'@type': type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: bomb-%d\nmetadata:\n  filter_metadata:\n    x:\n", i)
+	b.WriteString("      a: &a [\"" + strings.Repeat("x", 64) + "\",\"" + strings.Repeat("x", 64) + "\",\"" + strings.Repeat("x", 64) + "\",\"" + strings.Repeat("x", 64) + "\"]\n")
+	prev := "a"
+	for _, name := range []string{"b", "c", "d", "e", "f", "g", "h", "i"} {
+		fmt.Fprintf(&b, "      %s: &%s [*%s,*%s,*%s,*%s]\n", name, name, prev, prev, prev, prev)
+		prev = name
+	}
+	return b.String()
+}
+
+// Each bomb stays under the per-resource bound, but many of them together
+// (in one file or across files) must hit the render's budget instead of
+// expanding for minutes.
+func TestManyAliasBombsHitTheRenderBudget(t *testing.T) {
+	var one strings.Builder
+	for i := range 200 {
+		one.WriteString(aliasBomb(i))
+	}
+	docs := []Document{{Path: "bombs.yaml", Data: []byte(one.String())}}
+	res := RenderDocuments(docs, Options{DefaultNode: "n"})
+	require.False(t, res.OK())
+	budget := 0
+	for _, d := range res.Diagnostics {
+		if strings.Contains(d.Message, "expands to more than") {
+			budget++
+		}
+	}
+	assert.Positive(t, budget, "the render budget is what stops it: %v", res.Diagnostics[0])
+
+	b := newExpansionBudget(int64(len(one.String())))
+	assert.Equal(t, int64(minExpansionBudget), b.limit, "small input, the floor applies")
 }

@@ -38,7 +38,7 @@ func (r *renderer) failedChecks() {
 		return
 	}
 	var failed []*Failed
-	var jw jsonWriter
+	jw := jsonWriter{budget: r.jw.budget}
 	for _, it := range r.items {
 		if it.kind == nil || it.ext != nil {
 			continue
@@ -53,8 +53,10 @@ func (r *renderer) failedChecks() {
 			continue
 		}
 		jw.reset()
-		if err := jw.writeResource(it.root, it.skip...); err != nil {
-			continue // not JSON-shaped: the decode diagnostic says why.
+		err := jw.writeResource(it.root, it.skip...)
+		jw.budget.spend(len(jw.buf))
+		if err != nil {
+			continue // not JSON-shaped, or over budget: the decode diagnostic says why.
 		}
 		failed = append(failed, &Failed{
 			Decoded: Decoded{

@@ -64,7 +64,12 @@ func (r *renderer) addf(pos Position, rule, format string, args ...any) {
 }
 
 func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Result) {
+	var input int64
+	for _, d := range docs {
+		input += int64(len(d.Data))
+	}
 	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}}
+	r.jw.budget = newExpansionBudget(input)
 	// Rendering fetched input must never take the process down: a panic
 	// left in the renderer rejects this render, naming the file it was
 	// working on, and the server goes on serving what it served.
@@ -145,6 +150,7 @@ func (r *renderer) decodeAll() {
 			return
 		}
 		jw := writers.Get().(*jsonWriter)
+		jw.budget = r.jw.budget
 		defer func() {
 			if v := recover(); v != nil {
 				d := internalDiagnostic(it.file, v)
@@ -182,7 +188,9 @@ func (r *renderer) decodeInto(it *item, m proto.Message) bool {
 // fields, and returns a diagnostic at the YAML node the error points at.
 func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
 	jw.reset()
-	if err := jw.writeResource(it.root, it.skip...); err != nil {
+	err := jw.writeResource(it.root, it.skip...)
+	jw.budget.spend(len(jw.buf))
+	if err != nil {
 		var ne *nodeError
 		var d Diagnostic
 		if errors.As(err, &ne) {
@@ -192,7 +200,7 @@ func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
 		}
 		return &d
 	}
-	err := protojson.UnmarshalOptions{Resolver: protoregistry.GlobalTypes}.Unmarshal(jw.buf, m)
+	err = protojson.UnmarshalOptions{Resolver: protoregistry.GlobalTypes}.Unmarshal(jw.buf, m)
 	if err == nil {
 		return nil
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"math"
 	"strconv"
 	"strings"
@@ -59,13 +60,43 @@ type jsonWriter struct {
 	offs  []int
 	nodes []*yaml.Node
 	depth int
+	// budget, when set, bounds what every resource of the render expands
+	// to together.
+	budget *expansionBudget
+}
+
+// expansionBudget bounds the JSON that all resources of one render expand
+// to. The per-resource bound alone lets many small alias bombs (in one
+// file or many) each expand to it. Safe for concurrent use.
+type expansionBudget struct {
+	limit int64
+	used  atomic.Int64
+}
+
+// newExpansionBudget allows a render to expand to minExpansionBudget, or
+// to a few times its input when that is more: without aliases, a
+// resource's JSON is about as long as its YAML.
+func newExpansionBudget(inputBytes int64) *expansionBudget {
+	return &expansionBudget{limit: max(minExpansionBudget, 4*inputBytes)}
+}
+
+// exceeded reports whether n more bytes would overrun the budget.
+func (b *expansionBudget) exceeded(n int) bool {
+	return b != nil && b.used.Load()+int64(n) > b.limit
+}
+
+func (b *expansionBudget) spend(n int) {
+	if b != nil {
+		b.used.Add(int64(n))
+	}
 }
 
 // Bounds on what YAML aliases can make of a document: a recursive alias
 // would never end, and nested aliases can grow exponentially.
 const (
-	maxDepth    = 200
-	maxExpanded = 32 << 20
+	maxDepth           = 200
+	maxExpanded        = 32 << 20
+	minExpansionBudget = 128 << 20
 )
 
 func (w *jsonWriter) reset() {
@@ -113,6 +144,9 @@ func (w *jsonWriter) write(n *yaml.Node) error {
 	n = resolveAlias(n)
 	if w.depth >= maxDepth || len(w.buf) > maxExpanded {
 		return nodeErrorf(n, "document nests too deep or expands too far (a recursive or repeated YAML alias?)")
+	}
+	if w.budget.exceeded(len(w.buf)) {
+		return nodeErrorf(n, "the configuration expands to more than %d MiB in all (repeated YAML aliases?)", w.budget.limit>>20)
 	}
 	w.depth++
 	defer func() { w.depth-- }()
