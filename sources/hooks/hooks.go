@@ -11,6 +11,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"time"
 )
 
 // Trigger is called once per repository named by a valid push event (with
@@ -23,6 +24,10 @@ type Trigger func(repoURL, ref string)
 // HMAC-SHA256 of the request body keyed with the shared secret (the same
 // scheme as GitHub's X-Hub-Signature-256).
 const GenericSignatureHeader = "X-Legate-Signature-256"
+
+// GenericDeliveryHeader optionally carries a unique ID per delivery of
+// the generic webhook; a repeated ID is ignored within DeliveryWindow.
+const GenericDeliveryHeader = "X-Legate-Delivery"
 
 // MaxBodyBytes bounds a webhook request body.
 const MaxBodyBytes = 1 << 20
@@ -50,7 +55,11 @@ type push struct {
 
 // handler is the shared request flow of every provider.
 type handler struct {
-	verify func(r *http.Request, body []byte) bool
+	// deliveryHeader names the provider's delivery ID header; a verified
+	// delivery whose ID was seen within the window is not acted on again.
+	deliveryHeader string
+	seen           *deliveries
+	verify         func(r *http.Request, body []byte) bool
 	// parse returns ok false for events that are not pushes.
 	parse   func(r *http.Request, body []byte) (push, bool, error)
 	trigger Trigger
@@ -74,6 +83,13 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	if !h.verify(r, body) {
 		http.Error(w, "invalid or missing signature", http.StatusUnauthorized)
+		return
+	}
+	// Only a verified delivery is remembered, so nobody without the secret
+	// can make legate ignore a genuine one.
+	if id := r.Header.Get(h.deliveryHeader); id != "" && h.seen.replayed(id, time.Now()) {
+		w.WriteHeader(http.StatusOK)
+		_, _ = io.WriteString(w, "duplicate delivery, ignored\n")
 		return
 	}
 	p, ok, err := h.parse(r, body)
@@ -138,6 +154,8 @@ func decode(body []byte, v any) error {
 // X-Gitea-Signature (hex HMAC-SHA256 of the body).
 func Gitea(secret []byte, trigger Trigger) http.Handler {
 	return handler{
+		deliveryHeader: "X-Gitea-Delivery",
+		seen:           newDeliveries(),
 		verify: func(r *http.Request, body []byte) bool {
 			return validHMAC(secret, body, r.Header.Get("X-Gitea-Signature"), "")
 		},
@@ -149,6 +167,8 @@ func Gitea(secret []byte, trigger Trigger) http.Handler {
 // GitHub handles GitHub push webhooks signed with X-Hub-Signature-256.
 func GitHub(secret []byte, trigger Trigger) http.Handler {
 	return handler{
+		deliveryHeader: "X-GitHub-Delivery",
+		seen:           newDeliveries(),
 		verify: func(r *http.Request, body []byte) bool {
 			return validHMAC(secret, body, r.Header.Get("X-Hub-Signature-256"), "sha256=")
 		},
@@ -186,6 +206,8 @@ func githubStylePush(eventHeader string) func(*http.Request, []byte) (push, bool
 // X-Gitlab-Token shared token.
 func GitLab(secret []byte, trigger Trigger) http.Handler {
 	return handler{
+		deliveryHeader: "X-Gitlab-Event-UUID",
+		seen:           newDeliveries(),
 		verify: func(r *http.Request, _ []byte) bool {
 			return equalToken(secret, r.Header.Get("X-Gitlab-Token"))
 		},
@@ -221,6 +243,8 @@ func GitLab(secret []byte, trigger Trigger) http.Handler {
 // with GenericSignatureHeader set to "sha256=<hex HMAC-SHA256 of the body>".
 func Generic(secret []byte, trigger Trigger) http.Handler {
 	return handler{
+		deliveryHeader: GenericDeliveryHeader,
+		seen:           newDeliveries(),
 		verify: func(r *http.Request, body []byte) bool {
 			return validHMAC(secret, body, r.Header.Get(GenericSignatureHeader), "sha256=")
 		},
