@@ -73,9 +73,11 @@ type Config struct {
 	// without a secret answers 401 to every delivery.
 	Webhooks WebhookConfig `json:"webhooks,omitempty"`
 	// SecretsDir holds the key material of the external secrets
-	// configurations refer to: secret ref NAME (or NAMESPACE/NAME) is the
-	// directory <SecretsDir>/NAME holding files named like the keys of a
-	// Kubernetes Secret (tls.crt, tls.key, ca.crt, an opaque key).
+	// configurations refer to, one directory per source: secret ref NAME of
+	// source S is the directory <SecretsDir>/S/NAME holding files named
+	// like the keys of a Kubernetes Secret (tls.crt, tls.key, ca.crt, an
+	// opaque key). A source reaches other directories only through its
+	// Secrets grants.
 	SecretsDir string `json:"secretsDir,omitempty"`
 	// SecretsInterval is how often SecretsDir is checked for changed files
 	// (default 5s).
@@ -111,6 +113,12 @@ type SourceConfig struct {
 	// Forge, when set, posts a commit status per node on every commit this
 	// source delivers.
 	Forge *ForgeConfig `json:"forge,omitempty"`
+	// Secrets grants the source external secrets outside its own
+	// directory: refs (or path.Match patterns such as "shared/*") relative
+	// to secretsDir. Without a grant, a ref NAME resolves to
+	// <secretsDir>/<source name>/NAME and a ref NAMESPACE/NAME is allowed
+	// only when NAMESPACE is the source's name.
+	Secrets []string `json:"secrets,omitempty"`
 }
 
 // GitSource is a Git repository to follow.

@@ -146,6 +146,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	ropts := l.s.render()
 	ropts.DefaultNode = l.s.cfg.DefaultNode
 	result := render.Render(res.Files, ropts)
+	result.Diagnostics = append(result.Diagnostics, secretScope{source: l.cfg.Name, grants: l.cfg.Secrets}.apply(result)...)
 	l.s.metrics.renderDuration.WithLabelValues(l.cfg.Name).Observe(time.Since(start).Seconds())
 	l.mu.Lock()
 	l.lastContent = res.Content

@@ -63,7 +63,7 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	commit(marin3rTLS)
 	secrets := t.TempDir()
 	crt, key := selfSigned(t, "edge.example")
-	writeSecret(t, secrets, "edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
+	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
 
 	var logs syncBuffer
 	s := newServer(t, Config{
@@ -109,7 +109,7 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	assert.Equal(t, key, sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes())
 
 	crt2, key2 := selfSigned(t, "edge.example")
-	writeSecret(t, secrets, "edge-cert", map[string][]byte{tlsCertFile: crt2, tlsKeyFile: key2})
+	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{tlsCertFile: crt2, tlsKeyFile: key2})
 	ticks <- time.Time{}
 	second, sec := recvSecret()
 	assert.NotEqual(t, first.GetVersionInfo(), second.GetVersionInfo(), "a rotated certificate comes under a new version")
@@ -127,16 +127,16 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond, "the revision waits for its secret")
 	n, _ := s.engine.Node("edge")
 	assert.Equal(t, n.History[0].Hash, n.Waiting.Hash)
-	assert.Contains(t, n.Waiting.Message, filepath.Join(secrets, "other-cert", tlsCertFile))
+	assert.Contains(t, n.Waiting.Message, filepath.Join(secrets, "config", "other-cert", tlsCertFile))
 	assert.False(t, n.History[0].Tainted, "a missing secret does not taint the revision")
 	assert.Equal(t, n.History[1].Hash, n.Published.Hash, "the last good revision stays published")
 	assert.NotEqual(t, "InSync", string(n.State), "a node whose newest revision waits is not in sync")
-	_, err = os.Stat(filepath.Join(secrets, "other-cert"))
+	_, err = os.Stat(filepath.Join(secrets, "config", "other-cert"))
 	require.ErrorIs(t, err, os.ErrNotExist)
 
 	// Once the files exist the engine's next tick serves it, untainted.
 	crt3, key3 := selfSigned(t, "other.example")
-	writeSecret(t, secrets, "other-cert", map[string][]byte{tlsCertFile: crt3, tlsKeyFile: key3})
+	writeSecret(t, secrets, "config/other-cert", map[string][]byte{tlsCertFile: crt3, tlsKeyFile: key3})
 	require.Eventually(t, func() bool {
 		n, ok := s.engine.Node("edge")
 		return ok && n.Published != nil && n.Published.Hash == n.History[0].Hash
@@ -159,7 +159,7 @@ func TestKeyMaterialIsNotServedOverPlaintext(t *testing.T) {
 	repo.git("commit", "-q", "-m", "edge")
 	secrets := t.TempDir()
 	crt, key := selfSigned(t, "edge.example")
-	writeSecret(t, secrets, "edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
+	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
 
 	s := newServer(t, Config{
 		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"some-other-secret"},

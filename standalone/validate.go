@@ -89,6 +89,11 @@ func (s SourceConfig) validate(where string) []error {
 	if s.Interval.Duration < 0 {
 		add(where+".interval", "must not be negative")
 	}
+	for i, g := range s.Secrets {
+		if err := grantShape(g); err != nil {
+			add(fmt.Sprintf("%s.secrets[%d]", where, i), "%v", err)
+		}
+	}
 	switch {
 	case s.Git != nil && s.OCI != nil:
 		add(where, "set git or oci, not both")
