@@ -122,6 +122,10 @@ func TestParseSourceFlag(t *testing.T) {
 			in:   "name=ci,oci=oci://127.0.0.1:5000/cfg,tag=v1,insecure=true,docker-config=/d.json",
 			want: SourceConfig{Name: "ci", OCI: &OCISource{URL: "oci://127.0.0.1:5000/cfg", Tag: "v1", Insecure: true, DockerConfig: "/d.json"}},
 		},
+		{
+			in:   "name=edge,git=/srv/cfg,secrets=shared/ca+wildcards/*",
+			want: SourceConfig{Name: "edge", Git: &GitSource{URL: "/srv/cfg"}, Secrets: []string{"shared/ca", "wildcards/*"}},
+		},
 		{in: "name=x", err: "set git=<url> or oci=<url>"},
 		{in: "name=x,git=/r,digest=sha256:00", err: "oci sources only"},
 		{in: "name=x,oci=oci://r/x,branch=main", err: "git sources only"},

@@ -15,7 +15,8 @@ import (
 const SourceFlagHelp = `a source as comma-separated key=value pairs (repeatable), e.g.
   name=edge,git=https://git.example/org/cfg.git,branch=main,path=envoy
   name=ci,oci=oci://registry.example/cfg,semver=^1.0,insecure=true
-keys: name, git|oci, path, interval;
+keys: name, git|oci, path, interval, secrets (granted secret refs
+  beyond secretsDir/<name>, '+'-separated, e.g. shared/ca+wildcards/*);
   git refs: branch, tag, semver, refname, commit; git auth: username,
   password-file|password-env, bearer-file|bearer-env, ssh-key-file|ssh-key-env,
   ssh-passphrase-file|ssh-passphrase-env, known-hosts; timeout, depth;
@@ -94,6 +95,8 @@ func ParseSourceFlag(v string) (SourceConfig, error) {
 		case "name", "git", "oci":
 		case "path":
 			sc.Path = val
+		case "secrets":
+			sc.Secrets = strings.Split(val, "+")
 		case "interval":
 			sc.Interval.Duration, err = time.ParseDuration(val)
 		case "timeout":
