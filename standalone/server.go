@@ -135,7 +135,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		}
 		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(t.serverConfig())))
 		if cfg.XDSTLS.ClientCAFile != "" {
-			xopts.Authorizer = nodeBinding
+			xopts.Authorizer = xds.CertificateBinding
 		}
 	}
 	if s.xds, err = xds.New(xopts); err != nil {

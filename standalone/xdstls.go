@@ -1,23 +1,18 @@
 package standalone
 
 import (
-	"context"
 	"crypto/tls"
 	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"sync"
-
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/peer"
 )
 
 // XDSTLSConfig serves xDS over TLS. With ClientCAFile it is mutual TLS:
 // every proxy presents a certificate signed by that CA, and a certificate
-// may fetch only the node IDs it names (see nodeBinding).
+// may fetch only the node IDs it names (see xds.CertificateBinding).
 type XDSTLSConfig struct {
 	// CertFile and KeyFile are the server's certificate chain and key
 	// (PEM). They are read again when they change, so a renewed
@@ -199,37 +194,4 @@ func beyondLoopback(addr string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip == nil || !ip.IsLoopback()
-}
-
-// nodeBinding is the xDS Authorizer of mutual TLS: a client certificate may
-// act as node ID n when n is one of its DNS names, one of its URIs (a
-// SPIFFE ID, for example) or its subject common name. The certificate was
-// verified against the client CA during the handshake.
-func nodeBinding(ctx context.Context, node string) error {
-	p, ok := peer.FromContext(ctx)
-	if !ok {
-		return errors.New("no peer on the stream")
-	}
-	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(info.State.PeerCertificates) == 0 {
-		return errors.New("the stream presented no client certificate")
-	}
-	leaf := info.State.PeerCertificates[0]
-	if slices.Contains(certIdentities(leaf), node) {
-		return nil
-	}
-	return fmt.Errorf("the client certificate (subject %q) does not name this node ID in its DNS names, URIs or common name", leaf.Subject.CommonName)
-}
-
-// certIdentities lists the names a certificate binds: its DNS names, its
-// URIs and its subject common name.
-func certIdentities(c *x509.Certificate) []string {
-	ids := slices.Clone(c.DNSNames)
-	for _, u := range c.URIs {
-		ids = append(ids, u.String())
-	}
-	if c.Subject.CommonName != "" {
-		ids = append(ids, c.Subject.CommonName)
-	}
-	return ids
 }

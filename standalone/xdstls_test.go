@@ -157,6 +157,7 @@ func TestXDSOverMutualTLSBindsCertificatesToNodes(t *testing.T) {
 				// shows as a connected proxy.
 				require.Eventually(t, func() bool { return len(s.xds.Proxies(tt.node)) == 1 },
 					20*time.Second, 10*time.Millisecond, "the stream is admitted")
+				assert.Equal(t, spiffe.String(), s.xds.Proxies(tt.node)[0].Proxy, "the proxy is counted under the certificate's identity")
 				return
 			}
 			_, err := recv()

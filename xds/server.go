@@ -20,8 +20,10 @@ import (
 // Authorizer decides whether a stream may act as nodeID. It is called once
 // per stream, on its first request, with the stream's context (which carries
 // the peer and its TLS state). A non-nil error closes the stream with
-// PermissionDenied and the error's text.
-type Authorizer func(ctx context.Context, nodeID string) error
+// PermissionDenied and the error's text. The identity it returns (for
+// example the client certificate's SPIFFE ID) is what the stream's answers
+// are counted under; node metadata can only refine it (see proxyName).
+type Authorizer func(ctx context.Context, nodeID string) (identity string, err error)
 
 // Options configure a Server. Every field is optional.
 type Options struct {

@@ -195,11 +195,11 @@ func TestSotWNamedSubscription(t *testing.T) {
 }
 
 func TestStreamNeedsNodeAndAuthorization(t *testing.T) {
-	ts := startServer(t, Options{Authorizer: func(_ context.Context, node string) error {
+	ts := startServer(t, Options{Authorizer: func(_ context.Context, node string) (string, error) {
 		if node != "allowed" {
-			return errors.New("certificate names another node")
+			return "", errors.New("certificate names another node")
 		}
-		return nil
+		return "spiffe://example.org/allowed", nil
 	}})
 	st := sotwStreamTo(t, ts.addr)
 	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{TypeUrl: resourcev3.ClusterType}))
@@ -212,6 +212,22 @@ func TestStreamNeedsNodeAndAuthorization(t *testing.T) {
 	assert.Equal(t, codes.PermissionDenied, status.Code(err))
 	assert.Contains(t, err.Error(), "certificate names another node")
 	assert.Empty(t, ts.rec.find(isKind(Connected)))
+
+	// An admitted stream is counted under the identity the Authorizer
+	// proved; the pod name it sends only refines it.
+	st = sotwStreamTo(t, ts.addr)
+	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode("allowed", "edge-7f9"), TypeUrl: resourcev3.ClusterType}))
+	require.Eventually(t, func() bool { return len(ts.rec.find(isKind(Connected))) == 1 }, waitFor, pollEvery)
+	assert.Equal(t, "spiffe://example.org/allowed/edge-7f9", ts.rec.find(isKind(Connected))[0].Proxy)
+	require.Len(t, ts.Proxies("allowed"), 1)
+	assert.Equal(t, "spiffe://example.org/allowed/edge-7f9", ts.Proxies("allowed")[0].Proxy)
+}
+
+func TestProxyName(t *testing.T) {
+	assert.Equal(t, "edge-7f9", proxyName("", "edge-7f9"), "no identity: the pod name")
+	assert.Equal(t, "spiffe://td/edge", proxyName("spiffe://td/edge", ""))
+	assert.Equal(t, "spiffe://td/edge", proxyName("spiffe://td/edge", "spiffe://td/edge"))
+	assert.Equal(t, "spiffe://td/edge/edge-7f9", proxyName("spiffe://td/edge", "edge-7f9"), "metadata refines, never replaces")
 }
 
 func assignmentNames(t *testing.T, resp *discoveryv3.DiscoveryResponse) []string {

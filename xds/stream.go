@@ -73,13 +73,16 @@ func (b *streamBase) start(node *corev3.Node) error {
 	if node.GetId() == "" {
 		return status.Error(codes.InvalidArgument, "the first request of a stream must carry node.id")
 	}
+	var identity string
 	if a := b.srv.opts.Authorizer; a != nil {
-		if err := a(b.ctx, node.GetId()); err != nil {
+		id, err := a(b.ctx, node.GetId())
+		if err != nil {
 			return status.Errorf(codes.PermissionDenied, "node %q is not allowed: %v", node.GetId(), err)
 		}
+		identity = boundText(id, maxPodName, "")
 	}
 	seq := b.srv.streamSeq.Add(1)
-	proxy := boundText(node.GetMetadata().GetFields()[podNameKey].GetStringValue(), maxPodName, "")
+	proxy := proxyName(identity, boundText(node.GetMetadata().GetFields()[podNameKey].GetStringValue(), maxPodName, ""))
 	if proxy == "" {
 		proxy = "stream-" + strconv.FormatUint(seq, 10)
 	}
