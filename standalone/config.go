@@ -69,6 +69,10 @@ type Config struct {
 	// (fetch triggers, clearing taints) must carry. Without it legate
 	// makes one on its first start in <StateDir>/admin-token.
 	AdminTokenFile string `json:"adminTokenFile,omitempty"`
+	// ReadTokenFile, when set, holds a token every read (status page, API,
+	// metrics) must carry as a bearer token or a basic-auth password; the
+	// admin token is accepted too. /healthz, /readyz and /livez stay open.
+	ReadTokenFile string `json:"readTokenFile,omitempty"`
 	// Webhooks holds the shared secrets of the push webhooks; a provider
 	// without a secret answers 401 to every delivery.
 	Webhooks WebhookConfig `json:"webhooks,omitempty"`

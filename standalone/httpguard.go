@@ -2,6 +2,7 @@ package standalone
 
 import (
 	"crypto/rand"
+	"crypto/subtle"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -54,8 +55,10 @@ func newHTTPServer(h http.Handler, t httpTimeouts) *http.Server {
 //     rebinds to 127.0.0.1 (webhook receivers are exempt: forges call them
 //     by any name, and their deliveries are signed);
 //   - a state-changing call must not be a browser form post (form content
-//     types) nor come from a page of another origin.
-func guard(next http.Handler, hosts map[string]bool) http.Handler {
+//     types) nor come from a page of another origin;
+//   - with read tokens, every read but the health probes carries one of
+//     them (see readAuthorized).
+func guard(next http.Handler, hosts map[string]bool, readTokens []string) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h := w.Header()
 		h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; img-src 'self'; base-uri 'none'; form-action 'none'; frame-ancestors 'none'")
@@ -77,9 +80,35 @@ func guard(next http.Handler, hosts map[string]bool) http.Handler {
 				writeJSON(w, http.StatusForbidden, apiError{Error: reason})
 				return
 			}
+		} else if len(readTokens) > 0 && !openPaths[r.URL.Path] && !readAuthorized(r, readTokens) {
+			h.Set("WWW-Authenticate", `Basic realm="legate", charset="UTF-8"`)
+			writeJSON(w, http.StatusUnauthorized, apiError{Error: "reading needs the read or admin token (readTokenFile): send it as a bearer token, or as the password of basic authentication"})
+			return
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+// openPaths are read without a token even when reads need one: the
+// probes of a kubelet or a load balancer.
+var openPaths = map[string]bool{"/healthz": true, "/readyz": true, "/livez": true}
+
+// readAuthorized reports whether a read carries one of the tokens, as a
+// bearer token (the CLI, Prometheus) or as the password of basic
+// authentication with any user name (a browser's own prompt).
+func readAuthorized(r *http.Request, tokens []string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !ok {
+		_, got, ok = r.BasicAuth()
+	}
+	if !ok || got == "" {
+		return false
+	}
+	match := 0
+	for _, t := range tokens {
+		match |= subtle.ConstantTimeCompare([]byte(got), []byte(t))
+	}
+	return match == 1
 }
 
 // allowedHost reports whether a Host header names legate: any IP address
@@ -148,6 +177,23 @@ const AdminTokenName = "admin-token"
 // adminToken returns the bearer token of mutating calls: the configured
 // file's, or the one legate keeps in its state directory, made on the
 // first start (random, readable by its owner only).
+// readToken returns the token reads must carry, or "" when reads are
+// open (no readTokenFile).
+func readToken(cfg Config) (string, error) {
+	if cfg.ReadTokenFile == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(cfg.ReadTokenFile)
+	if err != nil {
+		return "", fmt.Errorf("read the read token file: %w", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", fmt.Errorf("read token file %s is empty", cfg.ReadTokenFile)
+	}
+	return token, nil
+}
+
 func adminToken(cfg Config) (token, path string, err error) {
 	path = cfg.AdminTokenFile
 	if path == "" {

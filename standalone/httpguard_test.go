@@ -111,7 +111,7 @@ func TestAdminNeedsTheTokenFromLoopbackToo(t *testing.T) {
 func TestGuardRefusesRebindingAndBrowserPosts(t *testing.T) {
 	called := 0
 	h := guard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { called++ }),
-		knownHosts(Config{HTTPAddr: "127.0.0.1:8080", PublicURL: "https://legate.example.com", HTTPAllowedHosts: []string{"ops.internal"}}))
+		knownHosts(Config{HTTPAddr: "127.0.0.1:8080", PublicURL: "https://legate.example.com", HTTPAllowedHosts: []string{"ops.internal"}}), nil)
 	type req struct {
 		method, path, host string
 		headers            map[string]string
@@ -242,4 +242,63 @@ func TestKnownHosts(t *testing.T) {
 		names = append(names, n)
 	}
 	assert.ElementsMatch(t, []string{"localhost", "status.local", "legate.example.com", "a.b"}, names, strings.Join(names, ","))
+}
+
+// With a read token, every read but the probes needs it (or the admin
+// token), as a bearer token or a basic-auth password; without one, reads
+// stay open.
+func TestReadsNeedTheReadTokenWhenConfigured(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	tokenFile := filepath.Join(t.TempDir(), "read-token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("r3ad-t0ken-value\n"), 0o600))
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "edge", ReadTokenFile: tokenFile,
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	runServer(t, s)
+	get := func(path string, auth func(*http.Request)) *http.Response {
+		req, err := http.NewRequest(http.MethodGet, "http://"+s.HTTPAddr()+path, nil)
+		require.NoError(t, err)
+		if auth != nil {
+			auth(req)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp
+	}
+	bearer := func(tok string) func(*http.Request) {
+		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
+	}
+	for _, path := range []string{"/", "/api/v1/nodes", "/api/v1/sources", "/metrics"} {
+		resp := get(path, nil)
+		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
+		assert.Contains(t, resp.Header.Get("WWW-Authenticate"), "Basic", "a browser prompts for it")
+		assert.Equal(t, http.StatusUnauthorized, get(path, bearer("wrong")).StatusCode, path)
+		assert.Equal(t, http.StatusOK, get(path, bearer("r3ad-t0ken-value")).StatusCode, path)
+		assert.Equal(t, http.StatusOK, get(path, bearer(s.token)).StatusCode, "the admin token reads too: %s", path)
+		assert.Equal(t, http.StatusOK, get(path, func(r *http.Request) { r.SetBasicAuth("ops", "r3ad-t0ken-value") }).StatusCode, path)
+	}
+	assert.Equal(t, http.StatusOK, get("/healthz", nil).StatusCode, "probes stay open")
+
+	// The read token does not grant writes.
+	req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/api/v1/sources/config/fetch", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer r3ad-t0ken-value")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
+
+	// Without a read token configured, reads are open.
+	open := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "edge",
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	runServer(t, open)
+	resp, err = http.Get("http://" + open.HTTPAddr() + "/api/v1/nodes")
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
 }

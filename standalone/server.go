@@ -204,7 +204,13 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if opts.httpTimeouts != nil {
 		timeouts = *opts.httpTimeouts
 	}
-	s.http = newHTTPServer(guard(s.handler(reg, secrets), knownHosts(cfg)), timeouts)
+	var readTokens []string
+	if rt, err := readToken(cfg); err != nil {
+		return nil, err
+	} else if rt != "" {
+		readTokens = []string{rt, s.token}
+	}
+	s.http = newHTTPServer(guard(s.handler(reg, secrets), knownHosts(cfg), readTokens), timeouts)
 	return s, nil
 }
 

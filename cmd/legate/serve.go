@@ -33,6 +33,7 @@ type serveFlags struct {
 	taintThreshold float64
 	answerTimeout  time.Duration
 	adminTokenFile string
+	readTokenFile  string
 	logFormat      string
 	sourceFlags    []string
 	publicURL      string
@@ -94,6 +95,7 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.Float64Var(&f.taintThreshold, "taint-threshold", 1, "share of a node's proxies that must reject a revision to taint it, in (0, 1]")
 	fl.DurationVar(&f.answerTimeout, "answer-timeout", 30*time.Second, "how long to wait for every proxy to answer a new revision")
 	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: <state-dir>/admin-token, made on the first start)")
+	fl.StringVar(&f.readTokenFile, "read-token-file", "", "file holding a token every read (status page, API, metrics) must carry; the health probes stay open (default: reads are open)")
 	fl.BoolVar(&f.xdsInsecure, "xds-insecure", false, "allow serving xDS beyond loopback without mutual TLS: anyone who reaches it may fetch every node's configuration and answer for its proxies")
 	fl.StringSliceVar(&f.plainSecrets, "xds-insecure-secrets", nil, "external secrets holding keys or opaque values that may be served while xDS has no mutual TLS (names, or * for all)")
 	fl.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "further host names the HTTP API may be called by (IP addresses, localhost and --public-url's host always are)")
@@ -165,6 +167,9 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	}
 	if set("answer-timeout") {
 		cfg.AnswerTimeout = standalone.Duration{Duration: f.answerTimeout}
+	}
+	if set("read-token-file") {
+		cfg.ReadTokenFile = f.readTokenFile
 	}
 	if set("admin-token-file") {
 		cfg.AdminTokenFile = f.adminTokenFile
