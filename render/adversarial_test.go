@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -157,4 +158,39 @@ func TestManyAliasBombsHitTheRenderBudget(t *testing.T) {
 
 	b := newExpansionBudget(int64(len(one.String())))
 	assert.Equal(t, int64(minExpansionBudget), b.limit, "small input, the floor applies")
+}
+
+// clusters is a YAML stream of n minimal clusters.
+func clusters(n int) []byte {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "---\n\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c%d\nconnect_timeout: 1s\n", i)
+	}
+	return []byte(b.String())
+}
+
+func TestResourceCountIsBounded(t *testing.T) {
+	doc := Document{Path: "many.yaml", Data: clusters(11)}
+	res := RenderDocuments([]Document{doc}, Options{DefaultNode: "n", MaxResources: 10})
+	require.Len(t, res.Diagnostics, 1)
+	d := res.Diagnostics[0]
+	assert.Equal(t, RuleLimit, d.Rule)
+	assert.Equal(t, "many.yaml", d.Pos.File)
+	assert.Contains(t, d.Message, "more than 10 resources")
+
+	res = RenderDocuments([]Document{doc}, Options{DefaultNode: "n", MaxResources: 11})
+	require.True(t, res.OK(), "%v", res.Diagnostics)
+	assert.Len(t, res.Nodes["n"].Types[ClusterType].Resources, 11)
+}
+
+func TestRenderPastItsTimeoutIsRejected(t *testing.T) {
+	docs := []Document{{Path: "a.yaml", Data: clusters(3)}, {Path: "b.yaml", Data: clusters(3)}}
+	res := RenderDocuments(docs, Options{DefaultNode: "n", Timeout: time.Nanosecond})
+	require.Len(t, res.Diagnostics, 1)
+	assert.Equal(t, RuleLimit, res.Diagnostics[0].Rule)
+	assert.Contains(t, res.Diagnostics[0].Message, "rendering took longer than 1ns")
+	assert.Nil(t, res.Nodes, "nothing of a stopped render is kept")
+
+	res = RenderDocuments([]Document{{Path: "a.yaml", Data: clusters(3)}}, Options{DefaultNode: "n"})
+	assert.True(t, res.OK(), "the default budget leaves room for a normal render: %v", res.Diagnostics)
 }

@@ -70,7 +70,7 @@ func (r *renderer) bootstrap(file string, doc *yaml.Node, nodes []string) {
 			continue
 		}
 		for _, e := range list.Content {
-			r.items = append(r.items, &item{
+			r.addItem(&item{
 				kind: kindByURL[l.url], file: file, root: resolveAlias(e), nodes: nodes,
 				autoName: l.url == ListenerType,
 			})

@@ -108,7 +108,7 @@ func (r *renderer) typedResource(file string, n *yaml.Node, nodes []string) {
 		r.addf(nodePos(file, t), RuleDocument, "@type %q is not an xDS resource type: want one of %s", url, strings.Join(TypeURLs(), ", "))
 		return
 	}
-	r.items = append(r.items, &item{kind: k, file: file, root: n, skip: []string{"@type"}, nodes: nodes})
+	r.addItem(&item{kind: k, file: file, root: n, skip: []string{"@type"}, nodes: nodes})
 }
 
 // discoveryResponse takes Envoy's filesystem-xDS form:

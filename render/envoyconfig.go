@@ -121,7 +121,7 @@ func (r *renderer) resourceList(file string, list *yaml.Node, nodes []string, na
 			r.addf(nodePos(file, e), RuleDocument, "resource of type %s needs a value", scalar(typeNode))
 		default:
 			k := kindByURL[url]
-			r.items = append(r.items, &item{kind: k, file: file, root: resolveAlias(value), nodes: nodes})
+			r.addItem(&item{kind: k, file: file, root: resolveAlias(value), nodes: nodes})
 		}
 	}
 }
@@ -176,7 +176,7 @@ func (r *renderer) secretRef(file string, e, tls, opaque *yaml.Node, nodes []str
 		r.addf(nodePos(file, e), RuleDocument, "a secret needs generateFromTlsSecret or generateFromOpaqueSecret")
 		return
 	}
-	r.items = append(r.items, &item{kind: kindByURL[SecretType], file: file, root: e, nodes: nodes, ext: &ext})
+	r.addItem(&item{kind: kindByURL[SecretType], file: file, root: e, nodes: nodes, ext: &ext})
 }
 
 // envoyResources takes MARIN3R's older spec.envoyResources form, whose
@@ -209,7 +209,7 @@ func (r *renderer) envoyResources(file string, old *yaml.Node, nodes []string, n
 				r.addf(nodePos(file, v), RuleSyntax, "value is not valid %s: %v", strings.ToUpper(ser), err)
 				continue
 			}
-			r.items = append(r.items, &item{kind: kindByURL[l.url], file: file, root: root, nodes: nodes})
+			r.addItem(&item{kind: kindByURL[l.url], file: file, root: root, nodes: nodes})
 		}
 	}
 	if secrets := mapValue(old, "secrets"); secrets != nil {
@@ -234,7 +234,7 @@ func (r *renderer) envoyResources(file string, old *yaml.Node, nodes []string, n
 				secret = ns + "/" + secret
 			}
 			ext := ExternalSecret{Name: name, Ref: secret, Kind: "tls", Source: nodePos(file, e)}
-			r.items = append(r.items, &item{kind: kindByURL[SecretType], file: file, root: resolveAlias(e), nodes: nodes, ext: &ext})
+			r.addItem(&item{kind: kindByURL[SecretType], file: file, root: resolveAlias(e), nodes: nodes, ext: &ext})
 		}
 	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"io/fs"
+	"time"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -28,6 +29,13 @@ type Options struct {
 	// MaxFiles bounds the number of configuration files read
 	// (default DefaultMaxFiles).
 	MaxFiles int
+	// MaxResources bounds the resources decoded, all nodes together
+	// (default DefaultMaxResources).
+	MaxResources int
+	// Timeout bounds the wall time of the render's own work (default
+	// DefaultTimeout); a render past it is rejected with a limit
+	// diagnostic.
+	Timeout time.Duration
 	// Generators add documents made from the tree by another language (CUE),
 	// before decoding. They run in order.
 	Generators []Generator
@@ -45,6 +53,12 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxFiles <= 0 {
 		o.MaxFiles = DefaultMaxFiles
+	}
+	if o.MaxResources <= 0 {
+		o.MaxResources = DefaultMaxResources
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
 	}
 	return o
 }

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -55,6 +56,10 @@ type renderer struct {
 	envoyConfigs       map[string]envoyConfigRef
 	// file is the document being read, for the diagnostic of a panic.
 	file string
+	// deadline ends the render (see checkBudget); ticks counts budget
+	// checks between clock reads.
+	deadline time.Time
+	ticks    int
 }
 
 func (r *renderer) add(d Diagnostic) { r.diags = append(r.diags, d) }
@@ -70,20 +75,29 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	}
 	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}}
 	r.jw.budget = newExpansionBudget(input)
+	r.deadline = time.Now().Add(opts.Timeout)
 	// Rendering fetched input must never take the process down: a panic
 	// left in the renderer rejects this render, naming the file it was
-	// working on, and the server goes on serving what it served.
+	// working on, and the server goes on serving what it served. A render
+	// out of budget stops the same way.
 	defer func() {
 		if v := recover(); v != nil {
-			res = &Result{Diagnostics: []Diagnostic{internalDiagnostic(r.file, v)}}
+			d, ok := v.(budgetError)
+			if ok {
+				res = &Result{Diagnostics: []Diagnostic{budgetDiagnostic(d)}}
+			} else {
+				res = &Result{Diagnostics: []Diagnostic{internalDiagnostic(r.file, v)}}
+			}
 		}
 	}()
 	for _, d := range docs {
 		r.file = d.Path
+		r.checkDeadline()
 		r.document(d)
 	}
 	r.file = ""
 	r.decodeAll()
+	r.checkDeadline()
 	r.names()
 	decoded := r.validate()
 	r.references()
@@ -146,7 +160,7 @@ func (r *renderer) decodeAll() {
 	diags := make([]*Diagnostic, len(r.items))
 	parallel(len(r.items), func(i int) {
 		it := r.items[i]
-		if it.ext != nil {
+		if it.ext != nil || r.expired() {
 			return
 		}
 		jw := writers.Get().(*jsonWriter)

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -145,7 +144,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	start = time.Now()
 	ropts := l.s.render()
 	ropts.DefaultNode = l.s.cfg.DefaultNode
-	result := render.Render(res.Files, ropts)
+	result := renderBounded(res.Files, ropts, l.s.renderLimit)
 	result.Diagnostics = append(result.Diagnostics, secretScope{source: l.cfg.Name, grants: l.cfg.Secrets}.apply(result)...)
 	l.s.metrics.renderDuration.WithLabelValues(l.cfg.Name).Observe(time.Since(start).Seconds())
 	l.mu.Lock()

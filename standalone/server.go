@@ -50,18 +50,21 @@ type Options struct {
 
 // Server is one running standalone home.
 type Server struct {
-	cfg     Config
-	log     logr.Logger
-	render  func() render.Options
-	store   *boltstore.Store
-	engine  *revisions.Engine
-	xds     *xds.Server
-	grpc    *grpc.Server
-	http    *http.Server
-	xdsLis  net.Listener
-	httpLis net.Listener
-	loops   []*sourceLoop
-	metrics *metrics
+	cfg    Config
+	log    logr.Logger
+	render func() render.Options
+	// renderLimit bounds one render from outside (zero: the render's
+	// timeout plus renderGrace); tests shorten it.
+	renderLimit time.Duration
+	store       *boltstore.Store
+	engine      *revisions.Engine
+	xds         *xds.Server
+	grpc        *grpc.Server
+	http        *http.Server
+	xdsLis      net.Listener
+	httpLis     net.Listener
+	loops       []*sourceLoop
+	metrics     *metrics
 	// token is the bearer token of mutating calls, read from tokenPath.
 	token, tokenPath string
 	// statuses delivers commit statuses; nil when no source has a forge.

@@ -1,0 +1,75 @@
+package standalone
+
+import (
+	"io/fs"
+	"sync/atomic"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/render"
+)
+
+// stuckGenerator stands for a CUE evaluation that does not end: it blocks
+// until release is closed.
+type stuckGenerator struct{ release chan struct{} }
+
+func (g stuckGenerator) Generate(fs.FS) ([]render.Document, []render.Diagnostic) {
+	<-g.release
+	return nil, nil
+}
+
+type panickingGenerator struct{}
+
+func (panickingGenerator) Generate(fs.FS) ([]render.Document, []render.Diagnostic) {
+	panic("generator bug")
+}
+
+// A render that does not finish rejects the commit with a limit error
+// instead of wedging the source's loop, and the server goes on: a later
+// render is applied.
+func TestStuckRenderRejectsTheCommit(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	release := make(chan struct{})
+	t.Cleanup(func() { close(release) })
+	var stuck atomic.Bool
+	stuck.Store(true)
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "edge",
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{Render: func() render.Options {
+		if stuck.Load() {
+			return render.Options{Generators: []render.Generator{stuckGenerator{release}}}
+		}
+		return render.Options{}
+	}})
+	s.renderLimit = 200 * time.Millisecond
+	runServer(t, s)
+	var st SourceStatus
+	require.Eventually(t, func() bool {
+		st = s.Sources()[0]
+		return st.LastError != ""
+	}, 30*time.Second, 10*time.Millisecond, "the stuck render is given up")
+	assert.Contains(t, st.LastError, "rendering did not finish within 200ms")
+	_, ok := s.engine.Node("edge")
+	assert.False(t, ok, "nothing of the stuck render is applied")
+
+	stuck.Store(false)
+	repo.commit("b")
+	require.True(t, s.Trigger("config"))
+	require.Eventually(t, func() bool {
+		n, ok := s.engine.Node("edge")
+		return ok && n.Published != nil
+	}, 30*time.Second, 10*time.Millisecond, "the loop goes on with the next commit")
+}
+
+func TestRenderBoundedCatchesAGeneratorPanic(t *testing.T) {
+	res := renderBounded(fstest.MapFS{}, render.Options{Generators: []render.Generator{panickingGenerator{}}}, time.Minute)
+	require.Len(t, res.Diagnostics, 1)
+	assert.Equal(t, render.RuleInternal, res.Diagnostics[0].Rule)
+	assert.Contains(t, res.Diagnostics[0].Message, "generator bug")
+}
