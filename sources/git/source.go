@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/legate-dev/legate/sources"
@@ -39,6 +41,10 @@ type Source struct {
 
 	mu          sync.Mutex
 	repo        *gogit.Repository // opened once; its object caches survive polls
+	// quota bounds what a fetch may write to the clone (see fetchRef).
+	quota quota
+	// local is set for a repository on this machine (file transport).
+	local bool
 	lastContent string
 	last        *sources.Result          // the previous snapshot, reused when the commit did not move
 	lastBlobs   map[plumbing.Hash][]byte // its file contents by blob hash, reused for unchanged files
@@ -61,7 +67,12 @@ func New(cfg Config) (*Source, error) {
 	}
 	sum := sha256.Sum256([]byte(endpoint))
 	dir := filepath.Join(cfg.StateDir, "git", safeName(cfg.Name)+"-"+hex.EncodeToString(sum[:6]))
+	ep, err := transport.NewEndpoint(endpoint)
+	if err != nil {
+		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
+	}
 	return &Source{
+		local:    ep.Protocol == "file",
 		cfg:      cfg,
 		endpoint: endpoint,
 		display:  sources.Redact(endpoint),
@@ -207,7 +218,8 @@ func (s *Source) open() (*gogit.Repository, error) {
 }
 
 func (s *Source) openDir() (*gogit.Repository, error) {
-	repo, err := gogit.Open(cloneStorage(s.dir), nil)
+	s.quota.set(math.MaxInt64)
+	repo, err := gogit.Open(cloneStorage(s.dir, &s.quota), nil)
 	if err == nil {
 		if rc, rerr := repo.Remote(remoteName); rerr == nil && len(rc.Config().URLs) == 1 && rc.Config().URLs[0] == s.endpoint {
 			return repo, nil
@@ -222,7 +234,7 @@ func (s *Source) openDir() (*gogit.Repository, error) {
 	if err := os.MkdirAll(s.dir, 0o750); err != nil {
 		return nil, fmt.Errorf("create clone %s: %w", s.dir, err)
 	}
-	repo, err = gogit.Init(cloneStorage(s.dir), nil) // bare: no worktree
+	repo, err = gogit.Init(cloneStorage(s.dir, &s.quota), nil) // bare: no worktree
 	if err != nil {
 		return nil, fmt.Errorf("create clone %s: %w", s.dir, err)
 	}
@@ -238,9 +250,9 @@ func (s *Source) openDir() (*gogit.Repository, error) {
 const cloneObjectCache = 8 * cache.MiByte
 
 // cloneStorage is the on-disk storage of a bare clone with a small object
-// cache.
-func cloneStorage(dir string) *filesystem.Storage {
-	return filesystem.NewStorage(osfs.New(dir), cache.NewObjectLRU(cloneObjectCache))
+// cache, its writes counted against q.
+func cloneStorage(dir string, q *quota) *filesystem.Storage {
+	return filesystem.NewStorage(quotaFS{Filesystem: osfs.New(dir), q: q}, cache.NewObjectLRU(cloneObjectCache))
 }
 
 func hasCommit(repo *gogit.Repository, sha string) bool {
@@ -256,6 +268,20 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, tgt targe
 	if tgt.refName != "" {
 		spec = gitconfig.RefSpec("+" + tgt.refName + ":" + tgt.refName)
 	}
+	// What a fetch over the network writes is bounded by the room left
+	// under the size limit, so a huge repository is stopped while it
+	// arrives rather than measured once it filled the disk. A local
+	// repository is on the operator's own disk and is measured after the
+	// fetch: go-git's file transport waits for its git-upload-pack process
+	// to write everything, so a refused write would wedge it.
+	if !s.local {
+		before, err := dirSize(s.dir)
+		if err != nil {
+			return fmt.Errorf("measure clone %s: %w", s.dir, err)
+		}
+		s.quota.set(s.cfg.MaxRepoSize - before)
+		defer s.quota.set(math.MaxInt64)
+	}
 	err := repo.FetchContext(ctx, &gogit.FetchOptions{
 		RemoteName: remoteName,
 		RefSpecs:   []gitconfig.RefSpec{spec},
@@ -264,6 +290,14 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, tgt targe
 		Tags:       gogit.NoTags,
 		Force:      true,
 	})
+	if err != nil && (errors.Is(err, errOverQuota) || strings.Contains(err.Error(), errOverQuota.Error())) {
+		// The partial pack is of no use: start the clone again next time.
+		s.repo = nil
+		if rerr := os.RemoveAll(s.dir); rerr != nil {
+			return fmt.Errorf("%w; and removing the partial clone failed: %v", overQuota(s.cfg.MaxRepoSize), rerr)
+		}
+		return overQuota(s.cfg.MaxRepoSize)
+	}
 	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
 		return timeoutHint(ctx, fmt.Errorf("fetch %s: %w", spec.Src(), err), s.cfg.Timeout)
 	}

@@ -2,10 +2,12 @@ package git
 
 import (
 	"context"
+	"crypto/rand"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -205,4 +207,32 @@ func TestShallowFetchFollowsNewCommits(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, c, res.Origin.Commit)
 	assert.Equal(t, "z", readAll(t, res.Files)["a.yaml"])
+}
+
+// A repository far over the size limit is stopped while it arrives: the
+// clone never grows past the limit on disk, and the error says so.
+func TestHugeRepositoryIsStoppedWhileFetching(t *testing.T) {
+	repo := newTestRepo(t)
+	big := make([]byte, 4<<20)
+	_, err := rand.Read(big) // incompressible
+	require.NoError(t, err)
+	repo.commit("big", map[string]string{"cfg/blob.bin": string(big), "cfg/a.yaml": "a"})
+	root := t.TempDir()
+	repo.git("clone", "-q", "--bare", repo.dir, filepath.Join(root, "cfg.git"))
+	url := serveGitHTTP(t, root, nil).URL + "/cfg.git"
+
+	const limit = 256 << 10
+	state := t.TempDir()
+	src := mustNew(t, Config{URL: url, MaxRepoSize: limit, StateDir: state, Timeout: 20 * time.Second})
+	_, err = src.Fetch(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "stopped while receiving it")
+	size, err := dirSize(state)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, size, int64(limit), "nothing past the limit stays on disk")
+
+	// Within the limit, the same source fetches.
+	res, err := mustNew(t, Config{URL: url, Path: "cfg", StateDir: t.TempDir()}).Fetch(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "a", readAll(t, res.Files)["a.yaml"])
 }
