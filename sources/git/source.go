@@ -124,9 +124,11 @@ func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
 	done := make(chan result, 1)
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	go func() {
-		defer s.mu.Unlock()
-		defer cancel()
 		res, err := s.fetchLocked(ctx)
+		cancel()
+		// Unlock before answering, so that a Fetch right after this one
+		// returned never finds the clone still locked.
+		s.mu.Unlock()
 		done <- result{res, err}
 	}()
 	select {
