@@ -63,6 +63,11 @@ func (r *renderer) addf(pos Position, rule, format string, args ...any) {
 	r.add(Diagnostic{Pos: pos, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
+// warnf adds a warning: something Envoy accepts that is likely a mistake.
+func (r *renderer) warnf(pos Position, rule, format string, args ...any) {
+	r.add(Diagnostic{Pos: pos, Rule: rule, Message: fmt.Sprintf(format, args...), Severity: SeverityWarning})
+}
+
 func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Result) {
 	var input int64
 	for _, d := range docs {
@@ -92,12 +97,21 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	}
 	r.failedChecks()
 	maps := positionMaps(docs)
+	mapDiagnostics(maps, r.diags)
 	res = &Result{}
-	if len(r.diags) > 0 {
-		mapDiagnostics(maps, r.diags)
-		res.Diagnostics = SortDiagnostics(r.diags)
+	for _, d := range r.diags {
+		if d.IsWarning() {
+			res.Warnings = append(res.Warnings, d)
+		} else {
+			res.Diagnostics = append(res.Diagnostics, d)
+		}
+	}
+	res.Warnings = SortDiagnostics(res.Warnings)
+	if len(res.Diagnostics) > 0 {
+		res.Diagnostics = SortDiagnostics(res.Diagnostics)
 		return res
 	}
+	res.Diagnostics = nil
 	res.Nodes = r.output()
 	mapSources(maps, res.Nodes)
 	return res

@@ -104,3 +104,17 @@ func TestValidateFileUsesLegateYAML(t *testing.T) {
 	require.NoError(t, err)
 	assert.Regexp(t, `^node grpc-client: 1 Cluster, 1 ClusterLoadAssignment, 1 Listener, 1 RouteConfiguration`, out)
 }
+
+// The same file named twice, directly or through its directory, is read
+// once: its resources are not their own duplicates.
+func TestValidateSamePathTwice(t *testing.T) {
+	for _, args := range [][]string{
+		{"../../examples/quickstart", "../../examples/quickstart"},
+		{"../../examples/quickstart", "../../examples/quickstart/"},
+		{"../../examples/quickstart", "../../examples/quickstart/nodes/edge/listener.yaml"},
+	} {
+		out, err := runValidate(t, args...)
+		require.NoError(t, err, "%v: %s", args, out)
+		assert.Regexp(t, `^node edge: 1 Cluster, 1 ClusterLoadAssignment, 1 Listener, 1 RouteConfiguration`, out, args)
+	}
+}
