@@ -112,6 +112,13 @@ func (c *checker) visit(path []string, m proto.Message) {
 		c.httpFilters(path, m.GetHttpFilters())
 	case *routev3.RouteConfiguration:
 		c.uniqueDomains(path, m)
+	case *routev3.FilterConfig:
+		// Envoy refuses a per-route FilterConfig that neither configures
+		// nor disables the filter; an empty `config: {}` enables it.
+		if m.GetConfig() == nil && !m.GetDisabled() {
+			c.fieldDiag(clonePath(path), RuleRoute,
+				"FilterConfig has no config and is not disabled, which Envoy refuses: set config ({} enables the filter on this route) or disabled: true")
+		}
 	case *routev3.RouteAction:
 		c.refer(path, ClusterType, m.GetCluster(), "cluster")
 		for i, w := range m.GetWeightedClusters().GetClusters() {
