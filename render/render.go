@@ -219,6 +219,22 @@ func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
 		return nil
 	}
 	msg := strings.ReplaceAll(err.Error(), "\u00a0", " ")
+	if strings.Contains(msg, "invalid value for enum") {
+		// Envoy reads enum names case-insensitively: upper-case what
+		// matches and decode again; explain what matches nothing.
+		scan := upperEnums(it.root, m.ProtoReflect().Descriptor(), it.skip)
+		if scan.fixed > 0 {
+			proto.Reset(m)
+			return decodeWith(jw, it, m)
+		}
+		if mm := protojsonPos.FindStringSubmatch(msg); mm != nil {
+			col, _ := strconv.Atoi(mm[2])
+			if at := jw.nodeAt(col); at != nil && scan.bad[at] != nil {
+				d := it.diag(at, RuleDecode, enumMessage(at.Value, scan.bad[at]))
+				return &d
+			}
+		}
+	}
 	var at *yaml.Node
 	if mm := protojsonPos.FindStringSubmatch(msg); mm != nil {
 		col, _ := strconv.Atoi(mm[2])

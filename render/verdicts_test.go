@@ -55,3 +55,32 @@ func TestFilterConfigEmptyConfig(t *testing.T) {
 	errs, _ = verdict(t, map[string]string{"r.yaml": routeWithFilterConfig("        is_optional: true\n")})
 	assert.Equal(t, []string{`r.yaml:11:9: route "r" virtual_hosts[0].routes[0].typed_per_filter_config["envoy.filters.http.buffer"]: FilterConfig has no config and is not disabled, which Envoy refuses: set config ({} enables the filter on this route) or disabled: true`}, errs)
 }
+
+// Envoy's loader reads enum names case-insensitively (its own examples
+// write `codec_type: auto`); a name that matches nothing is explained with
+// the valid names, the closest first suggested, under the field's YAML
+// spelling.
+func TestEnumNames(t *testing.T) {
+	listener := `"@type": type.googleapis.com/envoy.config.listener.v3.Listener
+name: l
+address: {socket_address: {address: 0.0.0.0, port_value: 8080}}
+filter_chains:
+- filters:
+  - name: envoy.filters.network.http_connection_manager
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+      stat_prefix: x
+      codec_type: auto
+      route_config: {name: r}
+      http_filters:
+      - name: envoy.filters.http.router
+        typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+`
+	cluster := "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c\nconnect_timeout: 1s\n"
+	errs, _ := verdict(t, map[string]string{"l.yaml": listener, "c.yaml": cluster + "lb_policy: round_robin\n"})
+	assert.Empty(t, errs)
+	errs, _ = verdict(t, map[string]string{"c.yaml": cluster + "lbPolicy: ROUND_ROBN\n"})
+	assert.Equal(t, []string{`c.yaml:4:11: cluster "c" lbPolicy: "ROUND_ROBN" is not one of ROUND_ROBIN, LEAST_REQUEST, RING_HASH, RANDOM, MAGLEV, CLUSTER_PROVIDED, LOAD_BALANCING_POLICY_CONFIG; did you mean ROUND_ROBIN?`}, errs)
+	errs, _ = verdict(t, map[string]string{"c.yaml": cluster + "lb_policy: fastest\n"})
+	assert.Equal(t, []string{`c.yaml:4:12: cluster "c" lb_policy: "fastest" is not one of ROUND_ROBIN, LEAST_REQUEST, RING_HASH, RANDOM, MAGLEV, CLUSTER_PROVIDED, LOAD_BALANCING_POLICY_CONFIG`}, errs)
+}
