@@ -94,7 +94,20 @@ func (r *renderer) references() {
 			if rf.target == SecretType {
 				what = "defined or declared external"
 			}
-			d := rf.it.diag(nil, RuleReference, fmt.Sprintf("%s %q is not %s for node %q", typeLabel(rf.target), rf.name, what, n))
+			msg := fmt.Sprintf("%s %q is not %s for node %q", typeLabel(rf.target), rf.name, what, n)
+			severity := ""
+			switch {
+			case rf.soft && r.settings[rf.it.file].MissingClusters == SeverityError:
+				msg += " (strict.missingClusters: error in legate.yaml)"
+			case rf.soft:
+				severity = SeverityWarning
+				msg += ": Envoy accepts this and fails the requests (503 for a route) at run time; " +
+					"to refuse it, set strict: {missingClusters: error} in legate.yaml"
+			case rf.hard != "":
+				msg += " (" + rf.hard + ")"
+			}
+			d := rf.it.diag(nil, RuleReference, msg)
+			d.Severity = severity
 			d.Field = joinPath(rf.path)
 			d.Pos = rf.it.locate(d.Field)
 			d.Node = n

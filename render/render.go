@@ -53,6 +53,8 @@ type renderer struct {
 	index              index
 	failed             index // resources that did not decode
 	envoyConfigs       map[string]envoyConfigRef
+	// settings are the Settings of each document, by path.
+	settings map[string]Settings
 	// file is the document being read, for the diagnostic of a panic.
 	file string
 }
@@ -73,7 +75,7 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	for _, d := range docs {
 		input += int64(len(d.Data))
 	}
-	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}}
+	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}, settings: map[string]Settings{}}
 	r.jw.budget = newExpansionBudget(input)
 	// Rendering fetched input must never take the process down: a panic
 	// left in the renderer rejects this render, naming the file it was
@@ -126,6 +128,7 @@ func (r *renderer) document(d Document) {
 	if nodes == nil && r.opts.DefaultNode != "" {
 		nodes = []string{r.opts.DefaultNode}
 	}
+	r.settings[d.Path] = d.Settings
 	roots, err := parseDocuments(d.Data)
 	if err != nil {
 		r.add(syntaxDiagnostic(d.Path, err))

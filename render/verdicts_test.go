@@ -84,3 +84,61 @@ filter_chains:
 	errs, _ = verdict(t, map[string]string{"c.yaml": cluster + "lb_policy: fastest\n"})
 	assert.Equal(t, []string{`c.yaml:4:12: cluster "c" lb_policy: "fastest" is not one of ROUND_ROBIN, LEAST_REQUEST, RING_HASH, RANDOM, MAGLEV, CLUSTER_PROVIDED, LOAD_BALANCING_POLICY_CONFIG`}, errs)
 }
+
+// A route to a missing cluster is an error where Envoy rejects it (inline
+// route configurations, validate_clusters: true) and otherwise a warning
+// that a legate.yaml setting turns into an error.
+func TestMissingClusters(t *testing.T) {
+	rds := func(extra string) string {
+		return `"@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
+name: r
+` + extra + `virtual_hosts:
+- name: v
+  domains: ["*"]
+  routes:
+  - match: {prefix: /}
+    route: {cluster: nope}
+`
+	}
+	inline := `"@type": type.googleapis.com/envoy.config.listener.v3.Listener
+name: l
+address: {socket_address: {address: 0.0.0.0, port_value: 8080}}
+filter_chains:
+- filters:
+  - name: envoy.filters.network.http_connection_manager
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+      stat_prefix: x
+      route_config:
+        virtual_hosts:
+        - name: v
+          domains: ["*"]
+          routes:
+          - match: {prefix: /}
+            route: {cluster: nope}
+      http_filters:
+      - name: envoy.filters.http.router
+        typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+`
+	warning := `r.yaml:8:22: warning: route "r" virtual_hosts[0].routes[0].route.cluster: cluster "nope" is not defined for node "n": Envoy accepts this and fails the requests (503 for a route) at run time; to refuse it, set strict: {missingClusters: error} in legate.yaml`
+	tests := []struct {
+		name        string
+		files       map[string]string
+		errs, warns []string
+	}{
+		{"rds", map[string]string{"r.yaml": rds("")}, []string{}, []string{warning}},
+		{"rds validate_clusters false", map[string]string{"r.yaml": rds("validate_clusters: false\n")}, []string{}, []string{`r.yaml:9:22: warning: route "r" virtual_hosts[0].routes[0].route.cluster: cluster "nope" is not defined for node "n": Envoy accepts this and fails the requests (503 for a route) at run time; to refuse it, set strict: {missingClusters: error} in legate.yaml`}},
+		{"rds validate_clusters true", map[string]string{"r.yaml": rds("validate_clusters: true\n")}, []string{`r.yaml:9:22: route "r" virtual_hosts[0].routes[0].route.cluster: cluster "nope" is not defined for node "n" (Envoy rejects it: validate_clusters is true)`}, []string{}},
+		{"rds strict", map[string]string{"r.yaml": rds(""), "legate.yaml": "strict: {missingClusters: error}\n"}, []string{`r.yaml:8:22: route "r" virtual_hosts[0].routes[0].route.cluster: cluster "nope" is not defined for node "n" (strict.missingClusters: error in legate.yaml)`}, []string{}},
+		{"rds strict warning", map[string]string{"r.yaml": rds(""), "legate.yaml": "strict: {missingClusters: warning}\n"}, []string{}, []string{warning}},
+		{"inline", map[string]string{"l.yaml": inline}, []string{`l.yaml:16:30: listener "l" filter_chains[0].filters[0].typed_config.route_config.virtual_hosts[0].routes[0].route.cluster: cluster "nope" is not defined for node "n" (Envoy rejects it: validate_clusters defaults to true for a route configuration inline in the listener)`}, []string{}},
+		{"bad setting", map[string]string{"r.yaml": rds(""), "legate.yaml": "strict: {missingClusters: fatal}\n"}, []string{`legate.yaml:1:27: strict.missingClusters: "fatal" is not one of error, warning`}, []string{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs, warns := verdict(t, tt.files)
+			assert.Equal(t, tt.errs, errs)
+			assert.Equal(t, tt.warns, warns)
+		})
+	}
+}
