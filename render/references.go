@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/proto"
 )
 
 // index maps node → type URL → name → the item defining it.
@@ -69,6 +70,14 @@ func (r *renderer) names() {
 		}
 		for _, n := range it.nodes {
 			if first := r.index.get(n, it.kind.url, name); first != nil {
+				if it.kind.url == SecretType && sameSecret(first, it) {
+					// A control plane keyed by name (go-control-plane's
+					// snapshot, Envoy Gateway) sends Envoy one secret.
+					d := it.diag(nil, RuleName, fmt.Sprintf("secret %q is listed again with identical content (first at %s): served once", name, first.pos()))
+					d.Node, d.Severity = n, SeverityWarning
+					r.add(d)
+					continue
+				}
 				d := it.diag(nil, RuleName, fmt.Sprintf("duplicate %s name %q for node %q: first defined at %s", it.kind.label, name, n, first.pos()))
 				d.Node = n
 				r.add(d)
@@ -77,6 +86,20 @@ func (r *renderer) names() {
 			r.index.put(n, it.kind.url, name, it)
 		}
 	}
+}
+
+// sameSecret reports whether two secret items have the same content: equal
+// messages, or the same external reference.
+func sameSecret(a, b *item) bool {
+	switch {
+	case a.ext != nil && b.ext != nil:
+		x, y := *a.ext, *b.ext
+		x.Source, y.Source = Position{}, Position{}
+		return x == y
+	case a.msg != nil && b.msg != nil:
+		return proto.Equal(a.msg, b.msg)
+	}
+	return false
 }
 
 // references resolves the names collected by validate and checks the

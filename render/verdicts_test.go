@@ -142,3 +142,23 @@ filter_chains:
 		})
 	}
 }
+
+// The same secret listed twice with identical content is served once with
+// a warning; differing content stays an error naming both places.
+func TestDuplicateSecrets(t *testing.T) {
+	secret := func(key string) string {
+		return `"@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret
+name: s
+generic_secret: {secret: {inline_string: ` + key + `}}
+`
+	}
+	errs, warns := verdict(t, map[string]string{"a.yaml": secret("k1"), "b.yaml": secret("k1")})
+	assert.Empty(t, errs)
+	assert.Equal(t, []string{`b.yaml:1:1: warning: secret "s": secret "s" is listed again with identical content (first at a.yaml:1:1): served once`}, warns)
+	errs, _ = verdict(t, map[string]string{"a.yaml": secret("k1"), "b.yaml": secret("k2")})
+	assert.Equal(t, []string{`b.yaml:1:1: secret "s": duplicate secret name "s" for node "n": first defined at a.yaml:1:1`}, errs)
+	ext := "apiVersion: marin3r.3scale.net/v1alpha1\nkind: EnvoyConfig\nmetadata: {name: e}\nspec:\n  nodeID: n\n  resources:\n  - {type: secret, generateFromTlsSecret: cert}\n  - {type: secret, generateFromTlsSecret: cert}\n"
+	errs, warns = verdict(t, map[string]string{"e.yaml": ext})
+	assert.Empty(t, errs)
+	assert.Len(t, warns, 1)
+}
