@@ -48,11 +48,13 @@ func (d Diagnostic) String() string {
 	return pos + ": " + strings.Join(subject, " ") + ": " + d.Message
 }
 
-// SortDiagnostics orders diagnostics by file, line, column, then the rest,
-// and drops exact duplicates.
+// SortDiagnostics orders diagnostics syntax errors first (the root cause
+// of what follows), then by file, line, column and the rest, and drops
+// exact duplicates.
 func SortDiagnostics(ds []Diagnostic) []Diagnostic {
 	slices.SortFunc(ds, func(a, b Diagnostic) int {
 		return cmp.Or(
+			cmp.Compare(syntaxRank(a), syntaxRank(b)),
 			cmp.Compare(a.Pos.File, b.Pos.File),
 			cmp.Compare(a.Pos.Line, b.Pos.Line),
 			cmp.Compare(a.Pos.Column, b.Pos.Column),
@@ -65,6 +67,13 @@ func SortDiagnostics(ds []Diagnostic) []Diagnostic {
 		)
 	})
 	return slices.Compact(ds)
+}
+
+func syntaxRank(d Diagnostic) int {
+	if d.Rule == RuleSyntax {
+		return 0
+	}
+	return 1
 }
 
 // Diagnostic output formats accepted by WriteDiagnostics.

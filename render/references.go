@@ -6,6 +6,7 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	"google.golang.org/protobuf/proto"
@@ -112,6 +113,17 @@ func (r *renderer) references() {
 			}
 			if rf.target == EndpointType && r.generatedEndpoints[n+"\x00"+rf.name] {
 				continue
+			}
+			if files := r.unparsedFor(n); len(files) > 0 {
+				// The syntax error is the root cause; say once what it
+				// hides rather than report a missing resource.
+				d := rf.it.diag(nil, RuleReference, fmt.Sprintf("%s %q not checked because %s failed to parse",
+					typeLabel(rf.target), rf.name, strings.Join(files, ", ")))
+				d.Field = joinPath(rf.path)
+				d.Pos = rf.it.locate(d.Field)
+				d.Severity = SeverityWarning
+				r.add(d)
+				break
 			}
 			what := "defined"
 			if rf.target == SecretType {

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -53,6 +54,8 @@ type renderer struct {
 	index              index
 	failed             index // resources that did not decode
 	envoyConfigs       map[string]envoyConfigRef
+	// unparsed are the files with a syntax error.
+	unparsed []unparsedFile
 	// settings are the Settings of each document, by path.
 	settings map[string]Settings
 	// file is the document being read, for the diagnostic of a panic.
@@ -131,7 +134,8 @@ func (r *renderer) document(d Document) {
 	r.settings[d.Path] = d.Settings
 	roots, err := parseDocuments(d.Data)
 	if err != nil {
-		r.add(syntaxDiagnostic(d.Path, err))
+		r.add(syntaxDiagnostic(d.Path, d.Data, err))
+		r.unparsed = append(r.unparsed, unparsedFile{file: d.Path, nodes: nodes})
 	}
 	r.src = d.Data
 	for _, root := range roots {
@@ -142,18 +146,41 @@ func (r *renderer) document(d Document) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-func syntaxDiagnostic(file string, err error) Diagnostic {
+func syntaxDiagnostic(file string, data []byte, err error) Diagnostic {
 	d := Diagnostic{Pos: Position{File: file}, Rule: RuleSyntax, Message: err.Error()}
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		d.Message = strings.Join(te.Errors, "; ")
 	}
+	line := 0
 	if m := yamlLine.FindStringSubmatch(d.Message); m != nil {
-		d.Pos.Line, _ = strconv.Atoi(m[1])
+		line, _ = strconv.Atoi(m[1])
 		d.Message = m[2]
 	}
 	d.Message = strings.TrimPrefix(d.Message, "yaml: ")
+	if !strings.HasPrefix(d.Message, "unknown anchor") {
+		d.Pos.Line, d.Pos.Column = syntaxPosition(data, line, d.Message)
+	}
 	return d
+}
+
+// unparsedFile is a file with a syntax error: what its lost documents
+// defined is unknown, so references into its nodes are not checked.
+type unparsedFile struct {
+	file  string
+	nodes []string // nil: every node
+}
+
+// unparsedFor returns the files that failed to parse and may have held
+// resources of node.
+func (r *renderer) unparsedFor(node string) []string {
+	var out []string
+	for _, u := range r.unparsed {
+		if u.nodes == nil || slices.Contains(u.nodes, node) {
+			out = append(out, u.file)
+		}
+	}
+	return out
 }
 
 var protojsonPos = regexp.MustCompile(`^proto:\s*(?:syntax error )?\(line (\d+):(\d+)\): (.*)$`)

@@ -162,3 +162,68 @@ generic_secret: {secret: {inline_string: ` + key + `}}
 	assert.Empty(t, errs)
 	assert.Len(t, warns, 1)
 }
+
+// A syntax error is reported first, at its line and column, and a
+// reference into the nodes of the file that failed to parse is reported
+// once as not checked, never as a missing resource.
+func TestSyntaxErrorIsTheRootCause(t *testing.T) {
+	listener := `"@type": type.googleapis.com/envoy.config.listener.v3.Listener
+name: l
+address: {socket_address: {address: 0.0.0.0, port_value: 8080}}
+filter_chains:
+- filters:
+  - name: envoy.filters.network.http_connection_manager
+    typed_config:
+      "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+      stat_prefix: x
+      rds: {route_config_name: edge-routes}
+      http_filters:
+      - name: envoy.filters.http.router
+        typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+`
+	routes := `resources:
+- "@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
+  name: edge-routes
+  virtual_hosts:
+  - name: all
+    domains: ["*"
+    routes:
+    - match: {prefix: /}
+      direct_response: {status: 200}
+`
+	cluster := "\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c\ncolour: blue\n"
+	errs, warns := verdict(t, map[string]string{"a-cluster.yaml": cluster, "listener.yaml": listener, "routes.yaml": routes})
+	assert.Equal(t, []string{
+		`routes.yaml:6:14: did not find expected ',' or ']'`,
+		`a-cluster.yaml:3:1: cluster "c" colour: unknown field "colour"`,
+	}, errs)
+	assert.Equal(t, []string{
+		`listener.yaml:10:32: warning: listener "l" filter_chains[0].filters[0].typed_config.rds.route_config_name: route "edge-routes" not checked because routes.yaml failed to parse`,
+	}, warns)
+}
+
+func TestSyntaxPositions(t *testing.T) {
+	tests := []struct {
+		doc       string
+		line, col int
+		msgPrefix string
+	}{
+		{"a: 1\nb: {x: 1\nc: 2\n", 2, 4, "did not find expected ',' or '}'"},
+		{"a: 1\n b: 2\n", 2, 2, "mapping values are not allowed"},
+		{"a: b: c\n", 1, 5, "mapping values are not allowed"},
+		{"a: 1\nb: @x\n", 2, 4, "found character that cannot start any token"},
+		{"a:\n\t- b\n", 2, 1, "found character that cannot start any token"},
+		{"a: 1\nb:\n  - 1\n  c: 2\n", 3, 3, "did not find expected '-' indicator"},
+		{"x: 1\n- y\n", 2, 1, "did not find expected key"},
+		{"a: [1, [2\n", 1, 8, "did not find expected ',' or ']'"},
+	}
+	for _, tt := range tests {
+		res := RenderDocuments([]Document{{Path: "x.yaml", Data: []byte(tt.doc)}}, Options{DefaultNode: "n"})
+		if assert.Len(t, res.Diagnostics, 1, "%q", tt.doc) {
+			d := res.Diagnostics[0]
+			assert.Equal(t, Position{File: "x.yaml", Line: tt.line, Column: tt.col}, d.Pos, "%q: %s", tt.doc, d)
+			assert.Equal(t, RuleSyntax, d.Rule)
+			assert.Contains(t, d.Message, tt.msgPrefix)
+		}
+	}
+}
