@@ -79,7 +79,7 @@ func (r *renderer) names() {
 					r.add(d)
 					continue
 				}
-				d := it.diag(nil, RuleName, fmt.Sprintf("duplicate %s name %q for node %q: first defined at %s", it.kind.label, name, n, first.pos()))
+				d := it.diag(nil, RuleName, fmt.Sprintf("duplicate %s name %q %s: first defined at %s", it.kind.label, name, nodePhrase(n), first.pos()))
 				d.Node = n
 				r.add(d)
 				continue
@@ -103,12 +103,27 @@ func sameSecret(a, b *item) bool {
 	return false
 }
 
+// defined reports whether node n has (or failed to decode) the resource.
+// The static resources of a proxy bootstrap also see what is served to
+// the bootstrap's node over ADS.
+func (r *renderer) defined(n, typeURL, name string) bool {
+	if r.index.get(n, typeURL, name) != nil || r.failed.get(n, typeURL, name) != nil {
+		return true
+	}
+	for _, m := range r.fallback[n] {
+		if r.index.get(m, typeURL, name) != nil || r.failed.get(m, typeURL, name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // references resolves the names collected by validate and checks the
 // rules that span resources of a node.
 func (r *renderer) references() {
 	for _, rf := range r.refs {
 		for _, n := range rf.it.nodes {
-			if r.index.get(n, rf.target, rf.name) != nil || r.failed.get(n, rf.target, rf.name) != nil {
+			if r.defined(n, rf.target, rf.name) {
 				continue
 			}
 			if rf.target == EndpointType && r.generatedEndpoints[n+"\x00"+rf.name] {
@@ -129,7 +144,7 @@ func (r *renderer) references() {
 			if rf.target == SecretType {
 				what = "defined or declared external"
 			}
-			msg := fmt.Sprintf("%s %q is not %s for node %q", typeLabel(rf.target), rf.name, what, n)
+			msg := fmt.Sprintf("%s %q is not %s %s", typeLabel(rf.target), rf.name, what, nodePhrase(n))
 			severity := ""
 			switch {
 			case rf.soft && r.settings[rf.it.file].MissingClusters == SeverityError:
@@ -173,8 +188,8 @@ func (r *renderer) listenerAddresses() {
 		for _, n := range it.nodes {
 			k := key{n, addr}
 			if first, dup := seen[k]; dup && first != it {
-				d := it.diag(nil, RuleListener, fmt.Sprintf("address %s is already used by listener %q (%s) on node %q",
-					net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)), first.displayName(), first.pos(), n))
+				d := it.diag(nil, RuleListener, fmt.Sprintf("address %s is already used by listener %q (%s) %s",
+					net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)), first.displayName(), first.pos(), nodePhrase(n)))
 				d.Field = "address"
 				d.Pos = it.locate("address.socket_address")
 				d.Node = n

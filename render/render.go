@@ -54,6 +54,9 @@ type renderer struct {
 	index              index
 	failed             index // resources that did not decode
 	envoyConfigs       map[string]envoyConfigRef
+	// fallback maps the private scope of a proxy bootstrap's static
+	// resources to the nodes whose served resources they may refer to.
+	fallback map[string][]string
 	// unparsed are the files with a syntax error.
 	unparsed []unparsedFile
 	// settings are the Settings of each document, by path.
@@ -78,7 +81,7 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	for _, d := range docs {
 		input += int64(len(d.Data))
 	}
-	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}, settings: map[string]Settings{}}
+	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}, settings: map[string]Settings{}, fallback: map[string][]string{}}
 	r.jw.budget = newExpansionBudget(input)
 	// Rendering fetched input must never take the process down: a panic
 	// left in the renderer rejects this render, naming the file it was
@@ -105,6 +108,9 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	mapDiagnostics(maps, r.diags)
 	res = &Result{}
 	for _, d := range r.diags {
+		if strings.HasPrefix(d.Node, proxyScopePrefix) {
+			d.Node = "" // the message names the bootstrap
+		}
 		if d.IsWarning() {
 			res.Warnings = append(res.Warnings, d)
 		} else {

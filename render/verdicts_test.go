@@ -1,6 +1,7 @@
 package render
 
 import (
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -226,4 +227,64 @@ func TestSyntaxPositions(t *testing.T) {
 			assert.Contains(t, d.Message, tt.msgPrefix)
 		}
 	}
+}
+
+// Every wrong top-level field of a bootstrap is reported, not the first.
+func TestBootstrapTopLevelErrors(t *testing.T) {
+	errs, _ := verdict(t, map[string]string{"b.yaml": "static_resources: {clusters: []}\nadmin: {bogus: 1}\nbogus_top: 2\nstats_flush_interval: soon\n"})
+	assert.Equal(t, []string{
+		`b.yaml:2:9: admin.bogus: unknown field "bogus"`,
+		`b.yaml:3:1: bogus_top: unknown field "bogus_top"`,
+		`b.yaml:4:23: stats_flush_interval: invalid google.protobuf.Duration value "soon"`,
+	}, errs)
+}
+
+// A proxy bootstrap (configuration from a control plane) is checked on its
+// own and its static resources are not served: two of them for one node
+// do not collide. A static bootstrap is still served.
+func TestProxyBootstraps(t *testing.T) {
+	proxy := func(ca string) string {
+		return `node: {id: edge}
+dynamic_resources:
+  ads_config: {api_type: GRPC, grpc_services: [{envoy_grpc: {cluster_name: ` + ca + `}}]}
+  cds_config: {ads: {}}
+  lds_config: {ads: {}}
+static_resources:
+  clusters:
+  - name: legate
+    type: STATIC
+    load_assignment:
+      cluster_name: legate
+      endpoints: [{lb_endpoints: [{endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 18000}}}}]}]
+  listeners:
+  - name: admin-proxy
+    address: {socket_address: {address: 127.0.0.1, port_value: 9000}}
+    filter_chains:
+    - filters:
+      - name: envoy.filters.network.tcp_proxy
+        typed_config:
+          "@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy
+          stat_prefix: admin
+          cluster: legate
+`
+	}
+	fsys := fstest.MapFS{
+		"a/bootstrap.yaml": {Data: []byte(proxy("legate"))},
+		"b/bootstrap.yaml": {Data: []byte(proxy("legate"))},
+	}
+	res := Render(fsys, Options{})
+	assert.Empty(t, res.Diagnostics)
+	assert.Empty(t, res.Nodes)
+
+	fsys["b/bootstrap.yaml"] = &fstest.MapFile{Data: []byte(strings.Replace(proxy("legate"), "name: legate\n", "name: xds\n", 1))}
+	res = Render(fsys, Options{})
+	var got []string
+	for _, d := range append(res.Diagnostics, res.Warnings...) {
+		got = append(got, d.String())
+	}
+	assert.Contains(t, got, `b/bootstrap.yaml:22:20: warning: listener "admin-proxy" filter_chains[0].filters[0].typed_config.cluster: cluster "legate" is not defined in the bootstrap at b/bootstrap.yaml:1:1: Envoy accepts this and fails the requests (503 for a route) at run time; to refuse it, set strict: {missingClusters: error} in legate.yaml`)
+
+	static := "node: {id: edge}\nstatic_resources:\n  clusters:\n  - {name: c, type: STATIC}\n"
+	res = Render(fstest.MapFS{"a.yaml": {Data: []byte(static)}, "b.yaml": {Data: []byte(static)}}, Options{})
+	assert.Len(t, res.Diagnostics, 1, "two static bootstraps for one node define the same cluster")
 }

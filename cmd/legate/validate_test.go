@@ -18,11 +18,14 @@ func runValidate(t *testing.T, args ...string) (string, error) {
 
 // The Envoy bootstraps of examples/envoy decode strictly and pass Envoy's
 // validation rules, so the docs point Envoy users at working files.
+// They are proxy bootstraps (dynamic_resources from legate): each is
+// checked on its own and its static cluster stays in the proxy, so the
+// directory holding both passes too.
 func TestValidateEnvoyBootstrapExamples(t *testing.T) {
-	for _, dir := range []string{"plaintext", "mtls"} {
+	for _, dir := range []string{"plaintext", "mtls", "."} {
 		out, err := runValidate(t, "../../examples/envoy/"+dir)
 		require.NoError(t, err, out)
-		assert.Regexp(t, `^node edge: 1 Cluster \(hash [0-9a-f]{12}\)\n$`, out, dir)
+		assert.Equal(t, "valid: no resources rendered\n", out, dir)
 	}
 }
 
