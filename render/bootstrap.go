@@ -3,6 +3,7 @@ package render
 import (
 	"net"
 	"strconv"
+	"strings"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
@@ -46,7 +47,8 @@ func (r *renderer) bootstrap(file string, doc *yaml.Node, nodes []string) {
 	})
 	b := &bootstrapv3.Bootstrap{}
 	probe := &item{file: file, root: doc, skip: []string{"@type", staticKey}}
-	if !r.decodeInto(probe, b) {
+	if d := decodeWith(&r.jw, probe, b); d != nil {
+		r.bootstrapErrors(file, doc, staticKey)
 		return
 	}
 	if id := b.GetNode().GetId(); id != "" {
@@ -54,6 +56,16 @@ func (r *renderer) bootstrap(file string, doc *yaml.Node, nodes []string) {
 	}
 	if static == nil {
 		return
+	}
+	if dr := b.GetDynamicResources(); dr != nil && (dr.GetAdsConfig() != nil || dr.GetLdsConfig() != nil || dr.GetCdsConfig() != nil) {
+		// The bootstrap of a proxy that takes its configuration from a
+		// control plane: its static resources (the control plane's own
+		// cluster) stay in the proxy. They are checked as Envoy loads
+		// them, with this bootstrap alone, and not served, so that several
+		// such bootstraps for one node do not collide.
+		scope := proxyBootstrapScope(file, doc)
+		r.fallback[scope] = nodes
+		nodes = []string{scope}
 	}
 	static = resolveAlias(static)
 	r.checkKeys(file, static, "listeners", "clusters", "secrets")
@@ -89,4 +101,37 @@ func listenerAutoName(l *listenerv3.Listener) string {
 		return "listener"
 	}
 	return net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10))
+}
+
+// bootstrapErrors decodes each top-level field of a bootstrap that failed
+// to decode on its own, so that every wrong field is reported, not only
+// the first.
+func (r *renderer) bootstrapErrors(file string, doc *yaml.Node, staticKey string) {
+	_ = eachPair(doc, func(k, v *yaml.Node) error {
+		if k.Value == "@type" || k.Value == staticKey {
+			return nil
+		}
+		one := &yaml.Node{Kind: yaml.MappingNode, Tag: "!!map", Line: doc.Line, Column: doc.Column, Content: []*yaml.Node{k, v}}
+		if d := decodeWith(&r.jw, &item{file: file, root: one}, &bootstrapv3.Bootstrap{}); d != nil {
+			r.add(*d)
+		}
+		return nil
+	})
+}
+
+// proxyScopePrefix starts the private node key of a proxy bootstrap's
+// static resources; no node ID contains a NUL byte.
+const proxyScopePrefix = "\x00bootstrap "
+
+func proxyBootstrapScope(file string, doc *yaml.Node) string {
+	return proxyScopePrefix + nodePos(file, doc).String()
+}
+
+// nodePhrase names a node, or the bootstrap whose private scope n is, in
+// messages.
+func nodePhrase(n string) string {
+	if p, ok := strings.CutPrefix(n, proxyScopePrefix); ok {
+		return "in the bootstrap at " + p
+	}
+	return "for node " + strconv.Quote(n)
 }

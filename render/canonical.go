@@ -8,6 +8,7 @@ import (
 	"hash"
 	"slices"
 	"sort"
+	"strings"
 
 	"google.golang.org/protobuf/proto"
 )
@@ -38,6 +39,9 @@ func (r *renderer) output() map[string]*NodeConfig {
 	}
 	out := make(map[string]*NodeConfig, len(r.index))
 	for node, byType := range r.index {
+		if strings.HasPrefix(node, proxyScopePrefix) {
+			continue // checked, never served
+		}
 		nc := &NodeConfig{NodeID: node, Types: map[string]TypeSet{}}
 		for url, byName := range byType {
 			var rs []Resource

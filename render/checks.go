@@ -26,14 +26,28 @@ type ref struct {
 	path   []string
 	target string // type URL
 	name   string
+	// soft marks a cluster reference Envoy accepts when the cluster is
+	// missing (RDS without validate_clusters, TCP proxy); hard says why
+	// Envoy rejects one that is not soft.
+	soft bool
+	hard string
+}
+
+// routeScope is a route configuration met while walking a resource, so
+// that its routes know whether Envoy validates their clusters.
+type routeScope struct {
+	prefix   string
+	validate bool
+	why      string
 }
 
 // checker collects what the rules find in one item, so that items can be
 // checked in parallel and merged in a fixed order.
 type checker struct {
-	it    *item
-	diags []Diagnostic
-	refs  []ref
+	it     *item
+	diags  []Diagnostic
+	refs   []ref
+	scopes []routeScope
 }
 
 // validate runs PGV over every decoded resource (descending into every
@@ -112,7 +126,16 @@ func (c *checker) visit(path []string, m proto.Message) {
 		c.httpFilters(path, m.GetHttpFilters())
 	case *routev3.RouteConfiguration:
 		c.uniqueDomains(path, m)
+		c.routeScope(path, m)
+	case *routev3.FilterConfig:
+		// Envoy refuses a per-route FilterConfig that neither configures
+		// nor disables the filter; an empty `config: {}` enables it.
+		if m.GetConfig() == nil && !m.GetDisabled() {
+			c.fieldDiag(clonePath(path), RuleRoute,
+				"FilterConfig has no config and is not disabled, which Envoy refuses: set config ({} enables the filter on this route) or disabled: true")
+		}
 	case *routev3.RouteAction:
+		n := len(c.refs)
 		c.refer(path, ClusterType, m.GetCluster(), "cluster")
 		for i, w := range m.GetWeightedClusters().GetClusters() {
 			c.refer(path, ClusterType, w.GetName(), "weighted_clusters", "clusters", indexSeg(i), "name")
@@ -120,10 +143,20 @@ func (c *checker) visit(path []string, m proto.Message) {
 		for i, p := range m.GetRequestMirrorPolicies() {
 			c.refer(path, ClusterType, p.GetCluster(), "request_mirror_policies", indexSeg(i), "cluster")
 		}
+		scope := c.scopeOf(path)
+		for i := n; i < len(c.refs); i++ {
+			c.refs[i].soft, c.refs[i].hard = !scope.validate, scope.why
+		}
 	case *tcpproxyv3.TcpProxy:
+		// Envoy looks a TCP proxy's cluster up per connection: a missing
+		// one closes the connection, it does not reject the listener.
+		n := len(c.refs)
 		c.refer(path, ClusterType, m.GetCluster(), "cluster")
 		for i, w := range m.GetWeightedClusters().GetClusters() {
 			c.refer(path, ClusterType, w.GetName(), "weighted_clusters", "clusters", indexSeg(i), "name")
+		}
+		for i := n; i < len(c.refs); i++ {
+			c.refs[i].soft = true
 		}
 	case *routev3.ScopedRouteConfiguration:
 		if m.GetRouteConfiguration() == nil {
@@ -143,6 +176,35 @@ func (c *checker) visit(path []string, m proto.Message) {
 			c.refer(path, SecretType, m.GetName(), "name")
 		}
 	}
+}
+
+// routeScope records whether Envoy validates the clusters of a route
+// configuration at load: validate_clusters when set, otherwise true for a
+// route configuration inline in a connection manager and false for one
+// delivered over RDS (or SRDS).
+func (c *checker) routeScope(path []string, rc *routev3.RouteConfiguration) {
+	s := routeScope{prefix: joinPath(path)}
+	switch vc := rc.GetValidateClusters(); {
+	case vc != nil:
+		s.validate = vc.GetValue()
+		s.why = "Envoy rejects it: validate_clusters is true"
+	case len(path) > 0 && path[len(path)-1] == "route_config":
+		s.validate = true
+		s.why = "Envoy rejects it: validate_clusters defaults to true for a route configuration inline in the listener"
+	}
+	c.scopes = append(c.scopes, s)
+}
+
+// scopeOf returns the route configuration that encloses path (the walk
+// visits a message before what it holds); none for a VirtualHost resource.
+func (c *checker) scopeOf(path []string) routeScope {
+	p := joinPath(path)
+	for i := len(c.scopes) - 1; i >= 0; i-- {
+		if s := c.scopes[i]; s.prefix == "" || strings.HasPrefix(p, s.prefix) {
+			return s
+		}
+	}
+	return routeScope{}
 }
 
 // isRouter reports whether an HTTP filter is Envoy's router.

@@ -28,7 +28,13 @@ const (
 // String formats the diagnostic compiler-style:
 //
 //	nodes/edge/routes.yaml:14:9: route "main" virtual_hosts[0].routes[2].route.cluster: cluster "api-v2" is not defined for node "edge"
+//
+// A warning reads "file:line:column: warning: …".
 func (d Diagnostic) String() string {
+	pos := d.Pos.String()
+	if d.IsWarning() {
+		pos += ": warning"
+	}
 	var subject []string
 	if d.Type != "" {
 		subject = append(subject, typeLabel(d.Type), strconv.Quote(d.Name))
@@ -37,16 +43,18 @@ func (d Diagnostic) String() string {
 		subject = append(subject, d.Field)
 	}
 	if len(subject) == 0 {
-		return d.Pos.String() + ": " + d.Message
+		return pos + ": " + d.Message
 	}
-	return d.Pos.String() + ": " + strings.Join(subject, " ") + ": " + d.Message
+	return pos + ": " + strings.Join(subject, " ") + ": " + d.Message
 }
 
-// SortDiagnostics orders diagnostics by file, line, column, then the rest,
-// and drops exact duplicates.
+// SortDiagnostics orders diagnostics syntax errors first (the root cause
+// of what follows), then by file, line, column and the rest, and drops
+// exact duplicates.
 func SortDiagnostics(ds []Diagnostic) []Diagnostic {
 	slices.SortFunc(ds, func(a, b Diagnostic) int {
 		return cmp.Or(
+			cmp.Compare(syntaxRank(a), syntaxRank(b)),
 			cmp.Compare(a.Pos.File, b.Pos.File),
 			cmp.Compare(a.Pos.Line, b.Pos.Line),
 			cmp.Compare(a.Pos.Column, b.Pos.Column),
@@ -59,6 +67,13 @@ func SortDiagnostics(ds []Diagnostic) []Diagnostic {
 		)
 	})
 	return slices.Compact(ds)
+}
+
+func syntaxRank(d Diagnostic) int {
+	if d.Rule == RuleSyntax {
+		return 0
+	}
+	return 1
 }
 
 // Diagnostic output formats accepted by WriteDiagnostics.
@@ -124,7 +139,12 @@ func GitHubAnnotation(d Diagnostic) string {
 	if d.Pos.File != "" {
 		msg = strings.TrimPrefix(msg, d.Pos.String()+": ")
 	}
-	return "::error " + strings.Join(props, ",") + "::" + escapeData(msg)
+	level := "error"
+	if d.IsWarning() {
+		level = "warning"
+		msg = strings.TrimPrefix(msg, "warning: ")
+	}
+	return "::" + level + " " + strings.Join(props, ",") + "::" + escapeData(msg)
 }
 
 func escapeData(s string) string {

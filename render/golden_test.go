@@ -25,6 +25,9 @@ func goldenText(res *Result) string {
 	for _, d := range res.Diagnostics {
 		fmt.Fprintln(&b, d.String())
 	}
+	for _, d := range res.Warnings {
+		fmt.Fprintln(&b, d.String())
+	}
 	ids := make([]string, 0, len(res.Nodes))
 	for id := range res.Nodes {
 		ids = append(ids, id)

@@ -29,7 +29,7 @@ func errf(format string, args ...any) error { return fmt.Errorf(format, args...)
 // bootstraps with node.id name their node themselves and override this.
 func Load(fsys fs.FS, opts Options) ([]Document, []Diagnostic) {
 	opts = opts.withDefaults()
-	l := &loader{fsys: fsys, opts: opts, targets: map[string][]string{}}
+	l := &loader{fsys: fsys, opts: opts, targets: map[string]*targetFile{}}
 	err := fs.WalkDir(fsys, ".", l.visit)
 	if err != nil && !errors.Is(err, errStop) {
 		l.diags = append(l.diags, Diagnostic{Pos: Position{File: "."}, Rule: RuleLimit, Message: fmt.Sprintf("read tree: %v", err)})
@@ -46,7 +46,13 @@ type loader struct {
 	diags   []Diagnostic
 	total   int64
 	files   int
-	targets map[string][]string // dir → node IDs of its legate.yaml (nil: none)
+	targets map[string]*targetFile // dir → its legate.yaml (nil: none)
+}
+
+// targetFile is what a legate.yaml says.
+type targetFile struct {
+	nodes    []string
+	settings *Settings
 }
 
 func (l *loader) limit(file, format string, args ...any) {
@@ -118,8 +124,21 @@ func (l *loader) visit(p string, d fs.DirEntry, err error) error {
 		}
 		return nil
 	}
-	l.docs = append(l.docs, Document{Path: p, Data: data, Nodes: nodes})
+	l.docs = append(l.docs, Document{Path: p, Data: data, Nodes: nodes, Settings: l.settingsFor(p)})
 	return nil
+}
+
+// settingsFor returns the settings of the nearest legate.yaml above p that
+// has any (nodesFor has read and checked every one of them already).
+func (l *loader) settingsFor(p string) Settings {
+	for dir := path.Dir(p); ; dir = path.Dir(dir) {
+		if t := l.targets[dir]; t != nil && t.settings != nil {
+			return *t.settings
+		}
+		if dir == "." || dir == "/" {
+			return Settings{}
+		}
+	}
 }
 
 func configFile(name string) bool {
@@ -167,10 +186,13 @@ func (l *loader) nodesFor(p string) ([]string, error) {
 	}
 }
 
-// target reads dir/legate.yaml once.
+// target reads dir/legate.yaml once and returns the node IDs it names.
 func (l *loader) target(dir string) ([]string, error) {
-	if nodes, ok := l.targets[dir]; ok {
-		return nodes, nil
+	if t, ok := l.targets[dir]; ok {
+		if t == nil {
+			return nil, nil
+		}
+		return t.nodes, nil
 	}
 	data, err := fs.ReadFile(l.fsys, path.Join(dir, TargetFile))
 	if errors.Is(err, fs.ErrNotExist) {
@@ -180,16 +202,17 @@ func (l *loader) target(dir string) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", TargetFile, err)
 	}
-	nodes, err := parseTarget(data)
+	t, err := parseTarget(data)
 	if err != nil {
 		return nil, err
 	}
-	l.targets[dir] = nodes
-	return nodes, nil
+	l.targets[dir] = t
+	return t.nodes, nil
 }
 
-// parseTarget reads a legate.yaml: `nodeIDs: [a, b]` (or `nodeID: a`).
-func parseTarget(data []byte) ([]string, error) {
+// parseTarget reads a legate.yaml: `nodeIDs: [a, b]` (or `nodeID: a`)
+// and the optional `strict:` settings.
+func parseTarget(data []byte) (*targetFile, error) {
 	docs, err := parseDocuments(data)
 	if err != nil {
 		return nil, fmt.Errorf("%s does not parse: %w", TargetFile, err)
@@ -198,8 +221,13 @@ func parseTarget(data []byte) ([]string, error) {
 		return nil, fmt.Errorf("%s must be one mapping with nodeIDs: [...]", TargetFile)
 	}
 	var nodes []string
+	var settings *Settings
 	err = eachPair(docs[0], func(k, v *yaml.Node) error {
 		switch k.Value {
+		case "strict":
+			s, err := parseStrict(v)
+			settings = s
+			return err
 		case "nodeID":
 			if scalar(v) == "" {
 				return nodeErrorf(v, "nodeID must be a non-empty string")
@@ -217,17 +245,41 @@ func parseTarget(data []byte) ([]string, error) {
 				nodes = append(nodes, scalar(e))
 			}
 		default:
-			return nodeErrorf(k, "unknown field %q in %s: want nodeIDs", k.Value, TargetFile)
+			return nodeErrorf(k, "unknown field %q in %s: want nodeIDs or strict", k.Value, TargetFile)
 		}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	if len(nodes) == 0 {
+	if len(nodes) == 0 && settings == nil {
 		return nil, fmt.Errorf("%s names no node: add nodeIDs: [...]", TargetFile)
 	}
-	return nodes, nil
+	return &targetFile{nodes: nodes, settings: settings}, nil
+}
+
+// parseStrict reads `strict: {missingClusters: error}`.
+func parseStrict(v *yaml.Node) (*Settings, error) {
+	v = resolveAlias(v)
+	if v.Kind != yaml.MappingNode {
+		return nil, nodeErrorf(v, "strict must be a mapping, e.g. strict: {missingClusters: error}")
+	}
+	s := &Settings{}
+	err := eachPair(v, func(k, v *yaml.Node) error {
+		switch k.Value {
+		case "missingClusters":
+			switch scalar(v) {
+			case SeverityError, SeverityWarning:
+				s.MissingClusters = scalar(v)
+			default:
+				return nodeErrorf(v, "strict.missingClusters: %q is not one of error, warning", scalar(v))
+			}
+		default:
+			return nodeErrorf(k, "unknown field %q in strict: want missingClusters", k.Value)
+		}
+		return nil
+	})
+	return s, err
 }
 
 // pathNodes applies the nodes/<nodeID>/ convention to a document path.
@@ -246,7 +298,7 @@ func pathNodes(p string) []string {
 // (see Load). Nil means no convention applies (Options.DefaultNode). It
 // lets Generators target nodes exactly as YAML files are.
 func NodesOf(fsys fs.FS, file string) ([]string, error) {
-	l := &loader{fsys: fsys, targets: map[string][]string{}}
+	l := &loader{fsys: fsys, targets: map[string]*targetFile{}}
 	nodes, err := l.nodesFor(file)
 	var ne *nodeError
 	if errors.As(err, &ne) {

@@ -75,12 +75,29 @@ type Document struct {
 	// name their node themselves. Nil means: use the nodes/<nodeID>/
 	// convention on Path, then Options.DefaultNode.
 	Nodes []string
+	// Settings are the checks the repository tunes for this document (the
+	// `strict:` of the nearest legate.yaml that has one).
+	Settings Settings
 	// Positions, when set, maps a 1-based line and column of Data to the
 	// source the document was generated from (a .cue file for CUE
 	// packages); diagnostics and resource sources are reported there. The
 	// File of a returned Position is relative to the directory of Path, so
 	// a caller that prefixes Path with a directory moves the sources along.
 	Positions func(line, column int) (Position, bool)
+}
+
+// Settings tune how strict the renderer is where Envoy itself accepts a
+// configuration that is likely wrong. The zero value is Envoy's verdict
+// with warnings. In legate.yaml:
+//
+//	strict:
+//	  missingClusters: error
+type Settings struct {
+	// MissingClusters is the severity of a route to a cluster that is not
+	// defined, where Envoy accepts it (a route configuration delivered over
+	// RDS without validate_clusters, a TCP proxy): "warning" (default) or
+	// "error". Where Envoy rejects it, it is always an error.
+	MissingClusters string
 }
 
 // Generator turns files that are not YAML or JSON (CUE packages) into

@@ -6,8 +6,10 @@ import (
 	"net"
 	"slices"
 	"strconv"
+	"strings"
 
 	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
+	"google.golang.org/protobuf/proto"
 )
 
 // index maps node → type URL → name → the item defining it.
@@ -69,7 +71,15 @@ func (r *renderer) names() {
 		}
 		for _, n := range it.nodes {
 			if first := r.index.get(n, it.kind.url, name); first != nil {
-				d := it.diag(nil, RuleName, fmt.Sprintf("duplicate %s name %q for node %q: first defined at %s", it.kind.label, name, n, first.pos()))
+				if it.kind.url == SecretType && sameSecret(first, it) {
+					// A control plane keyed by name (go-control-plane's
+					// snapshot, Envoy Gateway) sends Envoy one secret.
+					d := it.diag(nil, RuleName, fmt.Sprintf("secret %q is listed again with identical content (first at %s): served once", name, first.pos()))
+					d.Node, d.Severity = n, SeverityWarning
+					r.add(d)
+					continue
+				}
+				d := it.diag(nil, RuleName, fmt.Sprintf("duplicate %s name %q %s: first defined at %s", it.kind.label, name, nodePhrase(n), first.pos()))
 				d.Node = n
 				r.add(d)
 				continue
@@ -79,22 +89,75 @@ func (r *renderer) names() {
 	}
 }
 
+// sameSecret reports whether two secret items have the same content: equal
+// messages, or the same external reference.
+func sameSecret(a, b *item) bool {
+	switch {
+	case a.ext != nil && b.ext != nil:
+		x, y := *a.ext, *b.ext
+		x.Source, y.Source = Position{}, Position{}
+		return x == y
+	case a.msg != nil && b.msg != nil:
+		return proto.Equal(a.msg, b.msg)
+	}
+	return false
+}
+
+// defined reports whether node n has (or failed to decode) the resource.
+// The static resources of a proxy bootstrap also see what is served to
+// the bootstrap's node over ADS.
+func (r *renderer) defined(n, typeURL, name string) bool {
+	if r.index.get(n, typeURL, name) != nil || r.failed.get(n, typeURL, name) != nil {
+		return true
+	}
+	for _, m := range r.fallback[n] {
+		if r.index.get(m, typeURL, name) != nil || r.failed.get(m, typeURL, name) != nil {
+			return true
+		}
+	}
+	return false
+}
+
 // references resolves the names collected by validate and checks the
 // rules that span resources of a node.
 func (r *renderer) references() {
 	for _, rf := range r.refs {
 		for _, n := range rf.it.nodes {
-			if r.index.get(n, rf.target, rf.name) != nil || r.failed.get(n, rf.target, rf.name) != nil {
+			if r.defined(n, rf.target, rf.name) {
 				continue
 			}
 			if rf.target == EndpointType && r.generatedEndpoints[n+"\x00"+rf.name] {
 				continue
 			}
+			if files := r.unparsedFor(n); len(files) > 0 {
+				// The syntax error is the root cause; say once what it
+				// hides rather than report a missing resource.
+				d := rf.it.diag(nil, RuleReference, fmt.Sprintf("%s %q not checked because %s failed to parse",
+					typeLabel(rf.target), rf.name, strings.Join(files, ", ")))
+				d.Field = joinPath(rf.path)
+				d.Pos = rf.it.locate(d.Field)
+				d.Severity = SeverityWarning
+				r.add(d)
+				break
+			}
 			what := "defined"
 			if rf.target == SecretType {
 				what = "defined or declared external"
 			}
-			d := rf.it.diag(nil, RuleReference, fmt.Sprintf("%s %q is not %s for node %q", typeLabel(rf.target), rf.name, what, n))
+			msg := fmt.Sprintf("%s %q is not %s %s", typeLabel(rf.target), rf.name, what, nodePhrase(n))
+			severity := ""
+			switch {
+			case rf.soft && r.settings[rf.it.file].MissingClusters == SeverityError:
+				msg += " (strict.missingClusters: error in legate.yaml)"
+			case rf.soft:
+				severity = SeverityWarning
+				msg += ": Envoy accepts this and fails the requests (503 for a route) at run time; " +
+					"to refuse it, set strict: {missingClusters: error} in legate.yaml"
+			case rf.hard != "":
+				msg += " (" + rf.hard + ")"
+			}
+			d := rf.it.diag(nil, RuleReference, msg)
+			d.Severity = severity
 			d.Field = joinPath(rf.path)
 			d.Pos = rf.it.locate(d.Field)
 			d.Node = n
@@ -125,8 +188,8 @@ func (r *renderer) listenerAddresses() {
 		for _, n := range it.nodes {
 			k := key{n, addr}
 			if first, dup := seen[k]; dup && first != it {
-				d := it.diag(nil, RuleListener, fmt.Sprintf("address %s is already used by listener %q (%s) on node %q",
-					net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)), first.displayName(), first.pos(), n))
+				d := it.diag(nil, RuleListener, fmt.Sprintf("address %s is already used by listener %q (%s) %s",
+					net.JoinHostPort(sa.GetAddress(), strconv.FormatUint(uint64(sa.GetPortValue()), 10)), first.displayName(), first.pos(), nodePhrase(n)))
 				d.Field = "address"
 				d.Pos = it.locate("address.socket_address")
 				d.Node = n

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"regexp"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -54,6 +55,13 @@ type renderer struct {
 	index              index
 	failed             index // resources that did not decode
 	envoyConfigs       map[string]envoyConfigRef
+	// fallback maps the private scope of a proxy bootstrap's static
+	// resources to the nodes whose served resources they may refer to.
+	fallback map[string][]string
+	// unparsed are the files with a syntax error.
+	unparsed []unparsedFile
+	// settings are the Settings of each document, by path.
+	settings map[string]Settings
 	// file is the document being read, for the diagnostic of a panic.
 	file string
 	// deadline ends the render (see checkBudget); ticks counts budget
@@ -68,12 +76,17 @@ func (r *renderer) addf(pos Position, rule, format string, args ...any) {
 	r.add(Diagnostic{Pos: pos, Rule: rule, Message: fmt.Sprintf(format, args...)})
 }
 
+// warnf adds a warning: something Envoy accepts that is likely a mistake.
+func (r *renderer) warnf(pos Position, rule, format string, args ...any) {
+	r.add(Diagnostic{Pos: pos, Rule: rule, Message: fmt.Sprintf(format, args...), Severity: SeverityWarning})
+}
+
 func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Result) {
 	var input int64
 	for _, d := range docs {
 		input += int64(len(d.Data))
 	}
-	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}}
+	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}, settings: map[string]Settings{}, fallback: map[string][]string{}}
 	r.jw.budget = newExpansionBudget(input)
 	r.deadline = time.Now().Add(opts.Timeout)
 	// Rendering fetched input must never take the process down: a panic
@@ -106,12 +119,24 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	}
 	r.failedChecks()
 	maps := positionMaps(docs)
+	mapDiagnostics(maps, r.diags)
 	res = &Result{}
-	if len(r.diags) > 0 {
-		mapDiagnostics(maps, r.diags)
-		res.Diagnostics = SortDiagnostics(r.diags)
+	for _, d := range r.diags {
+		if strings.HasPrefix(d.Node, proxyScopePrefix) {
+			d.Node = "" // the message names the bootstrap
+		}
+		if d.IsWarning() {
+			res.Warnings = append(res.Warnings, d)
+		} else {
+			res.Diagnostics = append(res.Diagnostics, d)
+		}
+	}
+	res.Warnings = SortDiagnostics(res.Warnings)
+	if len(res.Diagnostics) > 0 {
+		res.Diagnostics = SortDiagnostics(res.Diagnostics)
 		return res
 	}
+	res.Diagnostics = nil
 	res.Nodes = r.output()
 	mapSources(maps, res.Nodes)
 	return res
@@ -126,9 +151,11 @@ func (r *renderer) document(d Document) {
 	if nodes == nil && r.opts.DefaultNode != "" {
 		nodes = []string{r.opts.DefaultNode}
 	}
+	r.settings[d.Path] = d.Settings
 	roots, err := parseDocuments(d.Data)
 	if err != nil {
-		r.add(syntaxDiagnostic(d.Path, err))
+		r.add(syntaxDiagnostic(d.Path, d.Data, err))
+		r.unparsed = append(r.unparsed, unparsedFile{file: d.Path, nodes: nodes})
 	}
 	r.src = d.Data
 	for _, root := range roots {
@@ -139,18 +166,41 @@ func (r *renderer) document(d Document) {
 
 var yamlLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
 
-func syntaxDiagnostic(file string, err error) Diagnostic {
+func syntaxDiagnostic(file string, data []byte, err error) Diagnostic {
 	d := Diagnostic{Pos: Position{File: file}, Rule: RuleSyntax, Message: err.Error()}
 	var te *yaml.TypeError
 	if errors.As(err, &te) && len(te.Errors) > 0 {
 		d.Message = strings.Join(te.Errors, "; ")
 	}
+	line := 0
 	if m := yamlLine.FindStringSubmatch(d.Message); m != nil {
-		d.Pos.Line, _ = strconv.Atoi(m[1])
+		line, _ = strconv.Atoi(m[1])
 		d.Message = m[2]
 	}
 	d.Message = strings.TrimPrefix(d.Message, "yaml: ")
+	if !strings.HasPrefix(d.Message, "unknown anchor") {
+		d.Pos.Line, d.Pos.Column = syntaxPosition(data, line, d.Message)
+	}
 	return d
+}
+
+// unparsedFile is a file with a syntax error: what its lost documents
+// defined is unknown, so references into its nodes are not checked.
+type unparsedFile struct {
+	file  string
+	nodes []string // nil: every node
+}
+
+// unparsedFor returns the files that failed to parse and may have held
+// resources of node.
+func (r *renderer) unparsedFor(node string) []string {
+	var out []string
+	for _, u := range r.unparsed {
+		if u.nodes == nil || slices.Contains(u.nodes, node) {
+			out = append(out, u.file)
+		}
+	}
+	return out
 }
 
 var protojsonPos = regexp.MustCompile(`^proto:\s*(?:syntax error )?\(line (\d+):(\d+)\): (.*)$`)
@@ -219,6 +269,22 @@ func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
 		return nil
 	}
 	msg := strings.ReplaceAll(err.Error(), "\u00a0", " ")
+	if strings.Contains(msg, "invalid value for enum") {
+		// Envoy reads enum names case-insensitively: upper-case what
+		// matches and decode again; explain what matches nothing.
+		scan := upperEnums(it.root, m.ProtoReflect().Descriptor(), it.skip)
+		if scan.fixed > 0 {
+			proto.Reset(m)
+			return decodeWith(jw, it, m)
+		}
+		if mm := protojsonPos.FindStringSubmatch(msg); mm != nil {
+			col, _ := strconv.Atoi(mm[2])
+			if at := jw.nodeAt(col); at != nil && scan.bad[at] != nil {
+				d := it.diag(at, RuleDecode, enumMessage(at.Value, scan.bad[at]))
+				return &d
+			}
+		}
+	}
 	var at *yaml.Node
 	if mm := protojsonPos.FindStringSubmatch(msg); mm != nil {
 		col, _ := strconv.Atoi(mm[2])

@@ -83,14 +83,31 @@ type Diagnostic struct {
 	// Rule names the check that failed, e.g. "reference", "pgv", "decode".
 	Rule    string `json:"rule"`
 	Message string `json:"message"`
+	// Severity is SeverityError (also when empty) or SeverityWarning: a
+	// warning names something Envoy accepts but that is likely a mistake;
+	// it does not reject the configuration.
+	Severity string `json:"severity,omitempty"`
 }
 
+// Severities of a Diagnostic.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+)
+
+// IsWarning reports whether d is a warning rather than an error.
+func (d Diagnostic) IsWarning() bool { return d.Severity == SeverityWarning }
+
 // Result is the outcome of rendering a tree: per-node configurations when
-// there are no diagnostics, and every diagnostic otherwise, sorted by file,
-// line and column.
+// there are no errors, and every error otherwise (syntax errors first, then
+// by file, line and column). Warnings are reported either way.
 type Result struct {
-	Nodes       map[string]*NodeConfig `json:"nodes"`
-	Diagnostics []Diagnostic           `json:"diagnostics,omitempty"`
+	Nodes map[string]*NodeConfig `json:"nodes"`
+	// Diagnostics are the errors: any one rejects the configuration.
+	Diagnostics []Diagnostic `json:"diagnostics,omitempty"`
+	// Warnings are what Envoy accepts but the author likely did not mean
+	// (a route to a cluster that does not exist, delivered over RDS).
+	Warnings []Diagnostic `json:"warnings,omitempty"`
 }
 
 // OK reports whether rendering found no problems.

@@ -2,6 +2,8 @@ package render
 
 import (
 	"strconv"
+
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	"strings"
 	"sync"
 
@@ -49,7 +51,13 @@ func walkFields(rm protoreflect.Message, path []string, visit visitor, out *[]vi
 		walkMessage(inner, path, visit, out)
 		return
 	}
+	filterConfig := rm.Descriptor().FullName() == filterConfigName
 	rm.Range(func(fd protoreflect.FieldDescriptor, v protoreflect.Value) bool {
+		if filterConfig && fd.Name() == "config" && emptyAny(v.Message()) {
+			// `config: {}` in a FilterConfig enables the filter on the
+			// route with the listener's configuration, as Envoy reads it.
+			return true
+		}
 		// Only messages hold further fields. A map field's own kind is
 		// always message (its entries are), so a map is judged by the kind
 		// of its values: map<string, string> has nothing to walk.
@@ -80,6 +88,14 @@ func walkFields(rm protoreflect.Message, path []string, visit visitor, out *[]vi
 }
 
 func clonePath(p []string) []string { return append([]string(nil), p...) }
+
+var filterConfigName = (&routev3.FilterConfig{}).ProtoReflect().Descriptor().FullName()
+
+// emptyAny reports whether an Any message has neither a type nor a value.
+func emptyAny(m protoreflect.Message) bool {
+	a, ok := m.Interface().(*anypb.Any)
+	return ok && a.GetTypeUrl() == "" && len(a.GetValue()) == 0
+}
 
 // pgvError is the shape of every protoc-gen-validate error type.
 type pgvError interface {

@@ -31,7 +31,8 @@ type SourceStatus struct {
 	// LastError is the last fetch, render or apply failure; empty when the
 	// last attempt succeeded.
 	LastError string `json:"lastError,omitempty"`
-	// Diagnostics are the renderer's messages of the last rejected render.
+	// Diagnostics are the renderer's errors of the last rejected render,
+	// or the warnings of the last accepted one.
 	Diagnostics []string `json:"diagnostics,omitempty"`
 }
 
@@ -165,6 +166,12 @@ func (l *sourceLoop) sync(ctx context.Context) {
 		return
 	}
 
+	warnings := make([]string, 0, min(len(result.Warnings), maxStatusDiagnostics))
+	for _, d := range result.Warnings[:min(len(result.Warnings), maxStatusDiagnostics)] {
+		warnings = append(warnings, d.String())
+		log.Info("configuration accepted with a warning", "commit", origin.Commit, "warning", d.String())
+	}
+
 	nodes := make([]string, 0, len(result.Nodes))
 	for id := range result.Nodes {
 		nodes = append(nodes, id)
@@ -200,7 +207,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	l.status.Nodes = applied
 	l.status.LastApplied = &now
 	l.status.AppliedRevision = origin.Revision()
-	l.status.Diagnostics = nil
+	l.status.Diagnostics = warnings // an accepted commit shows only its warnings
 	l.status.LastError = lastError
 }
 

@@ -59,6 +59,7 @@ prints workflow annotations).`,
 				return err
 			}
 			if !res.OK() {
+				// Warnings alone do not fail validation.
 				cmd.SilenceErrors = true
 				return fmt.Errorf("%w: %d problem(s)", errInvalid, len(res.Diagnostics))
 			}
@@ -91,7 +92,7 @@ func loadPaths(paths []string, opts render.Options) ([]render.Document, []render
 			if err != nil {
 				return nil, nil, fmt.Errorf("validate %s: %w", p, err)
 			}
-			docs = append(docs, render.Document{Path: filepath.ToSlash(p), Data: data, Nodes: nodes})
+			docs = append(docs, render.Document{Path: filepath.ToSlash(filepath.Clean(p)), Data: data, Nodes: nodes})
 			continue
 		}
 		fsys := os.DirFS(p)
@@ -109,7 +110,23 @@ func loadPaths(paths []string, opts render.Options) ([]render.Document, []render
 		docs = append(docs, ds...)
 		diags = append(diags, dg...)
 	}
-	return docs, diags, nil
+	return uniqueDocuments(docs), diags, nil
+}
+
+// uniqueDocuments drops documents read twice because the same file was
+// named twice (`legate validate a a`, or a directory and a file in it):
+// one file is one set of resources, never its own duplicate.
+func uniqueDocuments(docs []render.Document) []render.Document {
+	seen := make(map[string]bool, len(docs))
+	out := docs[:0]
+	for _, d := range docs {
+		if seen[d.Path] {
+			continue
+		}
+		seen[d.Path] = true
+		out = append(out, d)
+	}
+	return out
 }
 
 // fileNodes applies the node targeting of a directory render to a single
@@ -155,17 +172,24 @@ func report(w io.Writer, format string, res *render.Result) error {
 	if format == render.FormatJSON {
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		diags := res.Diagnostics
+		diags, warnings := res.Diagnostics, res.Warnings
 		if diags == nil {
 			diags = []render.Diagnostic{}
+		}
+		if warnings == nil {
+			warnings = []render.Diagnostic{}
 		}
 		return enc.Encode(struct {
 			Valid       bool                `json:"valid"`
 			Nodes       map[string]summary  `json:"nodes"`
 			Diagnostics []render.Diagnostic `json:"diagnostics"`
-		}{res.OK(), sums, diags})
+			Warnings    []render.Diagnostic `json:"warnings"`
+		}{res.OK(), sums, diags, warnings})
 	}
 	if err := render.WriteDiagnostics(w, format, res.Diagnostics); err != nil {
+		return err
+	}
+	if err := render.WriteDiagnostics(w, format, res.Warnings); err != nil {
 		return err
 	}
 	if !res.OK() {

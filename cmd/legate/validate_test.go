@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -17,11 +18,14 @@ func runValidate(t *testing.T, args ...string) (string, error) {
 
 // The Envoy bootstraps of examples/envoy decode strictly and pass Envoy's
 // validation rules, so the docs point Envoy users at working files.
+// They are proxy bootstraps (dynamic_resources from legate): each is
+// checked on its own and its static cluster stays in the proxy, so the
+// directory holding both passes too.
 func TestValidateEnvoyBootstrapExamples(t *testing.T) {
-	for _, dir := range []string{"plaintext", "mtls"} {
+	for _, dir := range []string{"plaintext", "mtls", "."} {
 		out, err := runValidate(t, "../../examples/envoy/"+dir)
 		require.NoError(t, err, out)
-		assert.Regexp(t, `^node edge: 1 Cluster \(hash [0-9a-f]{12}\)\n$`, out, dir)
+		assert.Equal(t, "valid: no resources rendered\n", out, dir)
 	}
 }
 
@@ -33,11 +37,19 @@ func TestValidateQuickstart(t *testing.T) {
 
 func brokenRepo(t *testing.T) string {
 	t.Helper()
+	return routesRepo(t, "validate_clusters: true")
+}
+
+// routesRepo is a repository with one RDS route configuration that routes
+// to a cluster that does not exist; extra is a field of the configuration.
+func routesRepo(t *testing.T, extra string) string {
+	t.Helper()
 	dir := t.TempDir()
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "nodes", "edge"), 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "nodes", "edge", "routes.yaml"), []byte(`resources:
 - "@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
   name: main
+  `+extra+`
   virtual_hosts:
   - name: all
     domains: ["*"]
@@ -52,16 +64,28 @@ func TestValidateBrokenText(t *testing.T) {
 	dir := brokenRepo(t)
 	out, err := runValidate(t, dir)
 	require.ErrorIs(t, err, errInvalid)
-	assert.Equal(t, filepath.ToSlash(dir)+`/nodes/edge/routes.yaml:9:24: route "main" virtual_hosts[0].routes[0].route.cluster: cluster "api-v2" is not defined for node "edge"
+	assert.Equal(t, filepath.ToSlash(dir)+`/nodes/edge/routes.yaml:10:24: route "main" virtual_hosts[0].routes[0].route.cluster: cluster "api-v2" is not defined for node "edge" (Envoy rejects it: validate_clusters is true)
 invalid: 1 problem(s)
 `, out)
+}
+
+// Warnings are printed, and alone they do not fail validation: Envoy
+// accepts a route to a missing cluster delivered over RDS.
+func TestValidateWarningsOnly(t *testing.T) {
+	dir := routesRepo(t, "validate_clusters: false")
+	out, err := runValidate(t, dir)
+	require.NoError(t, err, out)
+	assert.Regexp(t, `^`+regexp.QuoteMeta(filepath.ToSlash(dir))+`/nodes/edge/routes.yaml:10:24: warning: route "main" virtual_hosts\[0\].routes\[0\].route.cluster: cluster "api-v2" is not defined for node "edge": Envoy accepts this .*\nnode edge: 1 RouteConfiguration \(hash [0-9a-f]{12}\)\n$`, out)
+	out, err = runValidate(t, "-o", "github", dir)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "::warning file="+filepath.ToSlash(dir)+"/nodes/edge/routes.yaml,line=10,col=24,title=legate reference::route \"main\"")
 }
 
 func TestValidateBrokenGitHub(t *testing.T) {
 	dir := brokenRepo(t)
 	out, err := runValidate(t, "-o", "github", dir)
 	require.ErrorIs(t, err, errInvalid)
-	assert.Contains(t, out, "::error file="+filepath.ToSlash(dir)+"/nodes/edge/routes.yaml,line=9,col=24,title=legate reference::route \"main\" virtual_hosts[0].routes[0].route.cluster: cluster \"api-v2\" is not defined for node \"edge\"\n")
+	assert.Contains(t, out, "::error file="+filepath.ToSlash(dir)+"/nodes/edge/routes.yaml,line=10,col=24,title=legate reference::route \"main\" virtual_hosts[0].routes[0].route.cluster: cluster \"api-v2\" is not defined for node \"edge\" (Envoy rejects it: validate_clusters is true)\n")
 }
 
 func TestValidateJSON(t *testing.T) {
@@ -103,4 +127,18 @@ func TestValidateFileUsesLegateYAML(t *testing.T) {
 	out, err := runValidate(t, "grpc/greeter.yaml")
 	require.NoError(t, err)
 	assert.Regexp(t, `^node grpc-client: 1 Cluster, 1 ClusterLoadAssignment, 1 Listener, 1 RouteConfiguration`, out)
+}
+
+// The same file named twice, directly or through its directory, is read
+// once: its resources are not their own duplicates.
+func TestValidateSamePathTwice(t *testing.T) {
+	for _, args := range [][]string{
+		{"../../examples/quickstart", "../../examples/quickstart"},
+		{"../../examples/quickstart", "../../examples/quickstart/"},
+		{"../../examples/quickstart", "../../examples/quickstart/nodes/edge/listener.yaml"},
+	} {
+		out, err := runValidate(t, args...)
+		require.NoError(t, err, "%v: %s", args, out)
+		assert.Regexp(t, `^node edge: 1 Cluster, 1 ClusterLoadAssignment, 1 Listener, 1 RouteConfiguration`, out, args)
+	}
 }
