@@ -8,6 +8,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
+	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
@@ -160,7 +163,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 				msgs = append(msgs, d.String())
 			}
 		}
-		log.Info("configuration rejected; nothing published", "commit", origin.Commit, "errors", len(result.Diagnostics), "first", msgs[0])
+		logging.Warn(log, "commit rejected by validation; nothing published", "commit", origin.Commit, "errors", len(result.Diagnostics), "first", msgs[0])
 		l.s.engine.RecordValidationFailure(origin, result.Diagnostics)
 		l.setError(now, fmt.Sprintf("validation failed with %d error(s): %s", len(result.Diagnostics), msgs[0]), msgs)
 		return
@@ -177,6 +180,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	for _, node := range nodes {
 		if owner, ok := l.s.claim(node, l.cfg.Name); !ok {
 			msg := fmt.Sprintf("node %q is already rendered by source %q; a node ID may come from one source only", node, owner)
+			logging.Warn(log, "node is rendered by another source; this source's configuration of it is ignored", "node", node, "owner", owner)
 			problems = append(problems, msg)
 			l.s.contest(node, owner, l.cfg.Name)
 			continue
@@ -194,7 +198,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 			cl.rerender()
 		}
 	}
-	log.Info("configuration applied", "commit", origin.Commit, "nodes", applied)
+	l.s.logApplied(log, origin.Commit, applied, result.Nodes)
 	lastError := strings.Join(append(problems, l.s.contestsOf(l.cfg.Name)...), "; ")
 	l.mu.Lock() // never held while taking the server's lock
 	defer l.mu.Unlock()
@@ -211,4 +215,41 @@ func (l *sourceLoop) setError(now time.Time, msg string, diags []string) {
 	l.status.LastFetch = &now
 	l.status.LastError = msg
 	l.status.Diagnostics = diags
+}
+
+// logApplied tells what an apply of commit did to each node, truthfully:
+// content the node's proxies rejected before stays tainted and is not
+// served, which is no "configuration applied".
+func (s *Server) logApplied(log logr.Logger, commit string, applied []string, rendered map[string]*render.NodeConfig) {
+	var served, tainted []string
+	for _, node := range applied {
+		if s.taintedContent(node, rendered[node].Hash) {
+			tainted = append(tainted, node)
+		} else {
+			served = append(served, node)
+		}
+	}
+	if len(tainted) > 0 {
+		logging.Warn(log, "commit carries content the proxies rejected before; it stays tainted and is not served (legate untaint clears it)",
+			"commit", commit, "nodes", tainted)
+	}
+	if len(served) > 0 {
+		log.Info("configuration applied", "commit", commit, "nodes", served)
+	} else if len(tainted) == 0 {
+		logging.Warn(log, "commit applied to no node", "commit", commit)
+	}
+}
+
+// taintedContent reports whether node's revision of hash is tainted.
+func (s *Server) taintedContent(node, hash string) bool {
+	st, ok := s.engine.Node(node)
+	if !ok {
+		return false
+	}
+	for _, r := range st.History {
+		if r.Hash == hash {
+			return r.Tainted
+		}
+	}
+	return false
 }
