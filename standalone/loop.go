@@ -78,12 +78,6 @@ func (l *sourceLoop) rerender() {
 	l.trigger()
 }
 
-func (l *sourceLoop) attempted() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.tried
-}
-
 func (l *sourceLoop) snapshot() SourceStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()

@@ -339,12 +339,8 @@ func (s *Server) Trigger(name string) bool {
 // Ready reports whether the store was restored and every source has
 // finished its first fetch attempt.
 func (s *Server) Ready() bool {
-	for _, l := range s.loops {
-		if !l.attempted() {
-			return false
-		}
-	}
-	return true
+	ready, _ := s.readiness()
+	return ready
 }
 
 // Engine exposes the revision engine (for reporters wired by the caller).
