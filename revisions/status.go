@@ -129,3 +129,21 @@ func (n *nodeState) status() NodeStatus {
 	}
 	return s
 }
+
+// Revision returns a copy of one revision of node (its Config is shared
+// and must not be modified) and whether it is the one served.
+func (e *Engine) Revision(node, hash string) (rev Revision, served, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.nodes[node]
+	if n == nil || n.revs[hash] == nil {
+		return Revision{}, false, false
+	}
+	r := *n.revs[hash]
+	if r.Taint != nil {
+		tc := *r.Taint
+		tc.Proxies = slices.Clone(r.Taint.Proxies)
+		r.Taint = &tc
+	}
+	return r, n.rec.Published == hash, true
+}

@@ -37,6 +37,12 @@ type SourceStatus struct {
 	LastError string `json:"lastError,omitempty"`
 	// Diagnostics are the renderer's messages of the last rejected render.
 	Diagnostics []string `json:"diagnostics,omitempty"`
+	// Rejection says when the proxies rejected (tainted) the revision the
+	// newest commit made, on which nodes and why: Revision is then
+	// applied, yet not served.
+	Rejection string `json:"rejection,omitempty"`
+	// Suspended sources are not fetched until resumed (legate suspend).
+	Suspended bool `json:"suspended,omitempty"`
 }
 
 // sourceLoop fetches one source on its interval and on triggers, renders
@@ -91,7 +97,13 @@ func (l *sourceLoop) run(ctx context.Context) {
 	ticker := time.NewTicker(l.cfg.Interval.Duration)
 	defer ticker.Stop()
 	for {
-		l.sync(ctx)
+		if l.isSuspended() {
+			l.mu.Lock()
+			l.tried = true // suspended is an answer: readiness does not wait for it
+			l.mu.Unlock()
+		} else {
+			l.sync(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return

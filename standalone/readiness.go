@@ -18,6 +18,8 @@ func (s *Server) readiness() (ready bool, lines []string) {
 		l.mu.Unlock()
 		var line string
 		switch {
+		case st.Suspended:
+			line = fmt.Sprintf("source %s: suspended", st.Name)
 		case !tried:
 			ready = false
 			line = fmt.Sprintf("source %s: waiting for its first fetch", st.Name)

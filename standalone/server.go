@@ -72,6 +72,9 @@ type Server struct {
 	secrets     *secretHome
 	secretTicks func(time.Duration) (<-chan time.Time, func())
 
+	// suspendMu serializes writes of the suspended sources' file.
+	suspendMu sync.Mutex
+
 	mu       sync.Mutex
 	owners   map[string]string          // node ID -> source name that renders it
 	contests map[string]map[string]bool // node ID -> other sources rendering it
@@ -184,6 +187,9 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		}
 		s.feedback = newFeedback(s.statuses, targets, cfg.PublicURL, log.WithName("commit-status"))
 		s.engine.Subscribe(s.feedback.observe)
+	}
+	if err := s.loadSuspended(); err != nil {
+		return nil, err
 	}
 	secrets, err := cfg.Webhooks.secrets()
 	if err != nil {

@@ -51,7 +51,11 @@ type serveFlags struct {
 func newServeCommand() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use: "serve",
+		Example: `  # one repository, files that name no node are for node edge
+  legate serve --git-url https://git.example/org/envoy-config.git --path envoy --node edge
+  # several sources and the rest from a file
+  legate serve --config legate.yaml --log-format json --log-level warn`,
 		Short: "Run the standalone control plane on the embedded store",
 		Long: `serve follows Git repositories and OCI artifacts, validates every commit,
 keeps accepted configurations as revisions in an embedded store under

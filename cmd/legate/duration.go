@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+const (
+	day  = 24 * time.Hour
+	year = 365 * day
+)
+
+// humanDuration prints d the way a person reads it: "10y", "90d", "3d4h",
+// "5h3m", "42s", with at most two units.
+func humanDuration(d time.Duration) string {
+	if d < 0 {
+		d = -d
+	}
+	units := []struct {
+		size time.Duration
+		name string
+	}{{year, "y"}, {day, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
+	if d < time.Second {
+		return "0s"
+	}
+	var b strings.Builder
+	shown := 0
+	for _, u := range units {
+		if n := d / u.size; n > 0 && shown < 2 {
+			fmt.Fprintf(&b, "%d%s", n, u.name)
+			d -= n * u.size
+			shown++
+		} else if shown > 0 {
+			shown = 2 // units are consecutive: 1y5h would mislead
+		}
+	}
+	return b.String()
+}
+
+// durationValue is a duration flag that also takes days and years
+// ("90d", "10y", "1y30d") and prints its default in those units.
+type durationValue time.Duration
+
+func (d *durationValue) String() string { return humanDuration(time.Duration(*d)) }
+func (d *durationValue) Type() string   { return "duration" }
+
+func (d *durationValue) Set(s string) error {
+	v, err := parseHumanDuration(s)
+	if err != nil {
+		return err
+	}
+	*d = durationValue(v)
+	return nil
+}
+
+// parseHumanDuration parses Go durations with "d" (24h) and "y" (365d)
+// units added in front: "10y", "1y30d", "90d12h", "720h".
+func parseHumanDuration(s string) (time.Duration, error) {
+	var total time.Duration
+	rest := strings.TrimSpace(s)
+	for _, u := range []struct {
+		suffix string
+		size   time.Duration
+	}{{"y", year}, {"d", day}} {
+		i := strings.Index(rest, u.suffix)
+		if i <= 0 {
+			continue
+		}
+		n, err := strconv.Atoi(rest[:i])
+		if err != nil {
+			return 0, fmt.Errorf("duration %q: want e.g. 10y, 90d, 12h or 1y30d", s)
+		}
+		total += time.Duration(n) * u.size
+		rest = rest[i+1:]
+	}
+	if rest != "" {
+		d, err := time.ParseDuration(rest)
+		if err != nil {
+			return 0, fmt.Errorf("duration %q: want e.g. 10y, 90d, 12h or 1y30d", s)
+		}
+		total += d
+	}
+	if total <= 0 {
+		return 0, fmt.Errorf("duration %q must be positive", s)
+	}
+	return total, nil
+}
