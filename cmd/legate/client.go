@@ -22,8 +22,9 @@ import (
 // clientFlags are the flags of the commands that talk to a running legate
 // serve: where it is and, for the mutating ones, its admin token.
 type clientFlags struct {
-	server string
-	tokens tokenFlags
+	server   string
+	tokens   tokenFlags
+	mutating bool
 }
 
 // defaultServer is --server's default: $LEGATE_SERVER, else legate
@@ -37,9 +38,8 @@ func defaultServer() string {
 
 func (f *clientFlags) bind(fl *pflag.FlagSet, mutating bool) {
 	fl.StringVar(&f.server, "server", defaultServer(), "legate serve's HTTP address: host:port (as --http-addr takes it) or a URL ($LEGATE_SERVER)")
-	if mutating {
-		f.tokens.bind(fl)
-	}
+	f.tokens.bind(fl)
+	f.mutating = mutating
 }
 
 // serverURL turns --server into a base URL: "host:port", ":port" and
@@ -92,12 +92,14 @@ func (c *client) do(ctx context.Context, method, path string, admin bool, out an
 	if err != nil {
 		return err
 	}
-	if admin {
-		tok, err := c.tokens.token()
-		if err != nil {
-			return err
-		}
+	tok, err := c.tokens.token()
+	switch {
+	case err == nil:
+		// The admin token is also accepted for reads, which need a token
+		// when legate serve has a read token.
 		req.Header.Set("Authorization", "Bearer "+tok)
+	case admin:
+		return err
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
