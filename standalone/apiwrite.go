@@ -3,6 +3,8 @@ package standalone
 import (
 	"net/http"
 	"time"
+
+	"github.com/legate-dev/legate/logging"
 )
 
 // FetchResponse is the answer to POST /api/v1/sources/{name}/fetch.
@@ -74,4 +76,26 @@ func (s *Server) serveUntaint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "taint cleared"})
+}
+
+// servePrune stops serving an orphaned node (one no configured source
+// renders any more) and deletes its history. A node a source still renders
+// is refused: removing it from the source is how to stop serving it.
+func (s *Server) servePrune(w http.ResponseWriter, r *http.Request) {
+	node := r.PathValue("node")
+	st, ok := s.engine.Node(node)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(node)})
+		return
+	}
+	if !s.orphaned(st) {
+		writeJSON(w, http.StatusConflict, apiError{Error: "node " + quote(node) + " is still rendered by a source (or its source has not rendered since the start); remove it from the source's configuration first"})
+		return
+	}
+	if err := s.engine.Forget(r.Context(), node); err != nil {
+		writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+		return
+	}
+	logging.Warn(s.log, "orphaned node pruned: no longer served", "node", node)
+	writeJSON(w, http.StatusOK, map[string]string{"node": node, "status": "pruned"})
 }

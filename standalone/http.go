@@ -50,6 +50,7 @@ func (s *Server) routes(reg *prometheus.Registry) http.Handler {
 		writeJSON(w, http.StatusOK, v)
 	})
 	mux.HandleFunc("DELETE /api/v1/nodes/{node}/revisions/{hash}/taint", s.admin(s.serveUntaint))
+	mux.HandleFunc("POST /api/v1/nodes/{node}/prune", s.admin(s.servePrune))
 	return mux
 }
 

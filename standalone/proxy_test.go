@@ -3,6 +3,7 @@ package standalone
 import (
 	"bytes"
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,10 +17,24 @@ import (
 	"google.golang.org/protobuf/types/known/structpb"
 )
 
+// testProxy is what a test proxy last received.
+type testProxy struct {
+	mu        sync.Mutex
+	version   string
+	resources int
+}
+
+// last returns the version and resource count of the last response.
+func (p *testProxy) last() (string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version, p.resources
+}
+
 // startProxy runs a raw ADS client for node that asks for clusters and
 // rejects (NACKs) every response whose serialized resources contain
 // reject, accepting the others, as a proxy would. It stops with the test.
-func startProxy(t *testing.T, addr, node, pod, reject string) {
+func startProxy(t *testing.T, addr, node, pod, reject string) *testProxy {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithUserAgent("test-proxy/1.0"))
 	require.NoError(t, err)
@@ -40,6 +55,7 @@ func startProxy(t *testing.T, addr, node, pod, reject string) {
 	require.NoError(t, err)
 	nodeMsg := &corev3.Node{Id: node, Metadata: meta}
 	require.NoError(t, stream.Send(&discoveryv3.DiscoveryRequest{Node: nodeMsg, TypeUrl: resourcev3.ClusterType}))
+	p := &testProxy{}
 	go func() {
 		defer close(done)
 		acked := ""
@@ -48,6 +64,9 @@ func startProxy(t *testing.T, addr, node, pod, reject string) {
 			if err != nil {
 				return
 			}
+			p.mu.Lock()
+			p.version, p.resources = resp.GetVersionInfo(), len(resp.GetResources())
+			p.mu.Unlock()
 			req := &discoveryv3.DiscoveryRequest{Node: nodeMsg, TypeUrl: resp.GetTypeUrl(), ResponseNonce: resp.GetNonce(), VersionInfo: acked}
 			bad := false
 			for _, r := range resp.GetResources() {
@@ -64,4 +83,5 @@ func startProxy(t *testing.T, addr, node, pod, reject string) {
 			}
 		}
 	}()
+	return p
 }

@@ -28,6 +28,6 @@ proxies reject it.`,
 	root.AddCommand(newVersionCommand(), newServeCommand(), newStatusCommand(),
 		newValidateCommand(), newSchemaCommand(), newUntaintCommand(), newPKICommand(),
 		newGetCommand(), newDiffCommand(), newReconcileCommand(),
-		newSuspendCommand(true), newSuspendCommand(false))
+		newSuspendCommand(true), newSuspendCommand(false), newPruneCommand())
 	return root
 }

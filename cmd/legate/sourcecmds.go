@@ -166,3 +166,32 @@ fetches it at once.`, "resume"
 	cf.bind(cmd.Flags(), true)
 	return cmd
 }
+
+func newPruneCommand() *cobra.Command {
+	var cf clientFlags
+	cmd := &cobra.Command{
+		Use:   "prune NODE",
+		Short: "Stop serving an orphaned node",
+		Long: `prune stops serving NODE, which no configured source renders any more
+(legate status marks it orphaned): its proxies receive an empty configuration
+and its history is deleted. legate keeps serving orphaned nodes until pruned
+so that a file deleted by mistake does not take proxies down. A node a source
+still renders is refused. It needs the admin token.`,
+		Example:           "  legate prune old-edge",
+		Args:              cobra.ExactArgs(1),
+		ValidArgsFunction: completeNodes(&cf),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			if err := c.do(cmd.Context(), http.MethodPost, "/api/v1/nodes/"+url.PathEscape(args[0])+"/prune", true, nil); err != nil {
+				return fmt.Errorf("prune %s: %w", args[0], err)
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "node %s pruned: no longer served\n", args[0])
+			return nil
+		},
+	}
+	cf.bind(cmd.Flags(), true)
+	return cmd
+}
