@@ -111,6 +111,10 @@ func TestRejectedCommitShowsOnSourceAndNode(t *testing.T) {
 	require.Eventually(t, func() bool { v, _ := s.view(t, "edge"); return v.State == revisions.StateInSync }, 30*time.Second, 10*time.Millisecond)
 	v, _ = s.view(t, "edge")
 	assert.Equal(t, VerdictServed, v.Attempt.Verdict)
+	require.Len(t, v.Proxies, 1)
+	assert.Equal(t, "pod-1", v.Proxies[0].Proxy)
+	assert.Equal(t, "test-proxy 1.0", v.Proxies[0].UserAgent)
+	assert.True(t, strings.HasPrefix(v.Proxies[0].Address, "127.0.0.1:"), v.Proxies[0].Address)
 	assert.Empty(t, s.Sources()[0].Rejection)
 
 	bad := repo.commit("b")

@@ -53,7 +53,10 @@ func startProxy(t *testing.T, addr, node, pod, reject string) *testProxy {
 	})
 	meta, err := structpb.NewStruct(map[string]any{"pod_name": pod})
 	require.NoError(t, err)
-	nodeMsg := &corev3.Node{Id: node, Metadata: meta}
+	nodeMsg := &corev3.Node{
+		Id: node, Metadata: meta, UserAgentName: "test-proxy",
+		UserAgentVersionType: &corev3.Node_UserAgentVersion{UserAgentVersion: "1.0"},
+	}
 	require.NoError(t, stream.Send(&discoveryv3.DiscoveryRequest{Node: nodeMsg, TypeUrl: resourcev3.ClusterType}))
 	p := &testProxy{}
 	go func() {
