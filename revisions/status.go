@@ -41,10 +41,13 @@ type PublishedStatus struct {
 
 // RevisionStatus is one history entry.
 type RevisionStatus struct {
-	Hash        string     `json:"hash"`
-	Commit      string     `json:"commit,omitempty"`
-	Revision    string     `json:"revision,omitempty"`
-	Source      string     `json:"source,omitempty"`
+	Hash     string `json:"hash"`
+	Commit   string `json:"commit,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	Source   string `json:"source,omitempty"`
+	// Author and Message describe the commit, when the source knows them.
+	Author      string     `json:"author,omitempty"`
+	Message     string     `json:"message,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
 	PublishedAt *time.Time `json:"publishedAt,omitempty"`
 	Tainted     bool       `json:"tainted"`
@@ -114,7 +117,7 @@ func (n *nodeState) status() NodeStatus {
 		r := n.revs[h]
 		rs := RevisionStatus{
 			Hash: r.Hash, Commit: r.Origin.Commit, Revision: r.Origin.Revision(), Source: r.Origin.Source,
-			CreatedAt: r.CreatedAt, Tainted: r.Taint != nil,
+			Author: r.Origin.Author, Message: r.Origin.Message, CreatedAt: r.CreatedAt, Tainted: r.Taint != nil,
 		}
 		if !r.PublishedAt.IsZero() {
 			at := r.PublishedAt

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/legate-dev/legate/standalone"
 )
 
 const (
@@ -12,32 +14,8 @@ const (
 	year = 365 * day
 )
 
-// humanDuration prints d the way a person reads it: "10y", "90d", "3d4h",
-// "5h3m", "42s", with at most two units.
-func humanDuration(d time.Duration) string {
-	if d < 0 {
-		d = -d
-	}
-	units := []struct {
-		size time.Duration
-		name string
-	}{{year, "y"}, {day, "d"}, {time.Hour, "h"}, {time.Minute, "m"}, {time.Second, "s"}}
-	if d < time.Second {
-		return "0s"
-	}
-	var b strings.Builder
-	shown := 0
-	for _, u := range units {
-		if n := d / u.size; n > 0 && shown < 2 {
-			fmt.Fprintf(&b, "%d%s", n, u.name)
-			d -= n * u.size
-			shown++
-		} else if shown > 0 {
-			shown = 2 // units are consecutive: 1y5h would mislead
-		}
-	}
-	return b.String()
-}
+// humanDuration prints d the way a person reads it ("10y", "90d", "5h3m").
+func humanDuration(d time.Duration) string { return standalone.HumanDuration(d) }
 
 // durationValue is a duration flag that also takes days and years
 // ("90d", "10y", "1y30d") and prints its default in those units.
