@@ -11,6 +11,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
@@ -330,7 +331,7 @@ func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
 		e.metrics.publishes.WithLabelValues(rev.Node).Inc()
 		if c.State == StateRollback && len(skip) == 0 {
 			e.metrics.rollbacks.WithLabelValues(rev.Node).Inc()
-			e.log.Info("rolled back", "node", rev.Node, "revision", rev.Hash, "version", version)
+			logging.Warn(e.log, "rolled back to the newest untainted revision", "node", rev.Node, "revision", rev.Hash, "commit", rev.Origin.Commit, "version", version)
 		}
 		e.settle(n)
 		if announce {
@@ -420,7 +421,7 @@ func (e *Engine) wait(n *nodeState, prev *waiting, rev *Revision, msg string, no
 	if prev != nil && prev.hash == w.hash && prev.message == w.message {
 		return
 	}
-	e.log.Info("revision waits for what the home cannot serve yet; the proxies keep the current one",
+	logging.Warn(e.log, "revision waits for what the home cannot serve yet; the proxies keep the current one",
 		"node", rev.Node, "revision", rev.Hash, "reason", msg)
 	if w.announce {
 		o := e.outcome(n, rev, OutcomePending, "waiting to be served: "+msg, now)

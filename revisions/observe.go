@@ -119,7 +119,7 @@ func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
 		rev.Taint = &Taint{At: now, Proxies: rej[:min(len(rej), maxTaintProxies)], Message: taintMessage(rej, t.Population)}
 		n.changed[rev.Hash] = true
 		e.metrics.taints.WithLabelValues(rev.Node).Inc()
-		e.log.Info("revision tainted", "node", rev.Node, "revision", rev.Hash, "commit", rev.Origin.Commit, "message", rev.Taint.Message)
+		e.log.Error(nil, "proxies rejected the revision; tainted", "node", rev.Node, "revision", rev.Hash, "commit", rev.Origin.Commit, "message", rev.Taint.Message)
 		// Persist the taint before acting on it: a crash after the rollback
 		// must not re-publish the rejected revision on restart.
 		if err := e.commit(ctx, n, nil); err != nil {
@@ -128,6 +128,9 @@ func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
 		e.reconcile(n, now, false, false)
 		if err := e.commit(ctx, n, nil); err != nil {
 			e.log.Error(err, "could not store a rollback; will retry with the next write", "node", rev.Node)
+		}
+		if n.state == StateRollbackFailed {
+			e.log.Error(nil, "no untainted revision to roll back to; the rejected revision stays served", "node", rev.Node, "revision", rev.Hash)
 		}
 		e.emit(Outcome{
 			Node: rev.Node, Hash: rev.Hash, Origin: rev.Origin, Status: OutcomeFailure, State: n.state,

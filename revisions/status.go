@@ -41,10 +41,13 @@ type PublishedStatus struct {
 
 // RevisionStatus is one history entry.
 type RevisionStatus struct {
-	Hash        string     `json:"hash"`
-	Commit      string     `json:"commit,omitempty"`
-	Revision    string     `json:"revision,omitempty"`
-	Source      string     `json:"source,omitempty"`
+	Hash     string `json:"hash"`
+	Commit   string `json:"commit,omitempty"`
+	Revision string `json:"revision,omitempty"`
+	Source   string `json:"source,omitempty"`
+	// Author and Message describe the commit, when the source knows them.
+	Author      string     `json:"author,omitempty"`
+	Message     string     `json:"message,omitempty"`
 	CreatedAt   time.Time  `json:"createdAt"`
 	PublishedAt *time.Time `json:"publishedAt,omitempty"`
 	Tainted     bool       `json:"tainted"`
@@ -114,7 +117,7 @@ func (n *nodeState) status() NodeStatus {
 		r := n.revs[h]
 		rs := RevisionStatus{
 			Hash: r.Hash, Commit: r.Origin.Commit, Revision: r.Origin.Revision(), Source: r.Origin.Source,
-			CreatedAt: r.CreatedAt, Tainted: r.Taint != nil,
+			Author: r.Origin.Author, Message: r.Origin.Message, CreatedAt: r.CreatedAt, Tainted: r.Taint != nil,
 		}
 		if !r.PublishedAt.IsZero() {
 			at := r.PublishedAt
@@ -128,4 +131,22 @@ func (n *nodeState) status() NodeStatus {
 		s.History = append(s.History, rs)
 	}
 	return s
+}
+
+// Revision returns a copy of one revision of node (its Config is shared
+// and must not be modified) and whether it is the one served.
+func (e *Engine) Revision(node, hash string) (rev Revision, served, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.nodes[node]
+	if n == nil || n.revs[hash] == nil {
+		return Revision{}, false, false
+	}
+	r := *n.revs[hash]
+	if r.Taint != nil {
+		tc := *r.Taint
+		tc.Proxies = slices.Clone(r.Taint.Proxies)
+		r.Taint = &tc
+	}
+	return r, n.rec.Published == hash, true
 }

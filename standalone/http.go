@@ -3,6 +3,7 @@ package standalone
 import (
 	"crypto/subtle"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -10,28 +11,16 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/xds"
 )
-
-// NodeView is one entry of GET /api/v1/nodes: the engine's view of the node
-// and the proxies connected for it.
-type NodeView struct {
-	revisions.NodeStatus
-	Proxies []xds.ProxyStatus `json:"proxies"`
-}
 
 func (s *Server) routes(reg *prometheus.Registry) http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
+	live := func(w http.ResponseWriter, _ *http.Request) {
 		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !s.Ready() {
-			http.Error(w, "waiting for the first fetch of every source", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
+	}
+	mux.HandleFunc("GET /livez", live)
+	mux.HandleFunc("GET /healthz", live)
+	mux.HandleFunc("GET /readyz", s.serveReadiness)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /{$}", s.serveStatusPage)
 	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, _ *http.Request) {
@@ -44,36 +33,34 @@ func (s *Server) routes(reg *prometheus.Registry) http.Handler {
 			writeJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(id)})
 			return
 		}
-		writeJSON(w, http.StatusOK, NodeView{NodeStatus: st, Proxies: nonNil(s.xds.Proxies(id))})
+		writeJSON(w, http.StatusOK, s.nodeView(st, s.xds.Proxies(id), s.Sources()))
 	})
 	mux.HandleFunc("GET /api/v1/sources", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, s.Sources())
 	})
-	mux.HandleFunc("POST /api/v1/sources/{name}/fetch", s.admin(func(w http.ResponseWriter, r *http.Request) {
-		name := r.PathValue("name")
-		if !s.Trigger(name) {
-			writeJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
-			return
-		}
-		writeJSON(w, http.StatusAccepted, map[string]string{"source": name, "status": "fetch requested"})
-	}))
-	mux.HandleFunc("DELETE /api/v1/nodes/{node}/revisions/{hash}/taint", s.admin(func(w http.ResponseWriter, r *http.Request) {
-		node, hash := r.PathValue("node"), s.resolveRevision(r.PathValue("node"), r.PathValue("hash"))
-		if err := s.engine.ClearTaint(r.Context(), node, hash); err != nil {
+	mux.HandleFunc("POST /api/v1/sources/{name}/fetch", s.admin(s.serveFetch))
+	mux.HandleFunc("POST /api/v1/sources/{name}/suspend", s.admin(s.serveSuspend(true)))
+	mux.HandleFunc("POST /api/v1/sources/{name}/resume", s.admin(s.serveSuspend(false)))
+	mux.HandleFunc("GET /api/v1/nodes/{node}/revisions/{hash}", func(w http.ResponseWriter, r *http.Request) {
+		v, err := s.revisionView(r.PathValue("node"), r.PathValue("hash"))
+		if err != nil {
 			writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "taint cleared"})
-	}))
+		writeJSON(w, http.StatusOK, v)
+	})
+	mux.HandleFunc("DELETE /api/v1/nodes/{node}/revisions/{hash}/taint", s.admin(s.serveUntaint))
+	mux.HandleFunc("POST /api/v1/nodes/{node}/prune", s.admin(s.servePrune))
 	return mux
 }
 
 // Nodes is the content of GET /api/v1/nodes.
 func (s *Server) Nodes() []NodeView {
 	nodes := s.engine.Nodes()
+	srcs := s.Sources()
 	out := make([]NodeView, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, NodeView{NodeStatus: n, Proxies: nonNil(s.xds.Proxies(n.NodeID))})
+		out = append(out, s.nodeView(n, s.xds.Proxies(n.NodeID), srcs))
 	}
 	return out
 }
@@ -83,6 +70,10 @@ func (s *Server) Sources() []SourceStatus {
 	out := make([]SourceStatus, 0, len(s.loops))
 	for _, l := range s.loops {
 		out = append(out, l.snapshot())
+	}
+	nodes := s.engine.Nodes()
+	for i := range out {
+		out[i].Rejection = proxyRejection(out[i], nodes)
 	}
 	return out
 }
@@ -143,4 +134,25 @@ func (s *Server) resolveRevision(node, prefix string) string {
 		return prefix
 	}
 	return match
+}
+
+// proxyRejection says which nodes' proxies rejected the revision the
+// source's newest commit made, or "".
+func proxyRejection(src SourceStatus, nodes []revisions.NodeStatus) string {
+	if src.Commit == "" {
+		return ""
+	}
+	var parts []string
+	for _, n := range nodes {
+		for _, h := range n.History {
+			if h.Source == src.Name && h.Commit == src.Commit && h.Tainted && h.Taint != nil {
+				parts = append(parts, fmt.Sprintf("node %s: %s", n.NodeID, h.Taint.Message))
+				break
+			}
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "commit " + short(src.Commit, "") + " rejected by proxies (rolled back): " + strings.Join(parts, "; ")
 }

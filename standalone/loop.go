@@ -8,6 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
+
+	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -34,6 +38,12 @@ type SourceStatus struct {
 	// Diagnostics are the renderer's errors of the last rejected render,
 	// or the warnings of the last accepted one.
 	Diagnostics []string `json:"diagnostics,omitempty"`
+	// Rejection says when the proxies rejected (tainted) the revision the
+	// newest commit made, on which nodes and why: Revision is then
+	// applied, yet not served.
+	Rejection string `json:"rejection,omitempty"`
+	// Suspended sources are not fetched until resumed (legate suspend).
+	Suspended bool `json:"suspended,omitempty"`
 }
 
 // sourceLoop fetches one source on its interval and on triggers, renders
@@ -75,12 +85,6 @@ func (l *sourceLoop) rerender() {
 	l.trigger()
 }
 
-func (l *sourceLoop) attempted() bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.tried
-}
-
 func (l *sourceLoop) snapshot() SourceStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -94,7 +98,13 @@ func (l *sourceLoop) run(ctx context.Context) {
 	ticker := time.NewTicker(l.cfg.Interval.Duration)
 	defer ticker.Stop()
 	for {
-		l.sync(ctx)
+		if l.isSuspended() {
+			l.mu.Lock()
+			l.tried = true // suspended is an answer: readiness does not wait for it
+			l.mu.Unlock()
+		} else {
+			l.sync(ctx)
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -160,7 +170,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 				msgs = append(msgs, d.String())
 			}
 		}
-		log.Info("configuration rejected; nothing published", "commit", origin.Commit, "errors", len(result.Diagnostics), "first", msgs[0])
+		logging.Warn(log, "commit rejected by validation; nothing published", "commit", origin.Commit, "errors", len(result.Diagnostics), "first", msgs[0])
 		l.s.engine.RecordValidationFailure(origin, result.Diagnostics)
 		l.setError(now, fmt.Sprintf("validation failed with %d error(s): %s", len(result.Diagnostics), msgs[0]), msgs)
 		return
@@ -183,6 +193,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	for _, node := range nodes {
 		if owner, ok := l.s.claim(node, l.cfg.Name); !ok {
 			msg := fmt.Sprintf("node %q is already rendered by source %q; a node ID may come from one source only", node, owner)
+			logging.Warn(log, "node is rendered by another source; this source's configuration of it is ignored", "node", node, "owner", owner)
 			problems = append(problems, msg)
 			l.s.contest(node, owner, l.cfg.Name)
 			continue
@@ -200,7 +211,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 			cl.rerender()
 		}
 	}
-	log.Info("configuration applied", "commit", origin.Commit, "nodes", applied)
+	l.s.logApplied(log, origin.Commit, applied, result.Nodes)
 	lastError := strings.Join(append(problems, l.s.contestsOf(l.cfg.Name)...), "; ")
 	l.mu.Lock() // never held while taking the server's lock
 	defer l.mu.Unlock()
@@ -217,4 +228,41 @@ func (l *sourceLoop) setError(now time.Time, msg string, diags []string) {
 	l.status.LastFetch = &now
 	l.status.LastError = msg
 	l.status.Diagnostics = diags
+}
+
+// logApplied tells what an apply of commit did to each node, truthfully:
+// content the node's proxies rejected before stays tainted and is not
+// served, which is no "configuration applied".
+func (s *Server) logApplied(log logr.Logger, commit string, applied []string, rendered map[string]*render.NodeConfig) {
+	var served, tainted []string
+	for _, node := range applied {
+		if s.taintedContent(node, rendered[node].Hash) {
+			tainted = append(tainted, node)
+		} else {
+			served = append(served, node)
+		}
+	}
+	if len(tainted) > 0 {
+		logging.Warn(log, "commit carries content the proxies rejected before; it stays tainted and is not served (legate untaint clears it)",
+			"commit", commit, "nodes", tainted)
+	}
+	if len(served) > 0 {
+		log.Info("configuration applied", "commit", commit, "nodes", served)
+	} else if len(tainted) == 0 {
+		logging.Warn(log, "commit applied to no node", "commit", commit)
+	}
+}
+
+// taintedContent reports whether node's revision of hash is tainted.
+func (s *Server) taintedContent(node, hash string) bool {
+	st, ok := s.engine.Node(node)
+	if !ok {
+		return false
+	}
+	for _, r := range st.History {
+		if r.Hash == hash {
+			return r.Tainted
+		}
+	}
+	return false
 }

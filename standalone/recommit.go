@@ -63,7 +63,8 @@ func (l *sourceLoop) recommit(ctx context.Context, origin sources.Origin, now ti
 			problems = append(problems, fmt.Sprintf("node %q: %v", node, err))
 		}
 	}
-	log.Info("commit changes nothing under the path; configuration re-applied under it", "commit", origin.Commit, "nodes", nodes)
+	log.Info("commit changes nothing under the path; its content is recorded under it", "commit", origin.Commit)
+	l.s.logApplied(log, origin.Commit, nodes, last.result.Nodes)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.status.LastApplied = &now

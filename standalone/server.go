@@ -75,6 +75,9 @@ type Server struct {
 	secrets     *secretHome
 	secretTicks func(time.Duration) (<-chan time.Time, func())
 
+	// suspendMu serializes writes of the suspended sources' file.
+	suspendMu sync.Mutex
+
 	mu       sync.Mutex
 	owners   map[string]string          // node ID -> source name that renders it
 	contests map[string]map[string]bool // node ID -> other sources rendering it
@@ -187,6 +190,9 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		}
 		s.feedback = newFeedback(s.statuses, targets, cfg.PublicURL, log.WithName("commit-status"))
 		s.engine.Subscribe(s.feedback.observe)
+	}
+	if err := s.loadSuspended(); err != nil {
+		return nil, err
 	}
 	secrets, err := cfg.Webhooks.secrets()
 	if err != nil {
@@ -342,12 +348,8 @@ func (s *Server) Trigger(name string) bool {
 // Ready reports whether the store was restored and every source has
 // finished its first fetch attempt.
 func (s *Server) Ready() bool {
-	for _, l := range s.loops {
-		if !l.attempted() {
-			return false
-		}
-	}
-	return true
+	ready, _ := s.readiness()
+	return ready
 }
 
 // Engine exposes the revision engine (for reporters wired by the caller).

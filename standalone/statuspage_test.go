@@ -9,55 +9,108 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/sources/git/forge"
 	"github.com/legate-dev/legate/xds"
 )
 
-func TestStatusPageShowsStateAndEscapesUserText(t *testing.T) {
-	now := time.Date(2026, 11, 22, 1, 0, 0, 0, time.UTC)
+// rollbackFixture is a node rolled back from a commit its proxy rejected,
+// whose source then got an invalid commit.
+func rollbackFixture(now time.Time) ([]NodeView, []SourceStatus) {
+	earlier := now.Add(-2 * time.Hour)
+	taint := `rejected by 1 of 1 proxies; pod-1: <script>alert("x")</script>`
 	nodes := []NodeView{{
 		NodeStatus: revisions.NodeStatus{
 			NodeID:    "edge",
 			State:     revisions.StateRollback,
-			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Version: "aaaaaaaaaaaa-3", Revision: "main@sha1:1111"},
+			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Version: "aaaaaaaaaaaa-3", Commit: "1111111111111111111111111111111111111111", Source: "cfg"},
 			History: []revisions.RevisionStatus{
 				{
-					Hash: "bbbbbbbbbbbbbbbb", Revision: "main@sha1:2222", CreatedAt: now, Tainted: true,
-					Taint: &revisions.Taint{Message: `rejected by 1 of 1 proxies: <script>alert("x")</script>`},
+					Hash: "bbbbbbbbbbbbbbbb", Commit: "2222222222222222222222222222222222222222", Source: "cfg", CreatedAt: earlier,
+					Message: "Route /api to the new backend\n\nlong body", Author: "Ada <ada@example.com>",
+					Tainted: true, Taint: &revisions.Taint{Message: taint},
 				},
-				{Hash: "aaaaaaaaaaaaaaaa", Revision: "main@sha1:1111", CreatedAt: now, PublishedAt: &now},
+				{Hash: "aaaaaaaaaaaaaaaa", Commit: "1111111111111111111111111111111111111111", Source: "cfg", CreatedAt: earlier, PublishedAt: &earlier, Message: "first", Author: "Bob <bob@example.com>"},
 			},
 			Answers: revisions.AnswerCounts{Connected: 1, Accepted: 1},
-			Waiting: &revisions.WaitingStatus{Hash: "cccccccccccccccc", Revision: "main@sha1:3333", Message: `secret "tls" missing`, Since: now},
 		},
-		Proxies: []xds.ProxyStatus{{Proxy: "pod-1", Stream: "sotw", ConnectedSince: now, Types: []xds.TypeStatus{
-			{
-				TypeURL: "type.googleapis.com/envoy.config.cluster.v3.Cluster", SentVersion: "v2", AckedVersion: "v2",
-				LastNACK: &xds.NACKStatus{Version: "v1", Error: "unsupported cluster type"},
-			},
-		}}},
+		Proxies: []xds.ProxyStatus{{
+			Proxy: "pod-1", Identity: "spiffe://example.org/edge", Address: "10.0.0.7:51234", UserAgent: "envoy 1.36.0", Stream: "sotw", ConnectedSince: earlier,
+			Types: []xds.TypeStatus{{
+				TypeURL: "type.googleapis.com/envoy.config.cluster.v3.Cluster", SentVersion: "3c959b7021e1-3", SentSnapshot: "aaaaaaaaaaaa-3",
+				AckedVersion: "3c959b7021e1-3", AckedSnapshot: "aaaaaaaaaaaa-3",
+				LastNACK: &xds.NACKStatus{Version: "9d9d9d9d9d9d-2", Error: "unsupported cluster type"},
+			}},
+		}},
+		Summary: "rolled back: the proxies rejected newer revisions",
+		Attempt: &Attempt{Commit: "2222222222222222222222222222222222222222", Hash: "bbbbbbbbbbbbbbbb", Verdict: VerdictRejectedByProxies, Error: taint},
 	}}
 	srcs := []SourceStatus{{
-		Name: "default", Kind: "git", URL: "https://git.example/cfg", Revision: "main@sha1:2222",
-		Nodes: []string{"edge"}, LastFetch: &now, LastError: "validation failed", Diagnostics: []string{"nodes/edge/a.yaml:3:1: bad"},
+		Name: "cfg", Kind: "git", URL: "https://gitea.example/org/envoy-config.git",
+		Revision: "main@sha1:2222222222222222222222222222222222222222", Commit: "2222222222222222222222222222222222222222",
+		AppliedRevision: "main@sha1:2222222222222222222222222222222222222222", Nodes: []string{"edge"}, LastFetch: &now,
+		Rejection: "commit 222222222222 rejected by proxies (rolled back): node edge: rejected by 1 of 1 proxies",
 	}}
+	return nodes, srcs
+}
 
+func TestStatusPageShowsWhatIsServedAndWhy(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	nodes, srcs := rollbackFixture(now)
 	var b strings.Builder
-	require.NoError(t, writeStatusPage(&b, nodes, srcs))
+	require.NoError(t, writeStatusPage(&b, nodes, srcs, map[string]forge.Provider{"cfg": forge.ProviderGitea}, now))
 	page := b.String()
 	for _, want := range []string{
-		`<span class="state Rollback">Rollback</span>`, "aaaaaaaaaaaa", "main@sha1:2222", "pod-1",
-		"unsupported cluster type", "nodes/edge/a.yaml:3:1: bad", "2026-11-22T01:00:00Z",
-		"waiting to serve <code>cccccccccccc</code> from <code>main@sha1:3333</code>", "secret &#34;tls&#34; missing",
+		`<span class="badge state" title="` + StateMeaning(revisions.StateRollback) + `">Rollback</span>`,
+		`<tr class="served"><td><code>aaaaaaaaaaaa</code> <span class="badge ok"`,
+		`href="https://gitea.example/org/envoy-config/commit/2222222222222222222222222222222222222222"`,
+		"Route /api to the new backend</td><td>Ada</td><td>2h ago</td>",
+		`<span class="badge bad">rejected by proxies</span>`,
+		"rejected by proxies (error above)",
+		"spiffe://example.org/edge", "10.0.0.7:51234", "envoy 1.36.0",
+		"<code>3c959b7021e1-3</code> (<code>aaaaaaaaaaaa</code>)",
+		"NACK 9d9d9d9d9d9d-2: unsupported cluster type",
+		"commit 222222222222 rejected by proxies (rolled back)",
+		"<b>RollbackFailed</b><span>" + StateMeaning(revisions.StateRollbackFailed) + "</span>",
 	} {
 		assert.Contains(t, page, want)
 	}
+	assert.Equal(t, 1, strings.Count(page, "pod-1: &lt;script&gt;"), "the proxies' error is shown once")
 	assert.NotContains(t, page, "<script>", "user text is escaped")
-	assert.Contains(t, page, "&lt;script&gt;")
+	assert.NotContains(t, page, "ada@example.com", "authors' addresses are not shown")
 }
 
-func TestStatusPageWithoutNodes(t *testing.T) {
+func TestStatusPageShowsValidationErrorsOnce(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	srcs := []SourceStatus{{
+		Name: "cfg", Kind: "git", URL: "/srv/cfg", Revision: "main@sha1:3333", AppliedRevision: "main@sha1:2222",
+		LastError: "validation failed with 1 error(s): nodes/edge/a.yaml:3:1: bad", Diagnostics: []string{"nodes/edge/a.yaml:3:1: bad"},
+	}}
 	var b strings.Builder
-	require.NoError(t, writeStatusPage(&b, nil, nil))
-	assert.Contains(t, b.String(), "no nodes yet")
-	assert.Contains(t, b.String(), "no sources")
+	require.NoError(t, writeStatusPage(&b, nil, srcs, nil, now))
+	page := b.String()
+	assert.Equal(t, 1, strings.Count(page, "nodes/edge/a.yaml:3:1: bad"))
+	assert.Contains(t, page, "no nodes yet")
+	assert.NotContains(t, page, "<a href=\"/srv", "a local path is not a forge link")
+}
+
+func TestCommitURL(t *testing.T) {
+	sha := "0123456789abcdef0123456789abcdef01234567"
+	for _, tt := range []struct {
+		repo     string
+		provider forge.Provider
+		want     string
+	}{
+		{"https://github.com/org/cfg.git", "", "https://github.com/org/cfg/commit/" + sha},
+		{"git@github.com:org/cfg.git", forge.ProviderGitHub, "https://github.com/org/cfg/commit/" + sha},
+		{"ssh://git@gitea.example:2222/org/cfg.git", forge.ProviderGitea, "https://gitea.example/org/cfg/commit/" + sha},
+		{"http://127.0.0.1:3000/org/cfg.git", forge.ProviderGitea, "http://127.0.0.1:3000/org/cfg/commit/" + sha},
+		{"https://gitlab.example/group/sub/cfg.git", forge.ProviderGitLab, "https://gitlab.example/group/sub/cfg/-/commit/" + sha},
+		{"https://gitlab.com/group/cfg", "", "https://gitlab.com/group/cfg/-/commit/" + sha},
+		{"/srv/git/cfg", "", ""},
+		{"file:///srv/git/cfg", "", ""},
+		{"oci://registry.example/cfg", "", ""},
+	} {
+		assert.Equal(t, tt.want, commitURL(tt.repo, tt.provider, sha), tt.repo)
+	}
+	assert.Empty(t, commitURL("https://github.com/org/cfg", "", ""))
 }

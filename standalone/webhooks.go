@@ -6,6 +6,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/hooks"
 )
@@ -45,13 +46,17 @@ func (s *Server) handler(reg *prometheus.Registry, secrets hooks.Secrets) http.H
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/", s.routes(reg))
-	hooks.Register(mux, secrets, func(repoURL, ref string) {
-		if n := w.Trigger(repoURL, ref); n == 0 {
-			// Usually a source URL naming another host than the forge's
-			// clone URL (an internal address, say): say so once per push.
-			s.log.Info("push webhook names no configured source; nothing fetched", "repository", sources.Redact(repoURL), "ref", ref)
+	hooks.Register(mux, secrets, func(repoURLs []string, ref string) {
+		shown := make([]string, 0, len(repoURLs))
+		for _, u := range repoURLs {
+			shown = append(shown, sources.Redact(u))
+		}
+		if n := w.TriggerAny(repoURLs, ref); n == 0 {
+			// Usually a source URL naming another host than any the forge
+			// gives (an internal address, say): say so once per push.
+			logging.Warn(s.log, "push webhook names no configured source; nothing fetched", "repository", shown, "ref", ref)
 		} else {
-			s.log.V(1).Info("push webhook", "repository", sources.Redact(repoURL), "ref", ref, "sourcesTriggered", n)
+			s.log.V(1).Info("push webhook", "repository", shown, "ref", ref, "sourcesTriggered", n)
 		}
 	})
 	return mux

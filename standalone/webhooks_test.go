@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/hooks"
 )
@@ -126,4 +127,45 @@ func TestWebhookTriggersTheWatchedSource(t *testing.T) {
 	require.NoError(t, err)
 	_ = resp.Body.Close()
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "the status API is still served beside the hooks")
+}
+
+// TestGiteaPushMatchesOnAnyURLForm posts a Gitea push whose SSH URL names
+// another host than the source (a Gitea SSH_DOMAIN) while its clone URL
+// names the source: the source is fetched, once, and nothing is logged as
+// an unknown repository.
+func TestGiteaPushMatchesOnAnyURLForm(t *testing.T) {
+	repo := newLocalRepo(t)
+	first := repo.commit("a")
+	secretFile := filepath.Join(t.TempDir(), "secret")
+	require.NoError(t, os.WriteFile(secretFile, []byte("gitea-secret-123"), 0o600))
+	var out syncBuffer
+	log, err := logging.New(&out, "debug", "json")
+	require.NoError(t, err)
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "n",
+		Sources:  []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Webhooks: WebhookConfig{Gitea: sources.Secret{File: secretFile}},
+	}, Options{Log: log})
+	runServer(t, s)
+	commit := func() string { return s.Sources()[0].Commit }
+	require.Eventually(t, func() bool { return commit() == first }, 30*time.Second, 10*time.Millisecond)
+
+	second := repo.commit("b")
+	body := []byte(`{"ref":"refs/heads/main","repository":{"clone_url":"` + repo.dir +
+		`","ssh_url":"ssh://git@gitea.internal:2222/org/cfg.git","html_url":"http://gitea.internal:3000/org/cfg"}}`)
+	mac := hmac.New(sha256.New, []byte("gitea-secret-123"))
+	mac.Write(body)
+	req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/hooks/gitea", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("X-Gitea-Event", "push")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
+	require.Eventually(t, func() bool { return commit() == second }, 30*time.Second, 10*time.Millisecond, "the push fetched the source")
+
+	logs := parseLogs(t, out.String())
+	assert.Empty(t, levelOf(logs, "push webhook names no configured source"), "%s", out.String())
+	assert.Equal(t, "DEBUG", levelOf(logs, "push webhook"), "the push is logged at debug verbosity: %s", out.String())
 }

@@ -71,7 +71,14 @@ type ProxyStatus struct {
 	Proxy string `json:"proxy"`
 	Node  string `json:"node"`
 	// Stream is "sotw" or "delta".
-	Stream         string       `json:"stream"`
+	Stream string `json:"stream"`
+	// Identity is the principal of the client certificate (mutual TLS
+	// with node binding); empty otherwise.
+	Identity string `json:"identity,omitempty"`
+	// Address is the proxy's peer address as the server sees it.
+	Address string `json:"address,omitempty"`
+	// UserAgent is node.user_agent_name and its version ("envoy 1.36.0").
+	UserAgent      string       `json:"userAgent,omitempty"`
 	ConnectedSince time.Time    `json:"connectedSince"`
 	Outstanding    int          `json:"outstanding"`
 	Types          []TypeStatus `json:"types"`
@@ -125,6 +132,7 @@ type typeTrack struct {
 type tracker struct {
 	proxy, node, kind string
 	since             time.Time
+	peer              peerInfo
 
 	mu    sync.Mutex
 	types map[string]*typeTrack
@@ -212,6 +220,7 @@ func (t *tracker) status() ProxyStatus {
 	defer t.mu.Unlock()
 	ps := ProxyStatus{
 		Proxy: t.proxy, Node: t.node, Stream: t.kind, ConnectedSince: t.since,
+		Identity: t.peer.identity, Address: t.peer.address, UserAgent: t.peer.userAgent,
 		Outstanding: t.outstandingLocked(), Types: make([]TypeStatus, 0, len(t.types)),
 	}
 	for _, tt := range t.types {

@@ -87,6 +87,7 @@ func (b *streamBase) start(node *corev3.Node) error {
 		proxy = "stream-" + strconv.FormatUint(seq, 10)
 	}
 	tr := newTracker(proxy, node.GetId(), b.kind, b.srv.opts.Clock())
+	tr.peer = describePeer(b.ctx, identity, node)
 	b.tr = tr
 	ns, err := b.srv.register(node.GetId(), b, seq)
 	if err != nil {

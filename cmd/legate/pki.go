@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/standalone"
 )
 
 // The files of a PKI directory: the CA at its top, each issued pair in a
@@ -25,7 +26,9 @@ const (
 
 func newPKICommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:   "pki",
+		Use: "pki",
+		Example: `  legate pki init --host legate.internal --host 10.0.0.5
+  legate pki issue --node edge`,
 		Short: "Make a CA and the certificates of xDS over mutual TLS",
 		Long: `pki is legate's small certificate authority for mutual TLS between proxies
 and legate serve. "pki init" makes the CA and the xDS server's certificate;
@@ -45,10 +48,14 @@ func newPKIInitCommand() *cobra.Command {
 	var (
 		dir, name      string
 		hosts          []string
-		caFor, leafFor time.Duration
+		caFor, leafFor = durationValue(pki.DefaultCAValidity), durationValue(pki.DefaultLeafValidity)
 	)
 	cmd := &cobra.Command{
-		Use:   "init",
+		Use: "init",
+		Example: `  # CA and server certificate under ~/.config/legate/pki
+  legate pki init --host legate.internal --host 10.0.0.5
+  # somewhere else, with a shorter CA lifetime
+  legate pki init --dir /etc/legate/pki --ca-valid-for 5y`,
 		Short: "Make a CA and the xDS server's certificate in a directory",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -56,11 +63,11 @@ func newPKIInitCommand() *cobra.Command {
 				return fmt.Errorf("%s already holds a CA: remove %s to start over, or use pki issue", dir, filepath.Join(dir, caKeyFile))
 			}
 			now := time.Now()
-			ca, caIss, err := pki.NewCA(name, caFor, now)
+			ca, caIss, err := pki.NewCA(name, time.Duration(caFor), now)
 			if err != nil {
 				return err
 			}
-			srv, err := ca.IssueServer(hosts, leafFor, now)
+			srv, err := ca.IssueServer(hosts, time.Duration(leafFor), now)
 			if err != nil {
 				return err
 			}
@@ -86,11 +93,11 @@ func newPKIInitCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "pki", "directory of the CA and the certificates")
+	cmd.Flags().StringVar(&dir, "dir", defaultPKIDir(), "directory of the CA and the certificates (keep it out of any Git repository: it holds the CA's private key)")
 	cmd.Flags().StringVar(&name, "ca-name", "legate xDS CA", "common name of the CA")
 	cmd.Flags().StringSliceVar(&hosts, "host", []string{"localhost", "127.0.0.1"}, "DNS names and IP addresses proxies dial legate's xDS server at (repeatable)")
-	cmd.Flags().DurationVar(&caFor, "ca-valid-for", pki.DefaultCAValidity, "lifetime of the CA")
-	cmd.Flags().DurationVar(&leafFor, "valid-for", pki.DefaultLeafValidity, "lifetime of the server certificate")
+	cmd.Flags().Var(&caFor, "ca-valid-for", "lifetime of the CA (e.g. 10y, 90d, 12h)")
+	cmd.Flags().Var(&leafFor, "valid-for", "lifetime of the server certificate (e.g. 1y, 90d)")
 	return cmd
 }
 
@@ -98,10 +105,14 @@ func newPKIIssueCommand() *cobra.Command {
 	var (
 		dir, out     string
 		nodes, hosts []string
-		validFor     time.Duration
+		validFor     = durationValue(pki.DefaultLeafValidity)
 	)
 	cmd := &cobra.Command{
-		Use:   "issue",
+		Use: "issue",
+		Example: `  # a proxy's certificate for node edge
+  legate pki issue --node edge
+  # a new server certificate
+  legate pki issue --host legate.internal --valid-for 30d`,
 		Short: "Issue a proxy's certificate for node IDs (--node), or a new server certificate (--host)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -116,13 +127,13 @@ func newPKIIssueCommand() *cobra.Command {
 			var iss pki.Issued
 			kind := "proxy"
 			if len(nodes) > 0 {
-				iss, err = ca.IssueNode(nodes, validFor, now)
+				iss, err = ca.IssueNode(nodes, time.Duration(validFor), now)
 				if out == "" {
 					out = filepath.Join(dir, "nodes", nodes[0])
 				}
 			} else {
 				kind = "server"
-				iss, err = ca.IssueServer(hosts, validFor, now)
+				iss, err = ca.IssueServer(hosts, time.Duration(validFor), now)
 				if out == "" {
 					out = filepath.Join(dir, "server")
 				}
@@ -137,11 +148,11 @@ func newPKIIssueCommand() *cobra.Command {
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&dir, "dir", "pki", "directory of the CA (made by pki init)")
+	cmd.Flags().StringVar(&dir, "dir", defaultPKIDir(), "directory of the CA (made by pki init)")
 	cmd.Flags().StringSliceVar(&nodes, "node", nil, "node ID the proxy may fetch (repeatable)")
 	cmd.Flags().StringSliceVar(&hosts, "host", nil, "DNS name or IP address of a new server certificate (repeatable)")
 	cmd.Flags().StringVar(&out, "out", "", "directory of tls.crt, tls.key and ca.crt (default DIR/nodes/<first node>, or DIR/server)")
-	cmd.Flags().DurationVar(&validFor, "valid-for", pki.DefaultLeafValidity, "lifetime of the certificate")
+	cmd.Flags().Var(&validFor, "valid-for", "lifetime of the certificate (e.g. 1y, 90d)")
 	return cmd
 }
 
@@ -199,4 +210,18 @@ func writeFile(path string, data []byte, mode fs.FileMode) error {
 func printIssued(w io.Writer, kind, dir string, iss pki.Issued) {
 	fmt.Fprintf(w, "%s certificate %s\n  %s, %s (key, mode 0600), %s\n", kind, pki.Describe(iss.Cert),
 		filepath.Join(dir, certFile), filepath.Join(dir, keyFile), filepath.Join(dir, caCertFile))
+}
+
+// defaultPKIDir is where pki keeps the CA unless --dir says otherwise:
+// $LEGATE_PKI_DIR, else legate/pki under the user's configuration
+// directory (~/.config/legate/pki), never the working directory, which is
+// often a repository the CA's private key must not be committed to.
+func defaultPKIDir() string {
+	if d := os.Getenv("LEGATE_PKI_DIR"); d != "" {
+		return d
+	}
+	if d, err := os.UserConfigDir(); err == nil {
+		return filepath.Join(d, "legate", "pki")
+	}
+	return filepath.Join(standalone.DefaultStateDir, "pki")
 }

@@ -2,17 +2,16 @@ package main
 
 import (
 	"fmt"
-	"log/slog"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
+	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/standalone"
 )
@@ -35,6 +34,7 @@ type serveFlags struct {
 	adminTokenFile string
 	readTokenFile  string
 	logFormat      string
+	logLevel       string
 	sourceFlags    []string
 	publicURL      string
 	hookSecretFile []string
@@ -51,7 +51,11 @@ type serveFlags struct {
 func newServeCommand() *cobra.Command {
 	var f serveFlags
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use: "serve",
+		Example: `  # one repository, files that name no node are for node edge
+  legate serve --git-url https://git.example/org/envoy-config.git --path envoy --node edge
+  # several sources and the rest from a file
+  legate serve --config legate.yaml --log-format json --log-level warn`,
 		Short: "Run the standalone control plane on the embedded store",
 		Long: `serve follows Git repositories and OCI artifacts, validates every commit,
 keeps accepted configurations as revisions in an embedded store under
@@ -62,11 +66,14 @@ sources with a forge get a commit status per node on every commit. It needs no
 Kubernetes. docs/standalone.md describes the configuration.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			log, err := logging.New(cmd.ErrOrStderr(), f.logLevel, f.logFormat)
+			if err != nil {
+				return err
+			}
 			cfg, err := f.config(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			log := newLogger(f.logFormat)
 			srv, err := standalone.New(cfg, standalone.Options{Render: renderOptions, Log: log})
 			if err != nil {
 				return err
@@ -99,7 +106,8 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.BoolVar(&f.xdsInsecure, "xds-insecure", false, "allow serving xDS beyond loopback without mutual TLS: anyone who reaches it may fetch every node's configuration and answer for its proxies")
 	fl.StringSliceVar(&f.plainSecrets, "xds-insecure-secrets", nil, "external secrets holding keys or opaque values that may be served while xDS has no mutual TLS (names, or * for all)")
 	fl.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "further host names the HTTP API may be called by (IP addresses, localhost and --public-url's host always are)")
-	fl.StringVar(&f.logFormat, "log-format", "text", "log format: text or json")
+	fl.StringVar(&f.logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
+	fl.StringVar(&f.logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", ")+" (debug adds per-proxy and per-webhook detail)")
 	fl.StringArrayVar(&f.sourceFlags, "source", nil, standalone.SourceFlagHelp)
 	fl.StringVar(&f.publicURL, "public-url", "", "address people reach --http-addr at; commit statuses link to <public-url>/api/v1/nodes/<node>")
 	fl.StringArrayVar(&f.hookSecretFile, "webhook-secret-file", nil, "PROVIDER=FILE: the push webhook secret of gitea, github, gitlab or generic, read from FILE (repeatable)")
@@ -230,13 +238,4 @@ func setHookSecrets(w *standalone.WebhookConfig, vals []string, env bool) error 
 		}
 	}
 	return nil
-}
-
-func newLogger(format string) logr.Logger {
-	opts := &slog.HandlerOptions{Level: slog.LevelInfo}
-	var h slog.Handler = slog.NewTextHandler(os.Stderr, opts)
-	if format == "json" {
-		h = slog.NewJSONHandler(os.Stderr, opts)
-	}
-	return logr.FromSlogHandler(h)
 }

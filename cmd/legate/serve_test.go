@@ -62,3 +62,10 @@ func TestServeFlagErrors(t *testing.T) {
 		assert.Error(t, err, "%v", args)
 	}
 }
+
+func TestServeRefusesUnknownLogSettings(t *testing.T) {
+	_, err := runLegate(t, "serve", "--log-level", "loud", "--state-dir", t.TempDir())
+	assert.ErrorContains(t, err, `log level "loud": want one of debug, info, warn, error`)
+	_, err = runLegate(t, "serve", "--log-format", "xml", "--state-dir", t.TempDir())
+	assert.ErrorContains(t, err, `log format "xml": want one of text, json`)
+}

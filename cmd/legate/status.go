@@ -1,113 +1,275 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"net/http"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/standalone"
 )
 
-func newStatusCommand() *cobra.Command {
-	var server, output string
-	cmd := &cobra.Command{
-		Use:   "status",
-		Short: "Show nodes, revisions, proxies and sources of a running legate",
-		Args:  cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
-			base := strings.TrimSuffix(server, "/")
-			var nodes []standalone.NodeView
-			if err := getJSON(base+"/api/v1/nodes", &nodes); err != nil {
-				return err
-			}
-			var srcs []standalone.SourceStatus
-			if err := getJSON(base+"/api/v1/sources", &srcs); err != nil {
-				return err
-			}
-			w := cmd.OutOrStdout()
-			if output == "json" {
-				enc := json.NewEncoder(w)
-				enc.SetIndent("", "  ")
-				return enc.Encode(map[string]any{"nodes": nodes, "sources": srcs})
-			}
-			printStatus(w, nodes, srcs)
-			return nil
-		},
-	}
-	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8080", "legate's HTTP address")
-	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: text or json")
-	return cmd
-}
+// outputFormats are what -o takes on legate status.
+var outputFormats = []string{"text", "wide", "json", "yaml"}
 
-// unreachable explains a failed request to legate serve.
-func unreachable(err error) error {
-	return fmt.Errorf("cannot reach legate serve (is it running? --server sets its HTTP address): %w", err)
-}
-
-func getJSON(url string, v any) error {
-	client := &http.Client{Timeout: 10 * time.Second}
-	resp, err := client.Get(url)
-	if err != nil {
-		return unreachable(err)
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
-	}
-	if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
-		return fmt.Errorf("read %s: %w", url, err)
+func checkFormat(format string, allowed []string) error {
+	if !slices.Contains(allowed, format) {
+		return fmt.Errorf("unknown output format %q: use one of %s", format, strings.Join(allowed, ", "))
 	}
 	return nil
 }
 
-func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.SourceStatus) {
+func stateLegend() string {
+	var b strings.Builder
+	for _, m := range standalone.StateMeanings {
+		fmt.Fprintf(&b, "  %-15s %s\n", m.State, m.Meaning)
+	}
+	return b.String()
+}
+
+func newStatusCommand() *cobra.Command {
+	var cf clientFlags
+	var output string
+	cmd := &cobra.Command{
+		Use:   "status [NODE]",
+		Short: "Show sources, nodes, revisions and proxies of a running legate",
+		Long: `status asks a running legate serve where every source and node stands: the
+revision each source fetched and applied, what each node serves, the newest
+commit that tried to change it and its verdict, and its proxies. With a NODE,
+it shows that node's history and proxies in full.
+
+Node states:
+` + stateLegend() + `A node no source renders any more is marked orphaned; legate prune NODE stops
+serving it.`,
+		Example: `  # every source and node
+  legate status
+  # one node with its history and proxies
+  legate status edge
+  # more columns (proxies' versions, ages)
+  legate status -o wide
+  # for scripts
+  legate status edge -o json | jq .state
+  # a legate serve elsewhere
+  legate status --server 10.0.0.5:8080`,
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeNodes(&cf),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := checkFormat(output, outputFormats); err != nil {
+				return err
+			}
+			c, err := cf.client()
+			if err != nil {
+				return err
+			}
+			w := cmd.OutOrStdout()
+			if len(args) == 1 {
+				n, err := c.node(cmd.Context(), args[0])
+				if err != nil {
+					return err
+				}
+				if output == "json" || output == "yaml" {
+					return printJSONOrYAML(w, output, n)
+				}
+				printNode(w, n, output == "wide", time.Now())
+				return nil
+			}
+			nodes, err := c.nodes(cmd.Context())
+			if err != nil {
+				return err
+			}
+			srcs, err := c.sources(cmd.Context())
+			if err != nil {
+				return err
+			}
+			if output == "json" || output == "yaml" {
+				return printJSONOrYAML(w, output, map[string]any{"nodes": nodes, "sources": srcs})
+			}
+			printStatus(w, nodes, srcs, output == "wide", time.Now())
+			return nil
+		},
+	}
+	cf.bind(cmd.Flags(), false)
+	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(outputFormats, ", "))
+	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// printStatus writes the sources and nodes tables and the meaning of the
+// states shown.
+func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.SourceStatus, wide bool, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "SOURCE\tREVISION\tAPPLIED\tNODES\tERROR")
+	if wide {
+		fmt.Fprintln(tw, "SOURCE\tREVISION\tAPPLIED\tNODES\tFETCHED\tURL\tERROR")
+	} else {
+		fmt.Fprintln(tw, "SOURCE\tREVISION\tAPPLIED\tNODES\tERROR")
+	}
 	for _, s := range srcs {
 		applied := s.AppliedRevision
 		if applied == s.Revision && applied != "" {
 			applied = "same"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", s.Name, dash(s.Revision), dash(applied), dash(strings.Join(s.Nodes, ",")), dash(s.LastError))
+		name := s.Name
+		if s.Suspended {
+			name += " (suspended)"
+		}
+		problem := strings.Join(nonEmpty(s.Rejection, s.LastError), "; ")
+		if wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, dash(s.Revision), dash(applied), dash(strings.Join(s.Nodes, ",")), ago(s.LastFetch, now), s.URL, dash(problem))
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, dash(shortRev(s.Revision)), dash(shortRev(applied)), dash(strings.Join(s.Nodes, ",")), dash(problem))
+		}
 	}
 	fmt.Fprintln(tw)
-	fmt.Fprintln(tw, "NODE\tSTATE\tPUBLISHED\tCOMMIT\tPROXIES\tACCEPTED\tREJECTED")
+	if wide {
+		fmt.Fprintln(tw, "NODE\tSTATE\tSERVED\tCOMMIT\tPROXIES\tNEWEST COMMIT\tVERDICT\tSUMMARY")
+	} else {
+		fmt.Fprintln(tw, "NODE\tSTATE\tSERVED\tCOMMIT\tPROXIES\tNEWEST ATTEMPT")
+	}
+	states := map[revisions.State]bool{}
 	for _, n := range nodes {
+		states[n.State] = true
 		hash, commit := "-", "-"
 		if n.Published != nil {
-			hash, commit = short(n.Published.Hash), short(n.Published.Commit)
+			hash, commit = short(n.Published.Hash), dash(short(n.Published.Commit))
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\t%d\n", n.NodeID, n.State, hash, commit,
-			len(n.Proxies), n.Answers.Accepted, n.Answers.Rejected)
+		state := string(n.State)
+		if n.Orphaned {
+			state += ",Orphaned"
+		}
+		proxies := proxiesCell(n)
+		newest, verdict := "-", "-"
+		if a := n.Attempt; a != nil {
+			newest, verdict = dash(short(a.Commit)), a.Verdict
+		}
+		if wide {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.NodeID, state, hash, commit, proxies, newest, verdict, n.Summary)
+		} else {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", n.NodeID, state, hash, commit, proxies, newest+" "+verdict)
+		}
 	}
 	_ = tw.Flush()
+	if len(nodes) == 0 {
+		fmt.Fprintln(w, "no nodes yet")
+	}
 	for _, n := range nodes {
-		if wt := n.Waiting; wt != nil {
-			fmt.Fprintf(w, "\n%s waits to serve %s (commit %s) since %s: %s\n", n.NodeID, short(wt.Hash), dash(short(wt.Commit)), wt.Since.Format(time.RFC3339), wt.Message)
+		if a := n.Attempt; a != nil && a.Error != "" {
+			fmt.Fprintf(w, "\n%s: newest commit %s %s: %s\n", n.NodeID, dash(short(a.Commit)), a.Verdict, a.Error)
 		}
-		fmt.Fprintf(w, "\n%s history (newest first):\n", n.NodeID)
-		for _, r := range n.History {
-			mark := ""
-			if n.Published != nil && r.Hash == n.Published.Hash {
-				mark = " (published)"
+	}
+	if len(states) > 0 {
+		fmt.Fprintln(w)
+		for _, m := range standalone.StateMeanings {
+			if states[m.State] {
+				fmt.Fprintf(w, "%s: %s\n", m.State, m.Meaning)
 			}
-			line := fmt.Sprintf("  %s  commit %s%s", short(r.Hash), dash(short(r.Commit)), mark)
-			if r.Tainted && r.Taint != nil {
-				line += "  TAINTED: " + r.Taint.Message
+		}
+	}
+}
+
+// proxiesCell is "none" or "<connected> (<accepted> ok, <rejected> rejected)".
+func proxiesCell(n standalone.NodeView) string {
+	if len(n.Proxies) == 0 {
+		return "none connected"
+	}
+	cell := fmt.Sprintf("%d (%d ok", len(n.Proxies), n.Answers.Accepted)
+	if n.Answers.Rejected > 0 {
+		cell += fmt.Sprintf(", %d rejected", n.Answers.Rejected)
+	}
+	return cell + ")"
+}
+
+// printNode writes one node in full: state, summary, newest attempt,
+// history with the served revision marked, and proxies.
+func printNode(w io.Writer, n standalone.NodeView, wide bool, now time.Time) {
+	fmt.Fprintf(w, "Node:     %s\n", n.NodeID)
+	state := string(n.State)
+	if n.Orphaned {
+		state += " (orphaned)"
+	}
+	fmt.Fprintf(w, "State:    %s — %s\n", state, standalone.StateMeaning(n.State))
+	fmt.Fprintf(w, "Summary:  %s\n", n.Summary)
+	if p := n.Published; p != nil {
+		fmt.Fprintf(w, "Served:   %s (version %s) from %s\n", short(p.Hash), p.Version, dash(p.Revision))
+	} else {
+		fmt.Fprintln(w, "Served:   nothing")
+	}
+	if a := n.Attempt; a != nil {
+		line := fmt.Sprintf("Newest:   commit %s %s", dash(short(a.Commit)), a.Verdict)
+		if a.Error != "" {
+			line += ": " + a.Error
+		}
+		fmt.Fprintln(w, line)
+	}
+	if wt := n.Waiting; wt != nil {
+		fmt.Fprintf(w, "Waiting:  %s (commit %s) for %s: %s\n", short(wt.Hash), dash(short(wt.Commit)), humanDuration(now.Sub(wt.Since)), wt.Message)
+	}
+	fmt.Fprintln(w, "\nHistory (newest first):")
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "  \tREVISION\tCOMMIT\tSOURCE\tCREATED\tTAINT")
+	for _, r := range n.History {
+		mark := ""
+		if n.Published != nil && r.Hash == n.Published.Hash {
+			mark = "*"
+		}
+		taint := "-"
+		if r.Tainted && r.Taint != nil {
+			taint = "TAINTED: " + r.Taint.Message
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", mark, short(r.Hash), dash(short(r.Commit)), dash(r.Source), ago(&r.CreatedAt, now), taint)
+	}
+	_ = tw.Flush()
+	fmt.Fprintln(w, "  (* served)")
+	fmt.Fprintln(w, "\nProxies:")
+	if len(n.Proxies) == 0 {
+		fmt.Fprintln(w, "  none connected")
+	}
+	for _, p := range n.Proxies {
+		fmt.Fprintf(w, "  %s (%s stream, connected %s)\n", p.Proxy, p.Stream, ago(&p.ConnectedSince, now))
+		if !wide {
+			continue
+		}
+		for _, t := range p.Types {
+			line := fmt.Sprintf("    %s sent %s acked %s", shortType(t.TypeURL), dash(t.SentVersion), dash(t.AckedVersion))
+			if t.LastNACK != nil {
+				line += fmt.Sprintf(" last NACK %s: %s", t.LastNACK.Version, t.LastNACK.Error)
 			}
 			fmt.Fprintln(w, line)
 		}
-		for _, p := range n.Proxies {
-			fmt.Fprintf(w, "  proxy %s (%s) connected since %s\n", p.Proxy, p.Stream, p.ConnectedSince.Format(time.RFC3339))
+	}
+}
+
+func shortType(typeURL string) string {
+	return typeURL[strings.LastIndex(typeURL, ".")+1:]
+}
+
+// shortRev abbreviates the SHA of a Flux revision ("main@sha1:<12>").
+func shortRev(rev string) string {
+	if i := strings.LastIndex(rev, ":"); i >= 0 && len(rev)-i-1 > 12 {
+		return rev[:i+13]
+	}
+	return rev
+}
+
+func ago(t *time.Time, now time.Time) string {
+	if t == nil || t.IsZero() {
+		return "-"
+	}
+	return humanDuration(now.Sub(*t)) + " ago"
+}
+
+func nonEmpty(ss ...string) []string {
+	var out []string
+	for _, s := range ss {
+		if s != "" {
+			out = append(out, s)
 		}
 	}
+	return out
 }
 
 func short(s string) string {

@@ -13,28 +13,45 @@ import (
 	"github.com/legate-dev/legate/standalone"
 )
 
-func TestPrintStatusShowsTaintsAndWaits(t *testing.T) {
-	since := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
-	nodes := []standalone.NodeView{{NodeStatus: revisions.NodeStatus{
-		NodeID:    "edge",
-		State:     revisions.StatePending,
-		Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Commit: "1111111111111111"},
-		History: []revisions.RevisionStatus{
-			{Hash: "cccccccccccccccc", Commit: "3333333333333333"},
-			{Hash: "bbbbbbbbbbbbbbbb", Commit: "2222222222222222", Tainted: true, Taint: &revisions.Taint{Message: "rejected by 1 of 1 proxies"}},
-			{Hash: "aaaaaaaaaaaaaaaa", Commit: "1111111111111111"},
+func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	created := now.Add(-3 * time.Hour)
+	nodes := []standalone.NodeView{{
+		NodeStatus: revisions.NodeStatus{
+			NodeID:    "edge",
+			State:     revisions.StateRollback,
+			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Commit: "1111111111111111"},
+			History: []revisions.RevisionStatus{
+				{Hash: "bbbbbbbbbbbbbbbb", Commit: "2222222222222222", CreatedAt: created, Tainted: true, Taint: &revisions.Taint{Message: "rejected by 1 of 1 proxies"}},
+				{Hash: "aaaaaaaaaaaaaaaa", Commit: "1111111111111111", CreatedAt: created},
+			},
 		},
-		Waiting: &revisions.WaitingStatus{Hash: "cccccccccccccccc", Commit: "3333333333333333", Message: `secret "tls" missing`, Since: since},
-	}}}
+		Summary: "rolled back: the proxies rejected newer revisions",
+		Attempt: &standalone.Attempt{Commit: "2222222222222222", Verdict: standalone.VerdictRejectedByProxies, Error: "rejected by 1 of 1 proxies"},
+	}}
+	srcs := []standalone.SourceStatus{{Name: "config", Revision: "main@sha1:2222222222222222", AppliedRevision: "main@sha1:2222222222222222", Rejection: "commit 222222222222 rejected by proxies (rolled back)"}}
+
 	var b strings.Builder
-	printStatus(&b, nodes, []standalone.SourceStatus{{Name: "config", Revision: "main@sha1:3333", AppliedRevision: "main@sha1:2222"}})
+	printStatus(&b, nodes, srcs, false, now)
 	out := b.String()
 	for _, want := range []string{
-		"config  main@sha1:3333  main@sha1:2222  -",
-		"edge  Pending  aaaaaaaaaaaa",
-		`edge waits to serve cccccccccccc (commit 333333333333) since 2026-11-22T03:00:00Z: secret "tls" missing`,
-		"bbbbbbbbbbbb  commit 222222222222  TAINTED: rejected by 1 of 1 proxies",
-		"aaaaaaaaaaaa  commit 111111111111 (published)",
+		"config  main@sha1:222222222222  same     -      commit 222222222222 rejected by proxies (rolled back)",
+		"edge  Rollback  aaaaaaaaaaaa  111111111111  none connected  222222222222 rejected by proxies",
+		"edge: newest commit 222222222222 rejected by proxies: rejected by 1 of 1 proxies",
+		"Rollback: " + standalone.StateMeaning(revisions.StateRollback),
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.NotContains(t, out, "InSync:", "only the states shown are explained")
+
+	b.Reset()
+	printNode(&b, nodes[0], false, now)
+	out = b.String()
+	for _, want := range []string{
+		"State:    Rollback — " + standalone.StateMeaning(revisions.StateRollback),
+		"     bbbbbbbbbbbb  222222222222  -       3h ago   TAINTED: rejected by 1 of 1 proxies",
+		"  *  aaaaaaaaaaaa  111111111111  -       3h ago   -",
+		"Proxies:\n  none connected",
 	} {
 		assert.Contains(t, out, want)
 	}
@@ -45,8 +62,49 @@ func TestStatusNamesTheServerItCannotReach(t *testing.T) {
 	require.NoError(t, err)
 	addr := ln.Addr().String()
 	require.NoError(t, ln.Close()) // nothing listens there any more
-	_, err = runLegate(t, "status", "--server", "http://"+addr)
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "cannot reach legate serve (is it running? --server sets its HTTP address)")
-	assert.Contains(t, err.Error(), addr)
+	for _, server := range []string{"http://" + addr, addr} {
+		_, err = runLegate(t, "status", "--server", server)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "cannot reach legate serve at http://"+addr+" (is it running? --server sets its HTTP address)")
+	}
+}
+
+func TestServerURL(t *testing.T) {
+	for in, want := range map[string]string{
+		"127.0.0.1:8080":          "http://127.0.0.1:8080",
+		":9000":                   "http://127.0.0.1:9000",
+		"localhost:8080":          "http://localhost:8080",
+		"https://legate.example/": "https://legate.example",
+		"http://10.0.0.5:8080":    "http://10.0.0.5:8080",
+	} {
+		got, err := serverURL(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "ftp://x", "http://"} {
+		_, err := serverURL(bad)
+		assert.Error(t, err, bad)
+	}
+}
+
+func TestHumanDurations(t *testing.T) {
+	for d, want := range map[time.Duration]string{
+		87600 * time.Hour:              "10y",
+		90 * 24 * time.Hour:            "90d",
+		26*time.Hour + 5*time.Minute:   "1d2h",
+		5*time.Hour + 3*time.Minute:    "5h3m",
+		42 * time.Second:               "42s",
+		365*24*time.Hour + time.Minute: "1y",
+	} {
+		assert.Equal(t, want, humanDuration(d))
+	}
+	for in, want := range map[string]time.Duration{"10y": 87600 * time.Hour, "1y30d": 395 * 24 * time.Hour, "90d12h": 90*24*time.Hour + 12*time.Hour, "720h": 720 * time.Hour} {
+		got, err := parseHumanDuration(in)
+		require.NoError(t, err, in)
+		assert.Equal(t, want, got, in)
+	}
+	for _, bad := range []string{"", "xd", "10", "-5d"} {
+		_, err := parseHumanDuration(bad)
+		assert.Error(t, err, bad)
+	}
 }

@@ -21,7 +21,7 @@ type tokenFlags struct {
 }
 
 func (f *tokenFlags) bind(fl *pflag.FlagSet) {
-	fl.StringVar(&f.tokenFile, "token-file", "", "file holding legate's admin token (default: $LEGATE_TOKEN, $LEGATE_TOKEN_FILE, or admin-token under --state-dir)")
+	fl.StringVar(&f.tokenFile, "token-file", "", "file holding legate's admin token, or for reads its read token (default: $LEGATE_TOKEN, $LEGATE_TOKEN_FILE, or admin-token under --state-dir)")
 	fl.StringVar(&f.stateDir, "state-dir", standalone.DefaultStateDir, "legate serve's state directory, where it keeps the admin token it made")
 }
 

@@ -2,52 +2,49 @@ package main
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
-	"time"
 
 	"github.com/spf13/cobra"
 )
 
 func newUntaintCommand() *cobra.Command {
-	var server string
-	var tf tokenFlags
+	var cf clientFlags
 	cmd := &cobra.Command{
 		Use:   "untaint NODE REVISION",
 		Short: "Clear the taint of a revision so that it may be published again",
 		Long: `untaint clears a revision's taint on a running legate (the revision hash, or
 a unique prefix of it as shown by legate status). Taints are only ever
-cleared on request: legate does not retry a configuration proxies rejected.`,
-		Args: cobra.ExactArgs(2),
+cleared on request: legate does not retry a configuration proxies rejected.
+It needs the admin token.`,
+		Example: `  # the tainted revision as legate status edge shows it
+  legate untaint edge 3c959b7021e1
+  # with the token of a legate serve started with --state-dir /var/lib/legate
+  legate untaint edge 3c959b7021e1 --state-dir /var/lib/legate`,
+		Args:              cobra.ExactArgs(2),
+		ValidArgsFunction: completeNodes(&cf),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			node, hash := args[0], args[1]
-			endpoint := strings.TrimSuffix(server, "/") + "/api/v1/nodes/" + url.PathEscape(node) +
-				"/revisions/" + url.PathEscape(hash) + "/taint"
-			req, err := http.NewRequestWithContext(cmd.Context(), http.MethodDelete, endpoint, nil)
+			c, err := cf.client()
 			if err != nil {
 				return err
 			}
-			tok, err := tf.token()
-			if err != nil {
-				return err
+			var out struct {
+				Revision string `json:"revision"`
+				Status   string `json:"status"`
 			}
-			req.Header.Set("Authorization", "Bearer "+tok)
-			resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
-			if err != nil {
-				return unreachable(err)
+			path := "/api/v1/nodes/" + url.PathEscape(node) + "/revisions/" + url.PathEscape(hash) + "/taint"
+			if err := c.do(cmd.Context(), http.MethodDelete, path, true, &out); err != nil {
+				return fmt.Errorf("clear the taint of %s on node %s: %w", hash, node, err)
 			}
-			defer resp.Body.Close()
-			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("clear taint of %s on node %s: %s: %s", hash, node, resp.Status, strings.TrimSpace(string(body)))
+			if out.Status == "not tainted" {
+				fmt.Fprintf(cmd.OutOrStdout(), "revision %s of node %s is not tainted; nothing to clear\n", short(out.Revision), node)
+				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "taint cleared: node %s revision %s\n", node, hash)
+			fmt.Fprintf(cmd.OutOrStdout(), "taint cleared: node %s revision %s\n", node, short(out.Revision))
 			return nil
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", "http://127.0.0.1:8080", "legate's HTTP address")
-	tf.bind(cmd.Flags())
+	cf.bind(cmd.Flags(), true)
 	return cmd
 }

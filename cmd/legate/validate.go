@@ -27,7 +27,10 @@ type validateFlags struct {
 func newValidateCommand() *cobra.Command {
 	var f validateFlags
 	cmd := &cobra.Command{
-		Use:   "validate [PATH...]",
+		Use: "validate [PATH...]",
+		Example: `  # the verdict legate serve would give, before pushing
+  legate validate ./envoy
+  legate validate --node edge static/envoy.yaml`,
 		Short: "Render and validate a configuration repository offline",
 		Long: `validate renders the Envoy configuration in the given files and directories
 (default: the current directory) exactly as the server would, and reports

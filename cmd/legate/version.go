@@ -75,7 +75,10 @@ var servedTypes = []string{
 func newVersionCommand() *cobra.Command {
 	var output string
 	cmd := &cobra.Command{
-		Use:   "version",
+		Use: "version",
+		Example: `  legate version
+  legate version -o json
+  legate --version`,
 		Short: "Print legate's version and the versions of the APIs it serves",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -10,14 +10,18 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 )
 
-// Trigger is called once per repository named by a valid push event (with
-// the first URL form the payload gives: the HTTP clone URL for the forges)
-// and the pushed ref (e.g. "refs/heads/main"). It must not block.
-type Trigger func(repoURL, ref string)
+// Trigger is called once per valid push event with every URL form the
+// payload gives of the pushed repository (the forges send clone, SSH and web
+// URLs, whose hosts may differ: a forge's SSH domain is often another name)
+// and the pushed ref (e.g. "refs/heads/main"). A source matches the push
+// when its URL names the repository in any of those forms. It must not
+// block.
+type Trigger func(repoURLs []string, ref string)
 
 // GenericSignatureHeader is the signature header of the generic webhook:
 // "sha256=" followed by the hex
@@ -102,13 +106,16 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	// A payload names one repository in several forms (clone, ssh, web
-	// URLs); trigger once per repository, with the first form given.
-	seen := map[string]bool{}
+	// URLs): hand them all over at once, so that a source matching one
+	// form is fetched once and the others are not "unknown repositories".
+	var urls []string
 	for _, u := range p.urls {
-		if k := repoKey(u); u != "" && !seen[k] {
-			seen[k] = true
-			h.trigger(u, p.ref)
+		if u != "" && !slices.Contains(urls, u) {
+			urls = append(urls, u)
 		}
+	}
+	if len(urls) > 0 {
+		h.trigger(urls, p.ref)
 	}
 	w.WriteHeader(http.StatusAccepted)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,10 +20,10 @@ type recorder struct {
 	calls []string
 }
 
-func (r *recorder) trigger(url, ref string) {
+func (r *recorder) trigger(urls []string, ref string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.calls = append(r.calls, url+" "+ref)
+	r.calls = append(r.calls, strings.Join(urls, ",")+" "+ref)
 }
 
 func (r *recorder) got() []string {
@@ -75,15 +76,15 @@ func TestWebhooks(t *testing.T) {
 		wantCode  int
 		wantCalls []string
 	}{
-		{"gitea push", giteaReq(secret, "push"), http.StatusAccepted, []string{"http://127.0.0.1:3000/org/cfg.git refs/heads/main"}},
+		{"gitea push", giteaReq(secret, "push"), http.StatusAccepted, []string{"http://127.0.0.1:3000/org/cfg.git,ssh://git@127.0.0.1:2222/org/cfg.git,http://127.0.0.1:3000/org/cfg refs/heads/main"}},
 		{"gitea wrong secret", giteaReq(wrong, "push"), http.StatusUnauthorized, nil},
 		{"gitea unsigned", request{"/hooks/gitea", map[string]string{"X-Gitea-Event": "push"}, giteaPush}, http.StatusUnauthorized, nil},
 		{"gitea other event", giteaReq(secret, "issues"), http.StatusNoContent, nil},
-		{"github push", githubReq(secret, "push"), http.StatusAccepted, []string{"https://github.com/org/cfg.git refs/tags/v1.2.0"}},
+		{"github push", githubReq(secret, "push"), http.StatusAccepted, []string{"https://github.com/org/cfg.git,git@github.com:org/cfg.git,git://github.com/org/cfg.git,https://github.com/org/cfg refs/tags/v1.2.0"}},
 		{"github wrong secret", githubReq(wrong, "push"), http.StatusUnauthorized, nil},
 		{"github bare hex", request{"/hooks/github", map[string]string{"X-Hub-Signature-256": sign(secret, githubPush), "X-GitHub-Event": "push"}, githubPush}, http.StatusUnauthorized, nil},
 		{"github ping", githubReq(secret, "ping"), http.StatusNoContent, nil},
-		{"gitlab push", gitlabReq(string(secret), "Push Hook"), http.StatusAccepted, []string{"https://gitlab.example/group/cfg.git refs/heads/main"}},
+		{"gitlab push", gitlabReq(string(secret), "Push Hook"), http.StatusAccepted, []string{"https://gitlab.example/group/cfg.git,git@gitlab.example:group/cfg.git,https://gitlab.example/group/cfg refs/heads/main"}},
 		{"gitlab wrong token", gitlabReq(string(wrong), "Push Hook"), http.StatusUnauthorized, nil},
 		{"gitlab no token", gitlabReq("", "Push Hook"), http.StatusUnauthorized, nil},
 		{"gitlab merge request", gitlabReq(string(secret), "Merge Request Hook"), http.StatusNoContent, nil},
@@ -156,9 +157,15 @@ func TestWatcher(t *testing.T) {
 	assert.Equal(t, 1, w.Trigger("git@git.example:org/cfg.git", "refs/tags/v1"))
 	assert.Equal(t, 1, w.Trigger("ssh://git@git.example:2222/org/cfg.git/", ""))
 	assert.Equal(t, 0, w.Trigger("https://git.example/org/cfg2.git", ""))
-	w.AsTrigger()("https://git.example/org/other.git", "refs/heads/main")
+	w.AsTrigger()([]string{"https://git.example/org/other.git"}, "refs/heads/main")
 	assert.Equal(t, 3, main)
 	assert.Equal(t, 1, other)
+
+	// A Gitea whose SSH domain is another name than its HTTP host: the
+	// push matches through its clone URL, once.
+	assert.Equal(t, 1, w.TriggerAny([]string{"ssh://git@gitea.internal:2222/org/cfg.git", "https://git.example/org/cfg.git", "https://git.example/org/cfg"}, "refs/heads/main"))
+	assert.Equal(t, 4, main)
+	assert.Equal(t, 0, w.TriggerAny([]string{"ssh://git@gitea.internal/org/cfg.git"}, ""))
 }
 
 func TestSameRepository(t *testing.T) {

@@ -2,6 +2,7 @@ package hooks
 
 import (
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -31,13 +32,23 @@ func (w *Watcher) Watch(sourceURL string, fetch func()) {
 
 // Trigger calls the fetch of every source watching repoURL and reports how
 // many it called.
-func (w *Watcher) Trigger(repoURL, _ string) int {
-	key := repoKey(repoURL)
+func (w *Watcher) Trigger(repoURL, ref string) int {
+	return w.TriggerAny([]string{repoURL}, ref)
+}
+
+// TriggerAny calls, once, the fetch of every source watching the
+// repository named by any of repoURLs (the forms of one repository a push
+// payload gives) and reports how many it called.
+func (w *Watcher) TriggerAny(repoURLs []string, _ string) int {
+	keys := make([]string, 0, len(repoURLs))
+	for _, u := range repoURLs {
+		keys = append(keys, repoKey(u))
+	}
 	w.mu.RLock()
 	defer w.mu.RUnlock()
 	n := 0
 	for _, wt := range w.watches {
-		if wt.key == key {
+		if slices.Contains(keys, wt.key) {
 			wt.fetch()
 			n++
 		}
@@ -47,7 +58,7 @@ func (w *Watcher) Trigger(repoURL, _ string) int {
 
 // AsTrigger adapts the Watcher to the handlers' Trigger type.
 func (w *Watcher) AsTrigger() Trigger {
-	return func(repoURL, ref string) { w.Trigger(repoURL, ref) }
+	return func(repoURLs []string, ref string) { w.TriggerAny(repoURLs, ref) }
 }
 
 // SameRepository reports whether two repository URLs name the same

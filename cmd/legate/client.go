@@ -1,0 +1,238 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
+
+	"github.com/legate-dev/legate/standalone"
+)
+
+// clientFlags are the flags of the commands that talk to a running legate
+// serve: where it is and, for the mutating ones, its admin token.
+type clientFlags struct {
+	server   string
+	tokens   tokenFlags
+	mutating bool
+}
+
+// defaultServer is --server's default: $LEGATE_SERVER, else legate
+// serve's default --http-addr.
+func defaultServer() string {
+	if v := os.Getenv("LEGATE_SERVER"); v != "" {
+		return v
+	}
+	return standalone.DefaultHTTPAddr
+}
+
+func (f *clientFlags) bind(fl *pflag.FlagSet, mutating bool) {
+	fl.StringVar(&f.server, "server", defaultServer(), "legate serve's HTTP address: host:port (as --http-addr takes it) or a URL ($LEGATE_SERVER)")
+	f.tokens.bind(fl)
+	f.mutating = mutating
+}
+
+// serverURL turns --server into a base URL: "host:port", ":port" and
+// "localhost:8080" get http://; URLs are kept.
+func serverURL(server string) (string, error) {
+	s := strings.TrimSpace(server)
+	if s == "" {
+		return "", errors.New("--server is empty: give legate serve's host:port or URL")
+	}
+	if !strings.Contains(s, "://") {
+		if strings.HasPrefix(s, ":") {
+			s = "127.0.0.1" + s
+		}
+		s = "http://" + s
+	}
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("--server %q: want host:port or an http(s):// URL", server)
+	}
+	return strings.TrimSuffix(u.String(), "/"), nil
+}
+
+// client talks to one legate serve.
+type client struct {
+	base   string
+	http   *http.Client
+	tokens *tokenFlags
+}
+
+func (f *clientFlags) client() (*client, error) {
+	base, err := serverURL(f.server)
+	if err != nil {
+		return nil, err
+	}
+	return &client{base: base, http: &http.Client{Timeout: 15 * time.Second}, tokens: &f.tokens}, nil
+}
+
+// apiErr is an error answer of the API, said for a person.
+type apiErr struct {
+	code int
+	msg  string
+}
+
+func (e *apiErr) Error() string { return e.msg }
+
+// do sends one request; a non-nil body is JSON, admin adds the token. The
+// answer is decoded into out unless out is nil.
+func (c *client) do(ctx context.Context, method, path string, admin bool, out any) error {
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	if err != nil {
+		return err
+	}
+	tok, err := c.tokens.token()
+	switch {
+	case err == nil:
+		// The admin token is also accepted for reads, which need a token
+		// when legate serve has a read token.
+		req.Header.Set("Authorization", "Bearer "+tok)
+	case admin:
+		return err
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return fmt.Errorf("cannot reach legate serve at %s (is it running? --server sets its HTTP address): %w", c.base, errors.Unwrap(err))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return fmt.Errorf("read the answer of %s: %w", c.base, err)
+	}
+	if resp.StatusCode >= 300 {
+		return readableError(resp.StatusCode, body)
+	}
+	if out == nil {
+		return nil
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("%s did not answer like legate serve (%s %s): %w", c.base, method, path, err)
+	}
+	return nil
+}
+
+// readableError turns an API error answer into one line: the API's own
+// message, and what to do for the common codes.
+func readableError(code int, body []byte) error {
+	var e struct {
+		Error string `json:"error"`
+	}
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	if i := strings.IndexByte(msg, '\n'); i >= 0 {
+		msg = msg[:i]
+	}
+	if len(msg) > 300 {
+		msg = msg[:300] + "…"
+	}
+	switch code {
+	case http.StatusUnauthorized:
+		msg = "legate serve refused the admin token: " + msg + " (--token-file, $LEGATE_TOKEN or --state-dir find it)"
+	case http.StatusForbidden:
+		msg = "legate serve refused the call: " + msg
+	}
+	return &apiErr{code: code, msg: msg}
+}
+
+// isNotFound reports whether err is the API's 404.
+func isNotFound(err error) bool {
+	var ae *apiErr
+	return errors.As(err, &ae) && ae.code == http.StatusNotFound
+}
+
+func (c *client) nodes(ctx context.Context) ([]standalone.NodeView, error) {
+	var out []standalone.NodeView
+	return out, c.do(ctx, http.MethodGet, "/api/v1/nodes", false, &out)
+}
+
+func (c *client) node(ctx context.Context, id string) (standalone.NodeView, error) {
+	var out standalone.NodeView
+	return out, c.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(id), false, &out)
+}
+
+func (c *client) sources(ctx context.Context) ([]standalone.SourceStatus, error) {
+	var out []standalone.SourceStatus
+	return out, c.do(ctx, http.MethodGet, "/api/v1/sources", false, &out)
+}
+
+func (c *client) revision(ctx context.Context, node, hash string) (standalone.RevisionView, error) {
+	var out standalone.RevisionView
+	return out, c.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(node)+"/revisions/"+url.PathEscape(hash), false, &out)
+}
+
+// completeNodes completes node IDs from the server named by --server.
+func completeNodes(f *clientFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := f.client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		nodes, err := c.nodes(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		out := make([]string, 0, len(nodes))
+		for _, n := range nodes {
+			out = append(out, n.NodeID)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completeSources completes source names from the server.
+func completeSources(f *clientFlags) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		c, err := f.client()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		srcs, err := c.sources(cmd.Context())
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		out := make([]string, 0, len(srcs))
+		for _, s := range srcs {
+			out = append(out, s.Name)
+		}
+		return out, cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// printJSONOrYAML writes v as indented JSON or as YAML.
+func printJSONOrYAML(w io.Writer, format string, v any) error {
+	data, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	if format == "yaml" {
+		if data, err = jsonToYAML(data); err != nil {
+			return err
+		}
+		_, err = w.Write(data)
+		return err
+	}
+	_, err = w.Write(append(data, '\n'))
+	return err
+}
+
+func jsonToYAML(data []byte) ([]byte, error) { return yaml.JSONToYAML(data) }

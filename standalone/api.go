@@ -1,0 +1,130 @@
+package standalone
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/sources"
+)
+
+// secretType is the SDS type; its resources are never shown.
+const secretType = "type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.Secret"
+
+// RevisionView is GET /api/v1/nodes/{node}/revisions/{hash}: one revision
+// of a node with its resources as Envoy's JSON.
+type RevisionView struct {
+	Node      string            `json:"node"`
+	Hash      string            `json:"hash"`
+	Served    bool              `json:"served"`
+	Origin    sources.Origin    `json:"origin"`
+	CreatedAt time.Time         `json:"createdAt"`
+	Taint     *revisions.Taint  `json:"taint,omitempty"`
+	Resources []ResourceView    `json:"resources"`
+	Secrets   []ExternalSecretV `json:"externalSecrets,omitempty"`
+}
+
+// ResourceView is one resource of a revision. The key material of SDS
+// secrets is never shown: a secret has Redacted set and no Value.
+type ResourceView struct {
+	Type     string          `json:"type"`
+	Name     string          `json:"name"`
+	Source   string          `json:"source,omitempty"`
+	Value    json.RawMessage `json:"value,omitempty"`
+	Redacted bool            `json:"redacted,omitempty"`
+}
+
+// ExternalSecretV names a secret the revision refers to (never its key
+// material).
+type ExternalSecretV struct {
+	Name string `json:"name"`
+	Kind string `json:"kind"`
+}
+
+// revisionView builds the view of node's revision hash ("served" names
+// the one served; a unique prefix is enough).
+func (s *Server) revisionView(node, hash string) (RevisionView, error) {
+	if hash == "served" {
+		st, ok := s.engine.Node(node)
+		if !ok {
+			return RevisionView{}, errors.New("no node " + quote(node))
+		}
+		if st.Published == nil {
+			return RevisionView{}, errors.New("node " + quote(node) + " serves nothing")
+		}
+		hash = st.Published.Hash
+	}
+	rev, served, ok := s.engine.Revision(node, s.resolveRevision(node, hash))
+	if !ok {
+		if _, known := s.engine.Node(node); !known {
+			return RevisionView{}, errors.New("no node " + quote(node))
+		}
+		return RevisionView{}, errors.New("no revision " + quote(hash) + " of node " + quote(node) + " (a hash or a unique prefix of one, as legate status shows)")
+	}
+	v := RevisionView{
+		Node: node, Hash: rev.Hash, Served: served, Origin: rev.Origin, CreatedAt: rev.CreatedAt,
+		Taint: rev.Taint, Resources: []ResourceView{},
+	}
+	v.Origin.URL = sources.Redact(v.Origin.URL)
+	types := make([]string, 0, len(rev.Config.Types))
+	for t := range rev.Config.Types {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	for _, t := range types {
+		for _, r := range rev.Config.Types[t].Resources {
+			rv := ResourceView{Type: shortTypeName(t), Name: r.Name}
+			if p := r.Source.String(); p != "" && p != "-" {
+				rv.Source = p
+			}
+			if t == secretType {
+				rv.Redacted = true
+			} else {
+				rv.Value = resourceJSON(t, r.Body)
+			}
+			v.Resources = append(v.Resources, rv)
+		}
+	}
+	for _, es := range rev.Config.ExternalSecrets {
+		v.Secrets = append(v.Secrets, ExternalSecretV{Name: es.Name, Kind: es.Kind})
+	}
+	return v, nil
+}
+
+// resourceJSON is a resource as Envoy's JSON, or a note when its type is
+// not known to this build.
+func resourceJSON(typeURL string, body []byte) json.RawMessage {
+	mt, err := protoregistry.GlobalTypes.FindMessageByURL(typeURL)
+	if err != nil {
+		return json.RawMessage(`{"note": "type not known to this build"}`)
+	}
+	msg := mt.New().Interface()
+	if err := proto.Unmarshal(body, msg); err != nil {
+		return json.RawMessage(`{"note": "cannot decode"}`)
+	}
+	out, err := protojson.MarshalOptions{Resolver: protoregistry.GlobalTypes}.Marshal(msg)
+	if err != nil {
+		return json.RawMessage(`{"note": "cannot encode"}`)
+	}
+	// protojson's output is deliberately unstable in whitespace: compact it.
+	var b bytes.Buffer
+	if err := json.Compact(&b, out); err != nil {
+		return out
+	}
+	return b.Bytes()
+}
+
+// shortTypeName is the message name of a type URL ("Cluster").
+func shortTypeName(typeURL string) string {
+	full := protoreflect.FullName(typeURL[strings.LastIndex(typeURL, "/")+1:])
+	return string(full.Name())
+}

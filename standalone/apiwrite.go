@@ -1,0 +1,101 @@
+package standalone
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/legate-dev/legate/logging"
+)
+
+// FetchResponse is the answer to POST /api/v1/sources/{name}/fetch.
+// RequestedAt is the server's time of the request: the fetch it asked for
+// has finished once the source's lastFetch is later.
+type FetchResponse struct {
+	Source      string    `json:"source"`
+	Status      string    `json:"status"`
+	RequestedAt time.Time `json:"requestedAt"`
+}
+
+func (s *Server) serveFetch(w http.ResponseWriter, r *http.Request) {
+	name := r.PathValue("name")
+	l := s.loop(name)
+	if l == nil {
+		writeJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
+		return
+	}
+	if l.isSuspended() {
+		writeJSON(w, http.StatusConflict, apiError{Error: "source " + quote(name) + " is suspended; legate resume " + name + " first"})
+		return
+	}
+	now := time.Now()
+	l.trigger()
+	writeJSON(w, http.StatusAccepted, FetchResponse{Source: name, Status: "fetch requested", RequestedAt: now})
+}
+
+// serveSuspend suspends or resumes a source: a suspended source is not
+// fetched (neither on its interval, nor by webhooks or fetch requests) and
+// its nodes keep what they serve, until it is resumed. It survives
+// restarts.
+func (s *Server) serveSuspend(suspend bool) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		l := s.loop(name)
+		if l == nil {
+			writeJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
+			return
+		}
+		was := l.isSuspended()
+		if err := s.setSuspended(name, suspend); err != nil {
+			writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+			return
+		}
+		status := map[[2]bool]string{
+			{false, true}: "suspended", {true, true}: "already suspended",
+			{true, false}: "resumed", {false, false}: "not suspended",
+		}[[2]bool{was, suspend}]
+		if was && !suspend {
+			l.trigger()
+		}
+		writeJSON(w, http.StatusOK, map[string]string{"source": name, "status": status})
+	}
+}
+
+func (s *Server) serveUntaint(w http.ResponseWriter, r *http.Request) {
+	node, hash := r.PathValue("node"), s.resolveRevision(r.PathValue("node"), r.PathValue("hash"))
+	rev, _, ok := s.engine.Revision(node, hash)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, apiError{Error: "no revision " + quote(r.PathValue("hash")) + " of node " + quote(node)})
+		return
+	}
+	if rev.Taint == nil {
+		writeJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "not tainted"})
+		return
+	}
+	if err := s.engine.ClearTaint(r.Context(), node, hash); err != nil {
+		writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "taint cleared"})
+}
+
+// servePrune stops serving an orphaned node (one no configured source
+// renders any more) and deletes its history. A node a source still renders
+// is refused: removing it from the source is how to stop serving it.
+func (s *Server) servePrune(w http.ResponseWriter, r *http.Request) {
+	node := r.PathValue("node")
+	st, ok := s.engine.Node(node)
+	if !ok {
+		writeJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(node)})
+		return
+	}
+	if !s.orphaned(st) {
+		writeJSON(w, http.StatusConflict, apiError{Error: "node " + quote(node) + " is still rendered by a source (or its source has not rendered since the start); remove it from the source's configuration first"})
+		return
+	}
+	if err := s.engine.Forget(r.Context(), node); err != nil {
+		writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+		return
+	}
+	logging.Warn(s.log, "orphaned node pruned: no longer served", "node", node)
+	writeJSON(w, http.StatusOK, map[string]string{"node": node, "status": "pruned"})
+}

@@ -1,0 +1,85 @@
+package standalone
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func getText(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(body)
+}
+
+// TestReadyOnlyOnceEverySourceWasFetched runs a server with a good source
+// and one whose Git server holds the first fetch: /readyz fails naming the
+// waiting source until that fetch ends (here with an error, which it then
+// shows), while /livez answers throughout.
+func TestReadyOnlyOnceEverySourceWasFetched(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	release := make(chan struct{})
+	held := make(chan struct{}, 1)
+	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case held <- struct{}{}:
+		default:
+		}
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+		http.Error(w, "repository unavailable", http.StatusInternalServerError)
+	}))
+	t.Cleanup(slow.Close)
+	t.Cleanup(func() {
+		select {
+		case <-release:
+		default:
+			close(release)
+		}
+	})
+
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "n",
+		Sources: []SourceConfig{
+			{Name: "good", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}},
+			{Name: "held", Git: &GitSource{URL: slow.URL + "/org/cfg.git"}, Interval: Duration{time.Hour}},
+		},
+	}, Options{})
+	runServer(t, s)
+	base := "http://" + s.HTTPAddr()
+	select {
+	case <-held:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the held source never asked its Git server")
+	}
+	require.Eventually(t, func() bool { return s.Sources()[0].Commit != "" }, 30*time.Second, 10*time.Millisecond)
+
+	code, body := getText(t, base+"/readyz")
+	assert.Equal(t, http.StatusServiceUnavailable, code)
+	assert.Contains(t, body, "source held: waiting for its first fetch")
+	assert.Contains(t, body, "source good: fetched main@sha1:")
+	code, _ = getText(t, base+"/livez")
+	assert.Equal(t, http.StatusOK, code, "alive while not ready")
+
+	close(release)
+	require.Eventually(t, func() bool {
+		code, _ := getText(t, base+"/readyz")
+		return code == http.StatusOK
+	}, 30*time.Second, 10*time.Millisecond)
+	_, body = getText(t, base+"/readyz")
+	assert.True(t, strings.HasPrefix(body, "ok\n"), body)
+	assert.Contains(t, body, "source held: fetched nothing; error:")
+}
