@@ -364,12 +364,29 @@ func TestTimeoutJudgesSilentProxies(t *testing.T) {
 			h.events(connect("pod-silent"), nack("pod-a", p2, "bad"))
 			require.Equal(t, revisions.StatePending, h.status().State)
 
-			h.e.Tick(h.clock.Step(29 * time.Second))
+			h.e.Tick(context.Background(), h.clock.Step(29 * time.Second))
 			assert.Equal(t, revisions.StatePending, h.status().State, "before the timeout")
-			h.e.Tick(h.clock.Step(time.Second))
+			h.e.Tick(context.Background(), h.clock.Step(time.Second))
 			assert.Equal(t, tt.want, h.status().State, "at the timeout")
 		})
 	}
+}
+
+// A Tick during shutdown judges nothing: its context ended, so no
+// verdict (and no store write or commit status) starts.
+func TestTickHonoursShutdown(t *testing.T) {
+	h := newHarness(t, revisions.Options{Timeout: 30 * time.Second})
+	h.apply(config("l1", "c1"), "sha1")
+	h.events(connect("pod-a"), ack("pod-a", h.pub.last(t)))
+	h.apply(config("l1", "c2"), "sha2")
+	h.events(connect("pod-silent"), nack("pod-a", h.pub.last(t), "bad"))
+	require.Equal(t, revisions.StatePending, h.status().State)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	h.e.Tick(ctx, h.clock.Step(time.Minute))
+	assert.Equal(t, revisions.StatePending, h.status().State, "no verdict during shutdown")
+	h.e.Tick(context.Background(), h.clock.Now())
+	assert.Equal(t, revisions.StateDegraded, h.status().State, "the same tick without shutdown judges the silent proxy")
 }
 
 func TestAllTaintedIsRollbackFailedUntilCleared(t *testing.T) {
@@ -505,7 +522,7 @@ func TestNotReadyPublicationWaitsAndIsRetried(t *testing.T) {
 	assert.InDelta(t, 0.0, h.metric("legate_revisions_taints_total"), 0)
 
 	h.clock.Step(time.Second)
-	h.e.Tick(h.clock.Now())
+	h.e.Tick(context.Background(), h.clock.Now())
 	s = h.status()
 	require.NotNil(t, s.Waiting, "still not ready")
 	assert.Equal(t, since, s.Waiting.Since, "the same wait keeps its start")
@@ -513,7 +530,7 @@ func TestNotReadyPublicationWaitsAndIsRetried(t *testing.T) {
 
 	ready = true
 	h.clock.Step(time.Second)
-	h.e.Tick(h.clock.Now())
+	h.e.Tick(context.Background(), h.clock.Now())
 	s = h.status()
 	assert.Nil(t, s.Waiting)
 	assert.Equal(t, "sha2", s.Published.Commit)
@@ -567,7 +584,7 @@ func TestWaitingRevisionIsSupersededAndFirstRevisionWaits(t *testing.T) {
 	h.pub.mu.Lock()
 	h.pub.refuse = nil
 	h.pub.mu.Unlock()
-	h.e.Tick(h.clock.Now())
+	h.e.Tick(context.Background(), h.clock.Now())
 	s = h.status()
 	assert.Nil(t, s.Waiting)
 	assert.Equal(t, "sha3", s.Published.Commit)
@@ -790,7 +807,7 @@ func TestSubscriberReadingTheEngineWhileTicking(t *testing.T) {
 			case <-stop:
 				return
 			default:
-				h.e.Tick(h.clock.Now())
+				h.e.Tick(context.Background(), h.clock.Now())
 			}
 		}
 	}()

@@ -53,7 +53,7 @@ func (e *Engine) Run(ctx context.Context) error {
 		case <-e.queue.wake:
 			e.drain(ctx)
 		case <-t.C:
-			e.Tick(e.clock.Now())
+			e.Tick(ctx, e.clock.Now())
 		}
 	}
 }
@@ -61,12 +61,16 @@ func (e *Engine) Run(ctx context.Context) error {
 // Tick judges every publication whose answer timeout has passed at now, and
 // tries again the publications that were not ready.
 // Run calls it; tests and other drivers may call it with their own clock.
-func (e *Engine) Tick(now time.Time) {
+// Store writes it makes end with ctx.
+func (e *Engine) Tick(ctx context.Context, now time.Time) {
 	defer e.unlock()
 	e.mu.Lock()
 	for _, n := range e.nodes {
-		e.evaluate(context.Background(), n, now)
-		e.retryWaiting(context.Background(), n, now)
+		if ctx.Err() != nil {
+			return
+		}
+		e.evaluate(ctx, n, now)
+		e.retryWaiting(ctx, n, now)
 	}
 }
 

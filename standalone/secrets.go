@@ -111,18 +111,33 @@ func (r secretReader) build(exts []render.ExternalSecret) ([]render.Resource, er
 		}
 		out = append(out, res)
 	}
-	if err := errors.Join(errs...); err != nil {
-		for _, e := range errs {
-			if !errors.Is(e, revisions.ErrNotReady) {
-				// A fault of the configuration (a bad ref or kind) refuses
-				// the revision even if some files are only missing.
-				return nil, errors.New(err.Error())
-			}
+	if len(errs) > 0 {
+		if slices.ContainsFunc(errs, func(e error) bool { return !errors.Is(e, revisions.ErrNotReady) }) {
+			// A fault of the configuration (a bad ref or kind) refuses
+			// the revision even if some files are only missing.
+			return nil, configFault(errs)
 		}
-		return nil, revisions.NotReady(err)
+		return nil, revisions.NotReady(errors.Join(errs...))
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil
+}
+
+// configFault is the error of secrets of which at least one is wrong in
+// the configuration: its text names every problem, missing files too, but
+// it unwraps only to the faults, so it is never taken for ErrNotReady.
+type configFault []error
+
+func (f configFault) Error() string { return errors.Join(f...).Error() }
+
+func (f configFault) Unwrap() []error {
+	var faults []error
+	for _, e := range f {
+		if !errors.Is(e, revisions.ErrNotReady) {
+			faults = append(faults, e)
+		}
+	}
+	return faults
 }
 
 func (r secretReader) one(root *os.Root, ext render.ExternalSecret) (render.Resource, error) {
