@@ -1,4 +1,7 @@
-// Package pki runs legate's small certificate authority: it issues the xDS
-// server and client certificates used for mTLS between proxies and legate,
-// renews them at 80 % of their lifetime and reloads them without a restart.
+// Package pki is legate's small certificate authority: it makes a CA and
+// issues the xDS server's certificate and client certificates that bind
+// node IDs, for mutual TLS between proxies and legate (`legate pki`).
+// It does not renew anything by itself: the xDS server reads its files
+// again when they change, and automatic issuing and renewal for injected
+// sidecars is not built yet.
 package pki

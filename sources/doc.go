@@ -1,5 +1,6 @@
 // Package sources fetches configuration from where its authors keep it (Git
-// repositories, OCI artifacts and Kubernetes EnvoyConfig objects) and yields
-// each fetch as a read-only Snapshot: a file tree plus the Origin it came from.
-// Sources never render, validate or publish what they fetch.
+// repositories and OCI artifacts; Kubernetes EnvoyConfig objects once the
+// Kubernetes home exists) and yields each fetch as a read-only Snapshot: a
+// file tree plus the Origin it came from. Sources never render, validate or
+// publish what they fetch.
 package sources

@@ -28,6 +28,10 @@ type Config struct {
 	Sources []SourceConfig `json:"sources"`
 	// DefaultNode is the node ID of files that name none.
 	DefaultNode string `json:"node,omitempty"`
+	// MaxFileSize is the largest configuration file rendered, in bytes
+	// (default render.DefaultMaxFileSize), as `legate validate
+	// --max-file-size`.
+	MaxFileSize int64 `json:"maxFileSize,omitempty"`
 	// XDSAddr is where the ADS server listens (default "127.0.0.1:18000").
 	// Beyond loopback it must run over mutual TLS (XDSTLS with a client
 	// CA) unless XDSInsecure says otherwise.

@@ -155,6 +155,9 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	start = time.Now()
 	ropts := l.s.render()
 	ropts.DefaultNode = l.s.cfg.DefaultNode
+	if l.s.cfg.MaxFileSize > 0 {
+		ropts.MaxFileSize = l.s.cfg.MaxFileSize
+	}
 	result := renderBounded(res.Files, ropts, l.s.renderLimit)
 	result.Diagnostics = append(result.Diagnostics, secretScope{source: l.cfg.Name, grants: l.cfg.Secrets}.apply(result)...)
 	l.s.metrics.renderDuration.WithLabelValues(l.cfg.Name).Observe(time.Since(start).Seconds())

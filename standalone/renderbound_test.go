@@ -73,3 +73,22 @@ func TestRenderBoundedCatchesAGeneratorPanic(t *testing.T) {
 	assert.Equal(t, render.RuleInternal, res.Diagnostics[0].Rule)
 	assert.Contains(t, res.Diagnostics[0].Message, "generator bug")
 }
+
+// serve renders under the same file size limit validate takes.
+func TestServeHonoursMaxFileSize(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "edge", MaxFileSize: 16,
+		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	runServer(t, s)
+	var st SourceStatus
+	require.Eventually(t, func() bool {
+		st = s.Sources()[0]
+		return st.LastError != ""
+	}, 30*time.Second, 10*time.Millisecond, "the commit is rejected")
+	assert.Contains(t, st.LastError, "limit of 16 bytes", "%s", st.LastError)
+	_, ok := s.engine.Node("edge")
+	assert.False(t, ok)
+}

@@ -1,4 +1,4 @@
 // Package webhook holds legate's Kubernetes admission webhooks: Envoy sidecar
 // injection into Pods and validation of legate's own resources through the
-// renderer.
+// renderer. Nothing is built here yet: the Kubernetes home comes first.
 package webhook

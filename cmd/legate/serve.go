@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/standalone"
 )
@@ -25,6 +26,7 @@ type serveFlags struct {
 	path           string
 	interval       time.Duration
 	node           string
+	maxFileSize    int64
 	xdsAddr        string
 	httpAddr       string
 	stateDir       string
@@ -95,6 +97,7 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.path, "path", "", "directory inside the repository that holds the configuration")
 	fl.DurationVar(&f.interval, "interval", standalone.DefaultInterval, "poll interval")
 	fl.StringVar(&f.node, "node", "", "node ID of files that name none")
+	fl.Int64Var(&f.maxFileSize, "max-file-size", render.DefaultMaxFileSize, "largest configuration file rendered, in bytes (as legate validate --max-file-size)")
 	fl.StringVar(&f.xdsAddr, "xds-addr", standalone.DefaultXDSAddr, "address of the xDS (ADS) server")
 	fl.StringVar(&f.httpAddr, "http-addr", standalone.DefaultHTTPAddr, "address of health checks, metrics and the status API")
 	fl.StringVar(&f.stateDir, "state-dir", standalone.DefaultStateDir, "directory of the embedded store and the clones")
@@ -157,6 +160,9 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	}
 	if set("node") {
 		cfg.DefaultNode = f.node
+	}
+	if set("max-file-size") {
+		cfg.MaxFileSize = f.maxFileSize
 	}
 	if set("xds-addr") {
 		cfg.XDSAddr = f.xdsAddr

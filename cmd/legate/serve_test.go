@@ -30,6 +30,8 @@ func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 		"--secrets-dir", "/run/legate-secrets",
 		"--xds-tls-cert", "/tls/flag.crt",
 		"--xds-client-ca", "/tls/ca.crt",
+		"--max-file-size", "4096",
+		"--read-token-file", "/run/read-token",
 	}))
 	cfg, err := f.config(fl)
 	require.NoError(t, err)
@@ -40,6 +42,8 @@ func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 	assert.Equal(t, sources.Secret{File: "/run/hook"}, cfg.Webhooks.Gitea)
 	assert.Equal(t, sources.Secret{Env: "HOOK"}, cfg.Webhooks.GitHub)
 	assert.Equal(t, "https://legate.example", cfg.PublicURL)
+	assert.EqualValues(t, 4096, cfg.MaxFileSize, "serve reads files under the same limit validate takes")
+	assert.Equal(t, "/run/read-token", cfg.ReadTokenFile)
 	assert.Equal(t, "/run/legate-secrets", cfg.SecretsDir, "the flag wins over the file")
 	assert.Equal(t, "127.0.0.1:9000", cfg.HTTPAddr, "an unset flag keeps the file's value")
 	require.NotNil(t, cfg.XDSTLS)

@@ -39,12 +39,15 @@ func Start(t testing.TB) *Cluster {
 			tooling.Missing(t, bin, "not found in "+dir)
 		}
 	}
-	env := &crenvtest.Environment{
-		BinaryAssetsDirectory: dir,
-		ErrorIfCRDPathMissing: false,
-	}
+	env := &crenvtest.Environment{BinaryAssetsDirectory: dir}
+	// The CRDs are installed once config/crd exists (the Kubernetes home
+	// generates them); until then the API server runs with the built-in
+	// types only, and a CRD directory that is named must exist.
 	if root, err := tooling.RepoRoot(); err == nil {
-		env.CRDDirectoryPaths = []string{filepath.Join(root, "config", "crd")}
+		if crds := filepath.Join(root, "config", "crd"); dirExists(crds) {
+			env.CRDDirectoryPaths = []string{crds}
+			env.ErrorIfCRDPathMissing = true
+		}
 	}
 	cfg, err := env.Start()
 	if err != nil {
@@ -60,4 +63,9 @@ func Start(t testing.TB) *Cluster {
 		t.Fatalf("client for envtest API server: %v", err)
 	}
 	return &Cluster{Config: cfg, Client: c}
+}
+
+func dirExists(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.IsDir()
 }
