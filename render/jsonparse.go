@@ -229,7 +229,7 @@ func (p *jsonParser) number() (*yaml.Node, error) {
 		p.pos++
 	}
 	text := string(p.data[start:p.pos])
-	if _, err := strconv.ParseFloat(text, 64); err != nil {
+	if _, err := strconv.ParseFloat(text, 64); err != nil || !jsonNumber(text) {
 		return nil, p.errorf("invalid number %q", text)
 	}
 	p.pos = start
@@ -237,6 +237,46 @@ func (p *jsonParser) number() (*yaml.Node, error) {
 	p.pos += len(text)
 	n.Value = text
 	return n, nil
+}
+
+// jsonNumber reports whether text is a number in JSON's grammar:
+// -?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)? (strconv accepts more,
+// such as "00", "1." or "+1").
+func jsonNumber(text string) bool {
+	i := 0
+	digits := func() int {
+		n := 0
+		for i < len(text) && text[i] >= '0' && text[i] <= '9' {
+			i++
+			n++
+		}
+		return n
+	}
+	if i < len(text) && text[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(text) && text[i] == '0':
+		i++
+	case digits() == 0:
+		return false
+	}
+	if i < len(text) && text[i] == '.' {
+		i++
+		if digits() == 0 {
+			return false
+		}
+	}
+	if i < len(text) && (text[i] == 'e' || text[i] == 'E') {
+		i++
+		if i < len(text) && (text[i] == '+' || text[i] == '-') {
+			i++
+		}
+		if digits() == 0 {
+			return false
+		}
+	}
+	return i == len(text)
 }
 
 // str reads a JSON string starting at the opening quote.
