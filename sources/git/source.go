@@ -39,12 +39,12 @@ type Source struct {
 	path     string
 	dir      string
 
-	mu          sync.Mutex
-	repo        *gogit.Repository // opened once; its object caches survive polls
+	mu   sync.Mutex
+	repo *gogit.Repository // opened once; its object caches survive polls
 	// quota bounds what a fetch may write to the clone (see fetchRef).
 	quota quota
 	// local is set for a repository on this machine (file transport).
-	local bool
+	local       bool
 	lastContent string
 	last        *sources.Result          // the previous snapshot, reused when the commit did not move
 	lastBlobs   map[plumbing.Hash][]byte // its file contents by blob hash, reused for unchanged files
