@@ -288,3 +288,48 @@ static_resources:
 	res = Render(fstest.MapFS{"a.yaml": {Data: []byte(static)}, "b.yaml": {Data: []byte(static)}}, Options{})
 	assert.Len(t, res.Diagnostics, 1, "two static bootstraps for one node define the same cluster")
 }
+
+// Input legate cannot act on in this home is reported, naming the file
+// and the home that supports it.
+func TestEndpointSlicesNeedTheKubernetesHome(t *testing.T) {
+	doc := `apiVersion: marin3r.3scale.net/v1alpha1
+kind: EnvoyConfig
+metadata: {name: e}
+spec:
+  nodeID: n
+  resources:
+  - type: cluster
+    value: {name: api, type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}
+  - type: endpoint
+    generateFromEndpointSlices: {selector: {matchLabels: {app: api}}, clusterName: api, targetPort: http}
+`
+	errs, warns := verdict(t, map[string]string{"e.yaml": doc})
+	assert.Empty(t, errs)
+	assert.Equal(t, []string{`e.yaml:10:33: warning: generateFromEndpointSlices is acted on only by the Kubernetes home, which builds endpoints from EndpointSlices; here (legate serve, legate validate) cluster "api" gets no endpoints from it: list them in a resource of type endpoint`}, warns)
+	res := RenderDocuments([]Document{{Path: "e.yaml", Data: []byte(doc)}}, Options{EndpointSlices: true})
+	assert.Empty(t, res.Warnings)
+	assert.True(t, res.OK())
+}
+
+// Envoy's v2 API is gone: say so and name the v3 type.
+func TestV2Types(t *testing.T) {
+	errs, _ := verdict(t, map[string]string{
+		"c.yaml": "\"@type\": type.googleapis.com/envoy.api.v2.Cluster\nname: c\n",
+		"r.yaml": "resources:\n- \"@type\": type.googleapis.com/envoy.api.v2.RouteConfiguration\n  name: r\n",
+		"l.yaml": `"@type": type.googleapis.com/envoy.config.listener.v3.Listener
+name: l
+address: {socket_address: {address: 0.0.0.0, port_value: 8080}}
+filter_chains:
+- filters:
+  - name: envoy.filters.network.http_connection_manager
+    typed_config: {"@type": type.googleapis.com/envoy.config.filter.network.http_connection_manager.v2.HttpConnectionManager}
+`,
+		"m.yaml": "apiVersion: marin3r.3scale.net/v1alpha1\nkind: EnvoyConfig\nmetadata: {name: m}\nspec: {nodeID: m, envoyAPI: v2, resources: []}\n",
+	})
+	assert.Equal(t, []string{
+		`c.yaml:1:10: @type "type.googleapis.com/envoy.api.v2.Cluster" is of Envoy's v2 API, which was removed (Envoy 1.18 reads only v3): use type.googleapis.com/envoy.config.cluster.v3.Cluster`,
+		`l.yaml:7:29: listener "l" filter_chains[0].filters[0].typed_config.@type: "type.googleapis.com/envoy.config.filter.network.http_connection_manager.v2.HttpConnectionManager" is of Envoy's v2 API, which was removed (Envoy 1.18 reads only v3): use type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`,
+		`m.yaml:4:29: envoyAPI "v2": Envoy's v2 API was removed (Envoy 1.18 reads only v3): set envoyAPI: v3 and write v3 resources`,
+		`r.yaml:2:12: @type "type.googleapis.com/envoy.api.v2.RouteConfiguration" is of Envoy's v2 API, which was removed (Envoy 1.18 reads only v3): use type.googleapis.com/envoy.config.route.v3.RouteConfiguration`,
+	}, errs)
+}
