@@ -7,6 +7,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -127,6 +128,10 @@ func (c *checker) visit(path []string, m proto.Message) {
 	case *routev3.RouteConfiguration:
 		c.uniqueDomains(path, m)
 		c.routeScope(path, m)
+	case *listenerv3.Listener:
+		c.filterChainMatches(path, m)
+	case *listenerv3.FilterChain:
+		c.networkFilters(path, m.GetFilters())
 	case *routev3.FilterConfig:
 		// Envoy refuses a per-route FilterConfig that neither configures
 		// nor disables the filter; an empty `config: {}` enables it.
@@ -205,6 +210,76 @@ func (c *checker) scopeOf(path []string) routeScope {
 		}
 	}
 	return routeScope{}
+}
+
+// Network filters Envoy knows to be terminal (they must be last in a
+// filter chain) and not terminal (they must not be last). Filters in
+// neither list are not judged.
+var (
+	terminalNetworkFilters = map[string]bool{
+		"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager": true,
+		"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy":                            true,
+		"envoy.extensions.filters.network.direct_response.v3.Config":                        true,
+		"envoy.extensions.filters.network.echo.v3.Echo":                                     true,
+		"envoy.extensions.filters.network.redis_proxy.v3.RedisProxy":                        true,
+		"envoy.extensions.filters.network.thrift_proxy.v3.ThriftProxy":                      true,
+		"envoy.extensions.filters.network.dubbo_proxy.v3.DubboProxy":                        true,
+	}
+	nonTerminalNetworkFilters = map[string]bool{
+		"envoy.extensions.filters.network.rbac.v3.RBAC":                              true,
+		"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz":                     true,
+		"envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit":         true,
+		"envoy.extensions.filters.network.ratelimit.v3.RateLimit":                    true,
+		"envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit":       true,
+		"envoy.extensions.filters.network.sni_cluster.v3.SniCluster":                 true,
+		"envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy":                 true,
+		"envoy.extensions.filters.network.mysql_proxy.v3.MySQLProxy":                 true,
+		"envoy.extensions.filters.network.client_ssl_auth.v3.ClientSSLAuth":          true,
+		"envoy.extensions.filters.network.zookeeper_proxy.v3.ZooKeeperProxy":         true,
+		"envoy.extensions.filters.network.postgres_proxy.v3alpha.PostgresProxy":      true,
+		"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig": true,
+	}
+)
+
+// networkFilters applies Envoy's load-time rule on a filter chain: a
+// terminal filter is last, and the last filter is terminal (an empty
+// chain is accepted).
+func (c *checker) networkFilters(path []string, filters []*listenerv3.Filter) {
+	for i, f := range filters {
+		url := f.GetTypedConfig().GetTypeUrl()
+		name := url[strings.LastIndex(url, "/")+1:]
+		last := i == len(filters)-1
+		switch {
+		case terminalNetworkFilters[name] && !last:
+			c.fieldDiag(append(clonePath(path), "filters", indexSeg(i)), RuleListener,
+				"%q is a terminal filter and must be the last of its filter chain, which Envoy enforces: filters after it never run", f.GetName())
+		case nonTerminalNetworkFilters[name] && last:
+			c.fieldDiag(append(clonePath(path), "filters", indexSeg(i)), RuleListener,
+				"%q is not a terminal filter and is the last of its filter chain, which Envoy refuses: end the chain with a terminal filter such as tcp_proxy or http_connection_manager", f.GetName())
+		}
+	}
+}
+
+// filterChainMatches reports two filter chains of a listener with the
+// same filter_chain_match, which Envoy refuses ("multiple filter chains
+// with the same matching rules are defined").
+func (c *checker) filterChainMatches(path []string, l *listenerv3.Listener) {
+	if l.GetFilterChainMatcher() != nil {
+		return // chains are chosen by the matcher, by name
+	}
+	seen := map[string]int{}
+	for i, fc := range l.GetFilterChains() {
+		key, err := deterministic.Marshal(fc.GetFilterChainMatch())
+		if err != nil {
+			continue
+		}
+		if first, dup := seen[string(key)]; dup {
+			c.fieldDiag(append(clonePath(path), "filter_chains", indexSeg(i)), RuleListener,
+				"filter chain matches the same connections as filter_chains[%d] (equal filter_chain_match), which Envoy refuses", first)
+			continue
+		}
+		seen[string(key)] = i
+	}
 }
 
 // isRouter reports whether an HTTP filter is Envoy's router.

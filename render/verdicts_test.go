@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -332,4 +333,55 @@ filter_chains:
 		`m.yaml:4:29: envoyAPI "v2": Envoy's v2 API was removed (Envoy 1.18 reads only v3): set envoyAPI: v3 and write v3 resources`,
 		`r.yaml:2:12: @type "type.googleapis.com/envoy.api.v2.RouteConfiguration" is of Envoy's v2 API, which was removed (Envoy 1.18 reads only v3): use type.googleapis.com/envoy.config.route.v3.RouteConfiguration`,
 	}, errs)
+}
+
+// Load-time rules of Envoy that protobuf validation does not express.
+func TestLoadTimeRules(t *testing.T) {
+	listener := func(name string, port int, chains string) string {
+		return fmt.Sprintf(`"@type": type.googleapis.com/envoy.config.listener.v3.Listener
+name: %s
+address: {socket_address: {address: 0.0.0.0, port_value: %d}}
+filter_chains:
+%s`, name, port, chains)
+	}
+	tcp := `  - name: tcp
+    typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: t, cluster: c}
+`
+	rbac := `  - name: rbac
+    typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r}
+`
+	cluster := "---\n\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c\n"
+	tests := []struct {
+		name string
+		doc  string
+		want []string
+	}{
+		{"rbac then tcp_proxy", listener("l", 1, "- filters:\n"+rbac+tcp), []string{}},
+		{"empty chain", listener("l", 1, "- filters: []\n"), []string{}},
+		{"terminal not last", listener("l", 1, "- filters:\n"+tcp+rbac), []string{
+			`x.yaml:6:5: listener "l" filter_chains[0].filters[0]: "tcp" is a terminal filter and must be the last of its filter chain, which Envoy enforces: filters after it never run`,
+			`x.yaml:8:5: listener "l" filter_chains[0].filters[1]: "rbac" is not a terminal filter and is the last of its filter chain, which Envoy refuses: end the chain with a terminal filter such as tcp_proxy or http_connection_manager`,
+		}},
+		{"same filter_chain_match", listener("l", 1, "- filters:\n"+tcp+"- filters:\n"+tcp), []string{
+			`x.yaml:8:3: listener "l" filter_chains[1]: filter chain matches the same connections as filter_chains[0] (equal filter_chain_match), which Envoy refuses`,
+		}},
+		{"different server names", listener("l", 1, "- filter_chain_match: {server_names: [a]}\n  filters:\n"+tcp+"- filter_chain_match: {server_names: [b]}\n  filters:\n"+tcp), []string{}},
+		{"same address twice", listener("a", 1, "- filters:\n"+tcp) + "---\n" + listener("b", 1, "- filters:\n"+tcp), []string{
+			`x.yaml:11:27: listener "b" address: address 0.0.0.0:1 is already used by listener "a" (x.yaml:1:1) for node "n"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs, _ := verdict(t, map[string]string{"x.yaml": tt.doc + cluster})
+			assert.Equal(t, tt.want, errs)
+		})
+	}
+	// The same domain in two virtual hosts of one route configuration.
+	errs, _ := verdict(t, map[string]string{"r.yaml": `"@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
+name: r
+virtual_hosts:
+- {name: a, domains: [example.com], routes: [{match: {prefix: /}, direct_response: {status: 200}}]}
+- {name: b, domains: [EXAMPLE.com], routes: [{match: {prefix: /}, direct_response: {status: 200}}]}
+`})
+	assert.Equal(t, []string{`r.yaml:5:23: route "r" virtual_hosts[1].domains[0]: domain "EXAMPLE.com" is already used by virtual host "a": each domain may appear once per route configuration`}, errs)
 }
