@@ -29,17 +29,24 @@ type ref struct {
 	name   string
 	// soft marks a cluster reference Envoy accepts when the cluster is
 	// missing (RDS without validate_clusters, TCP proxy); hard says why
-	// Envoy rejects one that is not soft.
+	// Envoy rejects one that is not soft (an index into hardReasons).
 	soft bool
-	hard string
+	hard uint8
+}
+
+// hardReasons say why Envoy rejects a route to a missing cluster.
+var hardReasons = [...]string{
+	"",
+	"Envoy rejects it: validate_clusters is true",
+	"Envoy rejects it: validate_clusters defaults to true for a route configuration inline in the listener",
 }
 
 // routeScope is a route configuration met while walking a resource, so
 // that its routes know whether Envoy validates their clusters.
 type routeScope struct {
-	prefix   string
+	prefix   []string
 	validate bool
-	why      string
+	why      uint8 // index into hardReasons
 }
 
 // checker collects what the rules find in one item, so that items can be
@@ -188,14 +195,14 @@ func (c *checker) visit(path []string, m proto.Message) {
 // route configuration inline in a connection manager and false for one
 // delivered over RDS (or SRDS).
 func (c *checker) routeScope(path []string, rc *routev3.RouteConfiguration) {
-	s := routeScope{prefix: joinPath(path)}
+	s := routeScope{prefix: clonePath(path)}
 	switch vc := rc.GetValidateClusters(); {
 	case vc != nil:
 		s.validate = vc.GetValue()
-		s.why = "Envoy rejects it: validate_clusters is true"
+		s.why = 1
 	case len(path) > 0 && path[len(path)-1] == "route_config":
 		s.validate = true
-		s.why = "Envoy rejects it: validate_clusters defaults to true for a route configuration inline in the listener"
+		s.why = 2
 	}
 	c.scopes = append(c.scopes, s)
 }
@@ -203,9 +210,8 @@ func (c *checker) routeScope(path []string, rc *routev3.RouteConfiguration) {
 // scopeOf returns the route configuration that encloses path (the walk
 // visits a message before what it holds); none for a VirtualHost resource.
 func (c *checker) scopeOf(path []string) routeScope {
-	p := joinPath(path)
 	for i := len(c.scopes) - 1; i >= 0; i-- {
-		if s := c.scopes[i]; s.prefix == "" || strings.HasPrefix(p, s.prefix) {
+		if s := c.scopes[i]; len(s.prefix) <= len(path) && slices.Equal(s.prefix, path[:len(s.prefix)]) {
 			return s
 		}
 	}
@@ -269,9 +275,12 @@ func (c *checker) filterChainMatches(path []string, l *listenerv3.Listener) {
 	}
 	seen := map[string]int{}
 	for i, fc := range l.GetFilterChains() {
-		key, err := deterministic.Marshal(fc.GetFilterChainMatch())
-		if err != nil {
-			continue
+		var key []byte
+		if m := fc.GetFilterChainMatch(); m != nil {
+			var err error
+			if key, err = deterministic.Marshal(m); err != nil {
+				continue
+			}
 		}
 		if first, dup := seen[string(key)]; dup {
 			c.fieldDiag(append(clonePath(path), "filter_chains", indexSeg(i)), RuleListener,
