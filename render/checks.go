@@ -7,6 +7,7 @@ import (
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	listenerv3 "github.com/envoyproxy/go-control-plane/envoy/config/listener/v3"
 	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
 	hcmv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/http_connection_manager/v3"
 	tcpproxyv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/filters/network/tcp_proxy/v3"
@@ -28,17 +29,24 @@ type ref struct {
 	name   string
 	// soft marks a cluster reference Envoy accepts when the cluster is
 	// missing (RDS without validate_clusters, TCP proxy); hard says why
-	// Envoy rejects one that is not soft.
+	// Envoy rejects one that is not soft (an index into hardReasons).
 	soft bool
-	hard string
+	hard uint8
+}
+
+// hardReasons say why Envoy rejects a route to a missing cluster.
+var hardReasons = [...]string{
+	"",
+	"Envoy rejects it: validate_clusters is true",
+	"Envoy rejects it: validate_clusters defaults to true for a route configuration inline in the listener",
 }
 
 // routeScope is a route configuration met while walking a resource, so
 // that its routes know whether Envoy validates their clusters.
 type routeScope struct {
-	prefix   string
+	prefix   []string
 	validate bool
-	why      string
+	why      uint8 // index into hardReasons
 }
 
 // checker collects what the rules find in one item, so that items can be
@@ -127,6 +135,10 @@ func (c *checker) visit(path []string, m proto.Message) {
 	case *routev3.RouteConfiguration:
 		c.uniqueDomains(path, m)
 		c.routeScope(path, m)
+	case *listenerv3.Listener:
+		c.filterChainMatches(path, m)
+	case *listenerv3.FilterChain:
+		c.networkFilters(path, m.GetFilters())
 	case *routev3.FilterConfig:
 		// Envoy refuses a per-route FilterConfig that neither configures
 		// nor disables the filter; an empty `config: {}` enables it.
@@ -183,14 +195,14 @@ func (c *checker) visit(path []string, m proto.Message) {
 // route configuration inline in a connection manager and false for one
 // delivered over RDS (or SRDS).
 func (c *checker) routeScope(path []string, rc *routev3.RouteConfiguration) {
-	s := routeScope{prefix: joinPath(path)}
+	s := routeScope{prefix: clonePath(path)}
 	switch vc := rc.GetValidateClusters(); {
 	case vc != nil:
 		s.validate = vc.GetValue()
-		s.why = "Envoy rejects it: validate_clusters is true"
+		s.why = 1
 	case len(path) > 0 && path[len(path)-1] == "route_config":
 		s.validate = true
-		s.why = "Envoy rejects it: validate_clusters defaults to true for a route configuration inline in the listener"
+		s.why = 2
 	}
 	c.scopes = append(c.scopes, s)
 }
@@ -198,13 +210,85 @@ func (c *checker) routeScope(path []string, rc *routev3.RouteConfiguration) {
 // scopeOf returns the route configuration that encloses path (the walk
 // visits a message before what it holds); none for a VirtualHost resource.
 func (c *checker) scopeOf(path []string) routeScope {
-	p := joinPath(path)
 	for i := len(c.scopes) - 1; i >= 0; i-- {
-		if s := c.scopes[i]; s.prefix == "" || strings.HasPrefix(p, s.prefix) {
+		if s := c.scopes[i]; len(s.prefix) <= len(path) && slices.Equal(s.prefix, path[:len(s.prefix)]) {
 			return s
 		}
 	}
 	return routeScope{}
+}
+
+// Network filters Envoy knows to be terminal (they must be last in a
+// filter chain) and not terminal (they must not be last). Filters in
+// neither list are not judged.
+var (
+	terminalNetworkFilters = map[string]bool{
+		"envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager": true,
+		"envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy":                            true,
+		"envoy.extensions.filters.network.direct_response.v3.Config":                        true,
+		"envoy.extensions.filters.network.echo.v3.Echo":                                     true,
+		"envoy.extensions.filters.network.redis_proxy.v3.RedisProxy":                        true,
+		"envoy.extensions.filters.network.thrift_proxy.v3.ThriftProxy":                      true,
+		"envoy.extensions.filters.network.dubbo_proxy.v3.DubboProxy":                        true,
+	}
+	nonTerminalNetworkFilters = map[string]bool{
+		"envoy.extensions.filters.network.rbac.v3.RBAC":                              true,
+		"envoy.extensions.filters.network.ext_authz.v3.ExtAuthz":                     true,
+		"envoy.extensions.filters.network.local_ratelimit.v3.LocalRateLimit":         true,
+		"envoy.extensions.filters.network.ratelimit.v3.RateLimit":                    true,
+		"envoy.extensions.filters.network.connection_limit.v3.ConnectionLimit":       true,
+		"envoy.extensions.filters.network.sni_cluster.v3.SniCluster":                 true,
+		"envoy.extensions.filters.network.mongo_proxy.v3.MongoProxy":                 true,
+		"envoy.extensions.filters.network.mysql_proxy.v3.MySQLProxy":                 true,
+		"envoy.extensions.filters.network.client_ssl_auth.v3.ClientSSLAuth":          true,
+		"envoy.extensions.filters.network.zookeeper_proxy.v3.ZooKeeperProxy":         true,
+		"envoy.extensions.filters.network.postgres_proxy.v3alpha.PostgresProxy":      true,
+		"envoy.extensions.filters.network.sni_dynamic_forward_proxy.v3.FilterConfig": true,
+	}
+)
+
+// networkFilters applies Envoy's load-time rule on a filter chain: a
+// terminal filter is last, and the last filter is terminal (an empty
+// chain is accepted).
+func (c *checker) networkFilters(path []string, filters []*listenerv3.Filter) {
+	for i, f := range filters {
+		url := f.GetTypedConfig().GetTypeUrl()
+		name := url[strings.LastIndex(url, "/")+1:]
+		last := i == len(filters)-1
+		switch {
+		case terminalNetworkFilters[name] && !last:
+			c.fieldDiag(append(clonePath(path), "filters", indexSeg(i)), RuleListener,
+				"%q is a terminal filter and must be the last of its filter chain, which Envoy enforces: filters after it never run", f.GetName())
+		case nonTerminalNetworkFilters[name] && last:
+			c.fieldDiag(append(clonePath(path), "filters", indexSeg(i)), RuleListener,
+				"%q is not a terminal filter and is the last of its filter chain, which Envoy refuses: end the chain with a terminal filter such as tcp_proxy or http_connection_manager", f.GetName())
+		}
+	}
+}
+
+// filterChainMatches reports two filter chains of a listener with the
+// same filter_chain_match, which Envoy refuses ("multiple filter chains
+// with the same matching rules are defined").
+func (c *checker) filterChainMatches(path []string, l *listenerv3.Listener) {
+	if l.GetFilterChainMatcher() != nil {
+		return // chains are chosen by the matcher, by name
+	}
+	seen := map[string]int{}
+	for i, fc := range l.GetFilterChains() {
+		var key []byte
+		if m := fc.GetFilterChainMatch(); m != nil {
+			var err error
+			if key, err = deterministic.Marshal(m); err != nil {
+				continue
+			}
+		}
+		if first, dup := seen[string(key)]; dup {
+			c.fieldDiag(append(clonePath(path), "filter_chains", indexSeg(i)), RuleListener,
+				"filter chain matches the same connections as filter_chains[%d] (equal filter_chain_match), which Envoy refuses", first)
+			continue
+		}
+		seen[string(key)] = i
+	}
 }
 
 // isRouter reports whether an HTTP filter is Envoy's router.

@@ -104,6 +104,10 @@ func (r *renderer) typedResource(file string, n *yaml.Node, nodes []string) {
 	t := mapValue(n, "@type")
 	url := scalar(t)
 	k, ok := kindByURL[url]
+	if !ok && isV2(url) {
+		r.addf(nodePos(file, t), RuleDocument, "@type %s", v2Message(url))
+		return
+	}
 	if !ok {
 		r.addf(nodePos(file, t), RuleDocument, "@type %q is not an xDS resource type: want one of %s", url, strings.Join(TypeURLs(), ", "))
 		return

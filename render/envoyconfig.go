@@ -33,7 +33,7 @@ func (r *renderer) envoyConfig(file string, doc *yaml.Node, marin3r bool) {
 	if marin3r {
 		r.checkKeys(file, spec, "nodeID", "serialization", "envoyAPI", "envoyResources", "resources")
 		if api := scalar(mapValue(spec, "envoyAPI")); api != "" && api != "v3" {
-			r.addf(nodePos(file, mapValue(spec, "envoyAPI")), RuleDocument, "envoyAPI %q is not supported: Envoy serves only v3", api)
+			r.addf(nodePos(file, mapValue(spec, "envoyAPI")), RuleDocument, "envoyAPI %q: Envoy's v2 API was removed (Envoy 1.18 reads only v3): set envoyAPI: v3 and write v3 resources", api)
 		}
 	} else {
 		r.checkKeys(file, spec, "nodeID", "resources")
@@ -116,6 +116,11 @@ func (r *renderer) resourceList(file string, list *yaml.Node, nodes []string, na
 			}
 			for _, n := range nodes {
 				r.generatedEndpoints[n+"\x00"+cluster] = true
+			}
+			if !r.opts.EndpointSlices {
+				r.warnf(nodePos(file, slices), RuleDocument,
+					"generateFromEndpointSlices is acted on only by the Kubernetes home, which builds endpoints from EndpointSlices; "+
+						"here (legate serve, legate validate) cluster %q gets no endpoints from it: list them in a resource of type endpoint", cluster)
 			}
 		case value == nil:
 			r.addf(nodePos(file, e), RuleDocument, "resource of type %s needs a value", scalar(typeNode))

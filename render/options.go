@@ -39,6 +39,10 @@ type Options struct {
 	// Generators add documents made from the tree by another language (CUE),
 	// before decoding. They run in order.
 	Generators []Generator
+	// EndpointSlices says that the home builds load assignments from
+	// Kubernetes EndpointSlices (MARIN3R's generateFromEndpointSlices);
+	// where it does not, such entries are warned about.
+	EndpointSlices bool
 	// Checks run after decoding, PGV and reference checks, on every decoded
 	// resource; their diagnostics join the others.
 	Checks []Check

@@ -153,8 +153,8 @@ func (r *renderer) references() {
 				severity = SeverityWarning
 				msg += ": Envoy accepts this and fails the requests (503 for a route) at run time; " +
 					"to refuse it, set strict: {missingClusters: error} in legate.yaml"
-			case rf.hard != "":
-				msg += " (" + rf.hard + ")"
+			case rf.hard != 0:
+				msg += " (" + hardReasons[rf.hard] + ")"
 			}
 			d := rf.it.diag(nil, RuleReference, msg)
 			d.Severity = severity

@@ -203,6 +203,8 @@ func (r *renderer) unparsedFor(node string) []string {
 	return out
 }
 
+var unresolved = regexp.MustCompile(`unable to resolve "([^"]+)"`)
+
 var protojsonPos = regexp.MustCompile(`^proto:\s*(?:syntax error )?\(line (\d+):(\d+)\): (.*)$`)
 
 // decodeAll strictly decodes every item's resource message, in parallel.
@@ -292,6 +294,9 @@ func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
 		msg = mm[3]
 	}
 	msg = strings.TrimPrefix(msg, "proto: ")
+	if m := unresolved.FindStringSubmatch(msg); m != nil && isV2(m[1]) {
+		msg = v2Message(m[1])
+	}
 	d := it.diag(at, RuleDecode, msg)
 	return &d
 }

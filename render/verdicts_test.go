@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -287,4 +288,100 @@ static_resources:
 	static := "node: {id: edge}\nstatic_resources:\n  clusters:\n  - {name: c, type: STATIC}\n"
 	res = Render(fstest.MapFS{"a.yaml": {Data: []byte(static)}, "b.yaml": {Data: []byte(static)}}, Options{})
 	assert.Len(t, res.Diagnostics, 1, "two static bootstraps for one node define the same cluster")
+}
+
+// Input legate cannot act on in this home is reported, naming the file
+// and the home that supports it.
+func TestEndpointSlicesNeedTheKubernetesHome(t *testing.T) {
+	doc := `apiVersion: marin3r.3scale.net/v1alpha1
+kind: EnvoyConfig
+metadata: {name: e}
+spec:
+  nodeID: n
+  resources:
+  - type: cluster
+    value: {name: api, type: EDS, eds_cluster_config: {eds_config: {ads: {}}}}
+  - type: endpoint
+    generateFromEndpointSlices: {selector: {matchLabels: {app: api}}, clusterName: api, targetPort: http}
+`
+	errs, warns := verdict(t, map[string]string{"e.yaml": doc})
+	assert.Empty(t, errs)
+	assert.Equal(t, []string{`e.yaml:10:33: warning: generateFromEndpointSlices is acted on only by the Kubernetes home, which builds endpoints from EndpointSlices; here (legate serve, legate validate) cluster "api" gets no endpoints from it: list them in a resource of type endpoint`}, warns)
+	res := RenderDocuments([]Document{{Path: "e.yaml", Data: []byte(doc)}}, Options{EndpointSlices: true})
+	assert.Empty(t, res.Warnings)
+	assert.True(t, res.OK())
+}
+
+// Envoy's v2 API is gone: say so and name the v3 type.
+func TestV2Types(t *testing.T) {
+	errs, _ := verdict(t, map[string]string{
+		"c.yaml": "\"@type\": type.googleapis.com/envoy.api.v2.Cluster\nname: c\n",
+		"r.yaml": "resources:\n- \"@type\": type.googleapis.com/envoy.api.v2.RouteConfiguration\n  name: r\n",
+		"l.yaml": `"@type": type.googleapis.com/envoy.config.listener.v3.Listener
+name: l
+address: {socket_address: {address: 0.0.0.0, port_value: 8080}}
+filter_chains:
+- filters:
+  - name: envoy.filters.network.http_connection_manager
+    typed_config: {"@type": type.googleapis.com/envoy.config.filter.network.http_connection_manager.v2.HttpConnectionManager}
+`,
+		"m.yaml": "apiVersion: marin3r.3scale.net/v1alpha1\nkind: EnvoyConfig\nmetadata: {name: m}\nspec: {nodeID: m, envoyAPI: v2, resources: []}\n",
+	})
+	assert.Equal(t, []string{
+		`c.yaml:1:10: @type "type.googleapis.com/envoy.api.v2.Cluster" is of Envoy's v2 API, which was removed (Envoy 1.18 reads only v3): use type.googleapis.com/envoy.config.cluster.v3.Cluster`,
+		`l.yaml:7:29: listener "l" filter_chains[0].filters[0].typed_config.@type: "type.googleapis.com/envoy.config.filter.network.http_connection_manager.v2.HttpConnectionManager" is of Envoy's v2 API, which was removed (Envoy 1.18 reads only v3): use type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager`,
+		`m.yaml:4:29: envoyAPI "v2": Envoy's v2 API was removed (Envoy 1.18 reads only v3): set envoyAPI: v3 and write v3 resources`,
+		`r.yaml:2:12: @type "type.googleapis.com/envoy.api.v2.RouteConfiguration" is of Envoy's v2 API, which was removed (Envoy 1.18 reads only v3): use type.googleapis.com/envoy.config.route.v3.RouteConfiguration`,
+	}, errs)
+}
+
+// Load-time rules of Envoy that protobuf validation does not express.
+func TestLoadTimeRules(t *testing.T) {
+	listener := func(name string, port int, chains string) string {
+		return fmt.Sprintf(`"@type": type.googleapis.com/envoy.config.listener.v3.Listener
+name: %s
+address: {socket_address: {address: 0.0.0.0, port_value: %d}}
+filter_chains:
+%s`, name, port, chains)
+	}
+	tcp := `  - name: tcp
+    typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.tcp_proxy.v3.TcpProxy, stat_prefix: t, cluster: c}
+`
+	rbac := `  - name: rbac
+    typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.network.rbac.v3.RBAC, stat_prefix: r}
+`
+	cluster := "---\n\"@type\": type.googleapis.com/envoy.config.cluster.v3.Cluster\nname: c\n"
+	tests := []struct {
+		name string
+		doc  string
+		want []string
+	}{
+		{"rbac then tcp_proxy", listener("l", 1, "- filters:\n"+rbac+tcp), []string{}},
+		{"empty chain", listener("l", 1, "- filters: []\n"), []string{}},
+		{"terminal not last", listener("l", 1, "- filters:\n"+tcp+rbac), []string{
+			`x.yaml:6:5: listener "l" filter_chains[0].filters[0]: "tcp" is a terminal filter and must be the last of its filter chain, which Envoy enforces: filters after it never run`,
+			`x.yaml:8:5: listener "l" filter_chains[0].filters[1]: "rbac" is not a terminal filter and is the last of its filter chain, which Envoy refuses: end the chain with a terminal filter such as tcp_proxy or http_connection_manager`,
+		}},
+		{"same filter_chain_match", listener("l", 1, "- filters:\n"+tcp+"- filters:\n"+tcp), []string{
+			`x.yaml:8:3: listener "l" filter_chains[1]: filter chain matches the same connections as filter_chains[0] (equal filter_chain_match), which Envoy refuses`,
+		}},
+		{"different server names", listener("l", 1, "- filter_chain_match: {server_names: [a]}\n  filters:\n"+tcp+"- filter_chain_match: {server_names: [b]}\n  filters:\n"+tcp), []string{}},
+		{"same address twice", listener("a", 1, "- filters:\n"+tcp) + "---\n" + listener("b", 1, "- filters:\n"+tcp), []string{
+			`x.yaml:11:27: listener "b" address: address 0.0.0.0:1 is already used by listener "a" (x.yaml:1:1) for node "n"`,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			errs, _ := verdict(t, map[string]string{"x.yaml": tt.doc + cluster})
+			assert.Equal(t, tt.want, errs)
+		})
+	}
+	// The same domain in two virtual hosts of one route configuration.
+	errs, _ := verdict(t, map[string]string{"r.yaml": `"@type": type.googleapis.com/envoy.config.route.v3.RouteConfiguration
+name: r
+virtual_hosts:
+- {name: a, domains: [example.com], routes: [{match: {prefix: /}, direct_response: {status: 200}}]}
+- {name: b, domains: [EXAMPLE.com], routes: [{match: {prefix: /}, direct_response: {status: 200}}]}
+`})
+	assert.Equal(t, []string{`r.yaml:5:23: route "r" virtual_hosts[1].domains[0]: domain "EXAMPLE.com" is already used by virtual host "a": each domain may appear once per route configuration`}, errs)
 }

@@ -1,13 +1,19 @@
 package standalone
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
+	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
 	"github.com/legate-dev/legate/sources/git/forge"
@@ -224,17 +230,123 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
 
-// LoadConfig reads a YAML config file. Unknown fields are errors.
+// LoadConfig reads a YAML config file. Unknown fields are errors, and an
+// error names the file, line, column and field, e.g.
+// "legate.yaml:5:13: sources[0].interval: duration "soon": …".
 func LoadConfig(path string) (Config, error) {
 	var cfg Config
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return cfg, fmt.Errorf("read config: %w", err)
 	}
+	if line, col, msg, bad := render.YAMLSyntaxError(data); bad {
+		return cfg, fmt.Errorf("%s: %s", render.Position{File: path, Line: line, Column: col}, msg)
+	}
 	if err := yaml.UnmarshalStrict(data, &cfg); err != nil {
+		if field, ferr := configProblem(data); ferr != nil {
+			line, col := render.YAMLFieldPosition(data, field)
+			return cfg, fmt.Errorf("%s: %s: %w", render.Position{File: path, Line: line, Column: col}, field, ferr)
+		}
 		return cfg, fmt.Errorf("config %s: %w", path, err)
 	}
 	return cfg, nil
+}
+
+// configProblem finds the first field of a config file that does not
+// decode, walking the document alongside the Config type, so that the
+// error can name the field and its place rather than "error unmarshaling
+// JSON".
+func configProblem(data []byte) (string, error) {
+	js, err := yaml.YAMLToJSON(data)
+	if err != nil {
+		return "", err
+	}
+	var doc any
+	if err := json.Unmarshal(js, &doc); err != nil {
+		return "", err
+	}
+	return checkField(doc, reflect.TypeFor[Config](), "")
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+func checkField(v any, t reflect.Type, path string) (string, error) {
+	custom := reflect.PointerTo(t).Implements(unmarshalerType) || t.Implements(unmarshalerType)
+	switch {
+	case custom || v == nil:
+	case t.Kind() == reflect.Pointer:
+		return checkField(v, t.Elem(), path)
+	case t.Kind() == reflect.Struct:
+		if m, ok := v.(map[string]any); ok {
+			keys := make([]string, 0, len(m))
+			for k := range m {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				ft, ok := jsonField(t, k)
+				if !ok {
+					return joinField(path, k), fmt.Errorf("unknown field %q", k)
+				}
+				if f, err := checkField(m[k], ft, joinField(path, k)); err != nil {
+					return f, err
+				}
+			}
+			return "", nil
+		}
+	case t.Kind() == reflect.Slice && t.Elem().Kind() != reflect.Uint8:
+		if l, ok := v.([]any); ok {
+			for i, e := range l {
+				if f, err := checkField(e, t.Elem(), path+"["+strconv.Itoa(i)+"]"); err != nil {
+					return f, err
+				}
+			}
+			return "", nil
+		}
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return path, err
+	}
+	if err := json.Unmarshal(b, reflect.New(t).Interface()); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			return path, fmt.Errorf("want %s, found %s", te.Type, te.Value)
+		}
+		return path, err
+	}
+	return "", nil
+}
+
+// jsonField returns the type of the field of struct t that JSON key k sets.
+func jsonField(t reflect.Type, k string) (reflect.Type, bool) {
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" && f.Anonymous {
+			if ft, ok := jsonField(f.Type, k); ok {
+				return ft, true
+			}
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		if name == k {
+			return f.Type, true
+		}
+	}
+	return nil, false
+}
+
+func joinField(path, k string) string {
+	if path == "" {
+		return k
+	}
+	return path + "." + k
 }
 
 // withDefaults fills unset fields.

@@ -147,3 +147,22 @@ func TestParseSourceFlag(t *testing.T) {
 		})
 	}
 }
+
+// A config file error names the file, line and column and the field in
+// YAML terms, not "error unmarshaling JSON".
+func TestLoadConfigErrorsPointAtTheField(t *testing.T) {
+	tests := []struct{ doc, want string }{
+		{"sources:\n- name: a\n  git: {url: /r}\n  interval: soon\n", `:4:3: sources[0].interval: duration "soon": time: invalid duration "soon"`},
+		{"sources:\n- name: a\n  gitt:\n    url: /r\n", `:3:3: sources[0].gitt: unknown field "gitt"`},
+		{"history: many\n", `:1:1: history: want int, found string`},
+		{"sources:\n- name: a\n  git: {url: [\n", `:3:14: did not find expected node content`},
+	}
+	for _, tt := range tests {
+		p := filepath.Join(t.TempDir(), "legate.yaml")
+		require.NoError(t, os.WriteFile(p, []byte(tt.doc), 0o600))
+		_, err := LoadConfig(p)
+		require.Error(t, err)
+		assert.Equal(t, p+tt.want, err.Error())
+		assert.NotContains(t, err.Error(), "JSON")
+	}
+}

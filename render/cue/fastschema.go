@@ -334,6 +334,9 @@ func (w *walker) anyValue(ft *fieldTable, v any, path []string) {
 		return // well-known types packed in an Any keep their own JSON form.
 	}
 	md, err := w.c.gen.Lookup(name)
+	if err != nil && strings.Contains(name, ".v2.") {
+		return // the renderer says that v2 was removed and what to use.
+	}
 	if err != nil {
 		w.fail(append(path, "@type"), "%v", err)
 		return

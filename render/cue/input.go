@@ -287,8 +287,22 @@ func isDocument(v cue.Value) bool {
 // generated schema).
 func configDiagnostics(err error, dir string) []render.Diagnostic {
 	var out []render.Diagnostic
-	for _, e := range cueerrors.Errors(err) {
+	errs := cueerrors.Errors(err)
+	enums := enumConflicts(errs)
+	for _, e := range errs {
 		format, args := e.Msg()
+		key := fieldPath(e.Path())
+		if c, ok := enums[key]; ok {
+			// One enum typo, not one line per allowed value.
+			if c.reported || !strings.Contains(format, "empty disjunction") && !c.member(e) {
+				continue
+			}
+			c.reported = true
+			d := posDiag(c.pos, RuleCUE, key+": "+c.message())
+			d.Pos.File = treePath(d.Pos.File)
+			out = append(out, d)
+			continue
+		}
 		msg := bestMessage([]string{fmt.Sprintf(format, args...)})
 		if p := e.Path(); len(p) > 0 {
 			msg = fieldPath(p) + ": " + msg
@@ -296,11 +310,21 @@ func configDiagnostics(err error, dir string) []render.Diagnostic {
 		if strings.Contains(msg, "incomplete value") {
 			msg += ": give it a concrete value or a default (*value)"
 		}
+		// A conflict with the schema is reported where the value is
+		// written (its last position), not at the reference to the schema.
+		conflict := false
+		if strings.HasPrefix(format, "conflicting values") {
+			for _, p := range cueerrors.Positions(e) {
+				conflict = conflict || inSchema(p)
+			}
+		}
 		pos := token.NoPos
 		for _, p := range cueerrors.Positions(e) {
 			if p.IsValid() && !inSchema(p) {
 				pos = p
-				break
+				if !conflict {
+					break
+				}
 			}
 		}
 		d := posDiag(pos, RuleCUE, msg)
@@ -311,6 +335,110 @@ func configDiagnostics(err error, dir string) []render.Diagnostic {
 		out = append(out, d)
 	}
 	return out
+}
+
+// enumConflict gathers the errors of one value that matches none of the
+// names of an enum field: CUE reports one conflict per allowed value.
+type enumConflict struct {
+	value    string
+	allowed  []string
+	pos      token.Pos
+	errs     map[cueerrors.Error]bool
+	reported bool
+}
+
+func (c *enumConflict) member(e cueerrors.Error) bool { return c.errs[e] }
+
+// message reads like the renderer's own enum errors.
+func (c *enumConflict) message() string {
+	msg := c.value + " is not one of " + strings.Join(c.allowed, ", ")
+	best, bestDist := "", -1
+	for _, a := range c.allowed {
+		if d := levenshtein(strings.ToUpper(strings.Trim(c.value, `"`)), a); bestDist < 0 || d < bestDist {
+			best, bestDist = a, d
+		}
+	}
+	if bestDist >= 0 && bestDist <= max(2, len(best)/3) {
+		msg += "; did you mean " + best + "?"
+	}
+	return msg
+}
+
+// enumConflicts finds, by field path, the conflicts of a string with every
+// name of an enum (the generated schema spells an enum as its names and
+// numbers), and where the string is written: the last position outside
+// the schema, the value's own, rather than the reference to the schema.
+func enumConflicts(errs []cueerrors.Error) map[string]*enumConflict {
+	byPath := map[string][]cueerrors.Error{}
+	for _, e := range errs {
+		if format, _ := e.Msg(); format == "conflicting values %s and %s" {
+			key := fieldPath(e.Path())
+			byPath[key] = append(byPath[key], e)
+		}
+	}
+	out := map[string]*enumConflict{}
+	for key, es := range byPath {
+		if len(es) < 2 {
+			continue
+		}
+		count := map[string]int{}
+		for _, e := range es {
+			_, args := e.Msg()
+			for _, a := range args {
+				count[fmt.Sprint(a)]++
+			}
+		}
+		value := ""
+		for v, n := range count {
+			if n == len(es) && strings.HasPrefix(v, `"`) {
+				value = v
+			}
+		}
+		if value == "" {
+			continue
+		}
+		c := &enumConflict{value: value, errs: map[cueerrors.Error]bool{}}
+		for _, e := range es {
+			c.errs[e] = true
+			_, args := e.Msg()
+			for _, a := range args {
+				if v := fmt.Sprint(a); v != value && strings.HasPrefix(v, `"`) {
+					c.allowed = append(c.allowed, strings.Trim(v, `"`))
+				}
+			}
+			for _, p := range cueerrors.Positions(e) {
+				if p.IsValid() && !inSchema(p) {
+					c.pos = p
+				}
+			}
+		}
+		if len(c.allowed) < 2 {
+			continue
+		}
+		out[key] = c
+	}
+	return out
+}
+
+// levenshtein is the edit distance between a and b.
+func levenshtein(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
 
 // offline is the module registry of a render: there is none, so a

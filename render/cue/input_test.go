@@ -50,8 +50,9 @@ func TestCUEFleetMatchesYAML(t *testing.T) {
 // and column.
 func TestCUEErrorsGolden(t *testing.T) {
 	res := renderDir(t, "testdata/cue/errors")
-	got := diagLines(res.Diagnostics)
-	for _, d := range res.Diagnostics {
+	all := append(res.Diagnostics, res.Warnings...)
+	got := diagLines(all)
+	for _, d := range all {
 		assert.True(t, strings.HasSuffix(d.Pos.File, ".cue"), "%s", d)
 		assert.Positive(t, d.Pos.Line, "%s", d)
 	}

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/reflect/protoregistry"
+
+	"github.com/legate-dev/legate/render"
 )
 
 // Generator writes CUE definitions for protobuf messages from their
@@ -231,11 +233,25 @@ type builder struct {
 	requiredPairs [][]string
 }
 
+// resourceTypes are the messages a document may hold with "@type" at the
+// top: the xDS resource types and the bootstrap.
+var resourceTypes = func() map[protoreflect.FullName]bool {
+	m := map[protoreflect.FullName]bool{"envoy.config.bootstrap.v3.Bootstrap": true}
+	for _, url := range render.TypeURLs() {
+		m[protoreflect.FullName(url[strings.LastIndex(url, "/")+1:])] = true
+	}
+	return m
+}()
+
 func buildDefinition(md protoreflect.MessageDescriptor) *definition {
 	b := &builder{md: md, refs: map[protoreflect.FullName]bool{}, imports: map[string]bool{}}
 	b.disabled = proto.GetExtension(md.Options(), validate.E_Disabled).(bool) ||
 		proto.GetExtension(md.Options(), validate.E_Ignored).(bool)
 	var body strings.Builder
+	if resourceTypes[md.FullName()] {
+		// A resource may say its type, as in a YAML file or filesystem xDS.
+		fmt.Fprintf(&body, "\t\"@type\"?: %q\n", "type.googleapis.com/"+string(md.FullName()))
+	}
 	fields := md.Fields()
 	for i := range fields.Len() {
 		fd := fields.Get(i)
