@@ -30,7 +30,7 @@ func TestEnvoyBootstrapIsValid(t *testing.T) {
 			require.NoError(t, protojson.Unmarshal(js, &bs), "%s", out)
 			require.NoError(t, bs.ValidateAll())
 			assert.Equal(t, "edge", bs.GetNode().GetId())
-			assert.True(t, bs.GetDynamicResources().GetLdsConfig().GetAds() != nil, "listeners come over ADS")
+			assert.NotNil(t, bs.GetDynamicResources().GetLdsConfig().GetAds(), "listeners come over ADS")
 			cl := bs.GetStaticResources().GetClusters()[0]
 			sa := cl.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
 			assert.EqualValues(t, 18000, sa.GetPortValue())
