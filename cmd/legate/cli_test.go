@@ -131,6 +131,13 @@ func TestCLIAgainstARunningServer(t *testing.T) {
 	assert.ErrorContains(t, err, `source "cfg" is suspended; legate resume cfg first`)
 	assert.Contains(t, run("resume", "cfg", "--state-dir", stateDir), "source cfg resumed")
 	assert.Contains(t, run("resume", "cfg", "--state-dir", stateDir), "source cfg not suspended")
+
+	require.NoError(t, os.WriteFile(filepath.Join(repo.dir, "cluster.yaml"), []byte("{ not yaml"), 0o600))
+	repo.git("commit", "-qam", "broken")
+	out, err = runLegate(t, "reconcile", "cfg", server, "--state-dir", stateDir)
+	assert.ErrorContains(t, err, "not applied", "a rejected commit fails reconcile")
+	assert.Contains(t, out, "✗ main@sha1:")
+	assert.Contains(t, out, "validation failed")
 }
 
 func historyHashes(t *testing.T, nodeJSON string) []string {
