@@ -97,6 +97,13 @@ func TestCLIAgainstARunningServer(t *testing.T) {
 	_, err = runLegate(t, "status", "nope", server)
 	assert.EqualError(t, err, `no node "nope"`)
 
+	out, err = runLegate(t, "__complete", "status", server, "")
+	require.NoError(t, err)
+	assert.Contains(t, out, "edge\n", "node IDs complete from the server")
+	out, err = runLegate(t, "__complete", "reconcile", server, "")
+	require.NoError(t, err)
+	assert.Contains(t, out, "cfg\n", "source names complete from the server")
+
 	out = run("get", "edge")
 	assert.Contains(t, out, "name: backend-a")
 	assert.Contains(t, out, "type: Cluster")
