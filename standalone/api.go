@@ -111,6 +111,7 @@ func resourceJSON(typeURL string, body []byte) json.RawMessage {
 	if err := proto.Unmarshal(body, msg); err != nil {
 		return json.RawMessage(`{"note": "cannot decode"}`)
 	}
+	redactSensitive(msg.ProtoReflect())
 	out, err := protojson.MarshalOptions{Resolver: protoregistry.GlobalTypes}.Marshal(msg)
 	if err != nil {
 		return json.RawMessage(`{"note": "cannot encode"}`)

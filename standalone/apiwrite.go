@@ -9,7 +9,7 @@ import (
 
 // FetchResponse is the answer to POST /api/v1/sources/{name}/fetch.
 // RequestedAt is the server's time of the request: the fetch it asked for
-// has finished once the source's lastFetch is later.
+// has finished once the source's lastAttempt is later.
 type FetchResponse struct {
 	Source      string    `json:"source"`
 	Status      string    `json:"status"`

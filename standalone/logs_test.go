@@ -91,6 +91,7 @@ func TestLogsTellTheTruthAtTheirLevel(t *testing.T) {
 	lines := parseLogs(t, out.String())
 	assert.Equal(t, "WARN", levelOf(lines, "commit rejected by validation"))
 	assert.Equal(t, "ERROR", levelOf(lines, "proxies rejected the revision"))
+	assert.Equal(t, "WARN", levelOf(lines, "proxy rejected a response"))
 	assert.Equal(t, "WARN", levelOf(lines, "rolled back"))
 	assert.Equal(t, "WARN", levelOf(lines, "commit carries content the proxies rejected before"))
 	// "configuration applied" is said exactly of the commits whose content

@@ -42,6 +42,9 @@ type SourceStatus struct {
 	// newest commit made, on which nodes and why: Revision is then
 	// applied, yet not served.
 	Rejection string `json:"rejection,omitempty"`
+	// LastAttempt is when the last finished fetch → render → apply pass
+	// started: a fetch requested at T is done once LastAttempt is after T.
+	LastAttempt *time.Time `json:"lastAttempt,omitempty"`
 	// Suspended sources are not fetched until resumed (legate suspend).
 	Suspended bool `json:"suspended,omitempty"`
 }
@@ -120,13 +123,14 @@ const maxStatusDiagnostics = 20
 // sync is one fetch → render → apply pass.
 func (l *sourceLoop) sync(ctx context.Context) {
 	log := l.s.log.WithValues("source", l.cfg.Name)
+	start := time.Now()
 	defer func() {
 		l.mu.Lock()
 		l.tried = true
+		l.status.LastAttempt = &start
 		l.mu.Unlock()
 	}()
 
-	start := time.Now()
 	res, err := l.src.Fetch(ctx)
 	l.s.metrics.fetchDuration.WithLabelValues(l.cfg.Name).Observe(time.Since(start).Seconds())
 	now := time.Now()

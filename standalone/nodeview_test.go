@@ -121,8 +121,10 @@ func TestRejectedCommitShowsOnSourceAndNode(t *testing.T) {
 	require.True(t, s.Trigger("cfg"))
 	require.Eventually(t, func() bool { v, _ := s.view(t, "edge"); return v.State == revisions.StateRollback }, 30*time.Second, 10*time.Millisecond)
 	v, _ = s.view(t, "edge")
-	assert.Equal(t, &Attempt{Commit: bad, Revision: "main@sha1:" + bad, Hash: v.History[0].Hash, Verdict: VerdictRejectedByProxies,
-		Error: "rejected by 1 of 1 proxies; pod-1: cluster backend-b: unsupported by this proxy"}, v.Attempt)
+	assert.Equal(t, &Attempt{
+		Commit: bad, Revision: "main@sha1:" + bad, Hash: v.History[0].Hash, Verdict: VerdictRejectedByProxies,
+		Error: "rejected by 1 of 1 proxies; pod-1: cluster backend-b: unsupported by this proxy",
+	}, v.Attempt)
 	assert.Contains(t, v.Summary, "rolled back: the proxies rejected newer revisions, so the revision of commit")
 	src := s.Sources()[0]
 	assert.Equal(t, "commit "+bad[:12]+" rejected by proxies (rolled back): node edge: rejected by 1 of 1 proxies; pod-1: cluster backend-b: unsupported by this proxy", src.Rejection)

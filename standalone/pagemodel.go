@@ -42,6 +42,7 @@ type link struct{ Text, Href, Title string }
 
 type nodeCard struct {
 	ID, State, Meaning, Summary string
+	ProxyCount                  string
 	Orphaned, NoProxies         bool
 	Served                      *servedInfo
 	Attempt                     *attemptInfo
@@ -131,7 +132,7 @@ func buildPage(nodes []NodeView, srcs []SourceStatus, forges map[string]forge.Pr
 func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Provider, now time.Time) nodeCard {
 	c := nodeCard{
 		ID: n.NodeID, State: string(n.State), Meaning: StateMeaning(n.State), Summary: n.Summary,
-		Orphaned: n.Orphaned, NoProxies: len(n.Proxies) == 0,
+		Orphaned: n.Orphaned, NoProxies: len(n.Proxies) == 0, ProxyCount: plural(len(n.Proxies), "proxy", "proxies"),
 	}
 	commitLink := func(source, sha string) link {
 		return link{Text: short(sha, "-"), Title: sha, Href: commitURL(srcURL[source], forges[source], sha)}

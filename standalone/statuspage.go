@@ -71,9 +71,9 @@ a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 <tr><th>revision</th><th>commit</th><th>message</th><th>author</th><th>created</th><th>verdict</th></tr>
 {{range .History}}<tr class="{{if .Served}}served{{end}}{{if .Tainted}} tainted{{end}}"><td><code>{{.Hash}}</code>{{if .Served}} <span class="badge ok" title="the revision the proxies are served now">served</span>{{end}}</td>
 <td>{{template "commit" .Commit}}</td><td>{{.Message}}</td><td>{{.Author}}</td><td>{{.Created}}</td>
-<td>{{if .Tainted}}{{if .TaintShownAbove}}<span class="err">rejected by proxies (error above)</span>{{else}}<span class="err">rejected: {{.Taint}}</span>{{end}}{{else if .Served}}served{{else}}<span class="muted">superseded</span>{{end}}</td></tr>
+<td>{{if .Tainted}}{{if .TaintShownAbove}}<span class="err">rejected by proxies (error above)</span>{{else}}<span class="err">{{.Taint}}</span>{{end}}{{else if .Served}}served{{else}}<span class="muted">superseded</span>{{end}}</td></tr>
 {{end}}</table>
-{{if .Proxies}}<details open><summary>{{len .Proxies}} proxies</summary>
+{{if .Proxies}}<details open><summary>{{.ProxyCount}} connected</summary>
 <table class="proxies"><colgroup><col style="width:22%"><col style="width:16%"><col style="width:16%"><col></colgroup>
 <tr><th>proxy</th><th>address</th><th>agent</th><th>per type: sent / ACKed version (revision), last NACK</th></tr>
 {{range .Proxies}}<tr><td><b>{{.Name}}</b>{{with .Identity}}<br><span class="small muted">certificate: {{.}}</span>{{end}}<br><span class="small muted">{{.Stream}} stream, connected {{.Since}}</span></td>
@@ -85,7 +85,7 @@ a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 
 <h2>Sources</h2>
 <table class="sources"><colgroup><col style="width:14%"><col style="width:21%"><col style="width:21%"><col style="width:12%"><col style="width:9%"><col></colgroup>
-<tr><th>source</th><th>fetched</th><th>applied</th><th>nodes</th><th>fetched</th><th>problem</th></tr>
+<tr><th>source</th><th>fetched</th><th>applied</th><th>nodes</th><th>last fetch</th><th>problem</th></tr>
 {{range .Sources}}<tr data-source="{{.Name}}"><td><b>{{.Name}}</b>{{if .Suspended}} <span class="badge warn">suspended</span>{{end}}<br><span class="small muted">{{.Kind}} {{.URL}}</span></td>
 <td><code>{{if .FetchedLink}}<a href="{{.FetchedLink}}">{{.Fetched}}</a>{{else}}{{.Fetched}}{{end}}</code></td>
 <td>{{if .AppliedSame}}<span class="muted">same</span>{{else}}<code>{{.Applied}}</code>{{end}}</td>

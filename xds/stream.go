@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/legate-dev/legate/logging"
 )
 
 // podNameKey is the node metadata key naming the proxy's pod.
@@ -134,7 +136,7 @@ func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (s
 	if msg != nil {
 		ev.Kind, ev.Error = NACK, *msg
 		b.srv.metrics.nacks.WithLabelValues(label).Inc()
-		b.srv.opts.Log.Info("proxy rejected a response", "node", b.nodeID, "proxy", b.tr.proxy,
+		logging.Warn(b.srv.opts.Log, "proxy rejected a response", "node", b.nodeID, "proxy", b.tr.proxy,
 			"type", label, "version", resp.version, "error", *msg)
 	} else {
 		b.srv.metrics.acks.WithLabelValues(label).Inc()

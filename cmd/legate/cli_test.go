@@ -97,6 +97,13 @@ func TestCLIAgainstARunningServer(t *testing.T) {
 	_, err = runLegate(t, "status", "nope", server)
 	assert.EqualError(t, err, `no node "nope"`)
 
+	out, err = runLegate(t, "__complete", "status", server, "")
+	require.NoError(t, err)
+	assert.Contains(t, out, "edge\n", "node IDs complete from the server")
+	out, err = runLegate(t, "__complete", "reconcile", server, "")
+	require.NoError(t, err)
+	assert.Contains(t, out, "cfg\n", "source names complete from the server")
+
 	out = run("get", "edge")
 	assert.Contains(t, out, "name: backend-a")
 	assert.Contains(t, out, "type: Cluster")
@@ -131,6 +138,13 @@ func TestCLIAgainstARunningServer(t *testing.T) {
 	assert.ErrorContains(t, err, `source "cfg" is suspended; legate resume cfg first`)
 	assert.Contains(t, run("resume", "cfg", "--state-dir", stateDir), "source cfg resumed")
 	assert.Contains(t, run("resume", "cfg", "--state-dir", stateDir), "source cfg not suspended")
+
+	require.NoError(t, os.WriteFile(filepath.Join(repo.dir, "cluster.yaml"), []byte("{ not yaml"), 0o600))
+	repo.git("commit", "-qam", "broken")
+	out, err = runLegate(t, "reconcile", "cfg", server, "--state-dir", stateDir)
+	assert.ErrorContains(t, err, "not applied", "a rejected commit fails reconcile")
+	assert.Contains(t, out, "✗ main@sha1:")
+	assert.Contains(t, out, "validation failed")
 }
 
 func historyHashes(t *testing.T, nodeJSON string) []string {

@@ -148,12 +148,6 @@ func readableError(code int, body []byte) error {
 	return &apiErr{code: code, msg: msg}
 }
 
-// isNotFound reports whether err is the API's 404.
-func isNotFound(err error) bool {
-	var ae *apiErr
-	return errors.As(err, &ae) && ae.code == http.StatusNotFound
-}
-
 func (c *client) nodes(ctx context.Context) ([]standalone.NodeView, error) {
 	var out []standalone.NodeView
 	return out, c.do(ctx, http.MethodGet, "/api/v1/nodes", false, &out)

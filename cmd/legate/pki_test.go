@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 
@@ -91,4 +92,26 @@ func TestPKIInitAndIssueMakeAWorkingMutualTLSPair(t *testing.T) {
 	assert.ErrorContains(t, err, "give either --node")
 	_, err = runLegate(t, "pki", "issue", "--dir", filepath.Join(dir, "missing"), "--node", "edge")
 	assert.ErrorContains(t, err, "run legate pki init")
+}
+
+// TestPKIInitDefaultsOutsideTheSourceTree runs pki init without --dir: the
+// CA goes under the user's configuration directory, not the working
+// directory, and the repository ignores key files anyway.
+func TestPKIInitDefaultsOutsideTheSourceTree(t *testing.T) {
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	t.Setenv("HOME", config)
+	t.Setenv("LEGATE_PKI_DIR", "")
+	out, err := runLegate(t, "pki", "init")
+	require.NoError(t, err, out)
+	_, err = os.Stat(filepath.Join(config, "legate", "pki", "ca.key"))
+	require.NoError(t, err, "the CA key is under the configuration directory")
+	_, err = os.Stat("pki")
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing is written to the working directory")
+
+	for _, key := range []string{"pki/ca.key", "pki/server/tls.key", ".legate/admin-token", "cfg/admin-token"} {
+		cmd := exec.Command("git", "check-ignore", "-q", key)
+		cmd.Dir = filepath.Join("..", "..")
+		assert.NoError(t, cmd.Run(), "%s is ignored by git", key)
+	}
 }

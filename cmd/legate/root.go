@@ -28,6 +28,7 @@ proxies reject it.`,
 	root.AddCommand(newVersionCommand(), newServeCommand(), newStatusCommand(),
 		newValidateCommand(), newSchemaCommand(), newUntaintCommand(), newPKICommand(),
 		newGetCommand(), newDiffCommand(), newReconcileCommand(),
-		newSuspendCommand(true), newSuspendCommand(false), newPruneCommand())
+		newSuspendCommand(true), newSuspendCommand(false), newPruneCommand(),
+		newBootstrapCommand())
 	return root
 }

@@ -65,7 +65,7 @@ func reconcile(ctx context.Context, c *client, name string, waitProxies bool, w 
 		}
 		for _, s := range srcs {
 			if s.Name == name {
-				return s, s.LastFetch != nil && !s.LastFetch.Before(req.RequestedAt), nil
+				return s, s.LastAttempt != nil && !s.LastAttempt.Before(req.RequestedAt), nil
 			}
 		}
 		return standalone.SourceStatus{}, false, fmt.Errorf("source %q is gone", name)
