@@ -241,15 +241,6 @@ func (r *renderer) decodeAll() {
 
 var writers = sync.Pool{New: func() any { return &jsonWriter{} }}
 
-// decodeInto decodes it.root into m, reporting a failure.
-func (r *renderer) decodeInto(it *item, m proto.Message) bool {
-	if d := decodeWith(&r.jw, it, m); d != nil {
-		r.add(*d)
-		return false
-	}
-	return true
-}
-
 // decodeWith decodes it.root into m with protojson, rejecting unknown
 // fields, and returns a diagnostic at the YAML node the error points at.
 func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
