@@ -123,7 +123,9 @@ func TestMTLSBindsClientCertificatesToNodeIDs(t *testing.T) {
 	require.Eventually(t, func() bool { return call() == "A" }, waitFor, pollEvery,
 		"RPCs of the mTLS xDS client land on backend A")
 	n := lg.waitNode("InSync with the mTLS client", inSyncOn(sha, 1))
-	assert.Equal(t, "grpc-mtls", n.Proxies[0].Proxy)
+	// The proxy is counted under its certificate's identity; its pod name
+	// only refines it.
+	assert.Equal(t, "grpc-proxy/grpc-mtls", n.Proxies[0].Proxy)
 
 	trustCA := p.ca.Pool()
 	tlsCreds := func(certs ...tls.Certificate) credentials.TransportCredentials {
@@ -181,6 +183,6 @@ func TestMTLSBindsClientCertificatesToNodeIDs(t *testing.T) {
 	// None of the refused streams became a proxy of the node, and the
 	// mTLS client still gets its RPCs through.
 	n = lg.waitNode("InSync with only the mTLS client", inSyncOn(sha, 1))
-	assert.Equal(t, "grpc-mtls", n.Proxies[0].Proxy)
+	assert.Equal(t, "grpc-proxy/grpc-mtls", n.Proxies[0].Proxy)
 	assert.Equal(t, "A", call())
 }
