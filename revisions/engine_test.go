@@ -364,7 +364,7 @@ func TestTimeoutJudgesSilentProxies(t *testing.T) {
 			h.events(connect("pod-silent"), nack("pod-a", p2, "bad"))
 			require.Equal(t, revisions.StatePending, h.status().State)
 
-			h.e.Tick(context.Background(), h.clock.Step(29 * time.Second))
+			h.e.Tick(context.Background(), h.clock.Step(29*time.Second))
 			assert.Equal(t, revisions.StatePending, h.status().State, "before the timeout")
 			h.e.Tick(context.Background(), h.clock.Step(time.Second))
 			assert.Equal(t, tt.want, h.status().State, "at the timeout")

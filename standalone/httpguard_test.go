@@ -257,7 +257,8 @@ func TestReadsNeedTheReadTokenWhenConfigured(t *testing.T) {
 		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
 	}, Options{})
 	runServer(t, s)
-	get := func(path string, auth func(*http.Request)) *http.Response {
+	// get answers the status code and the WWW-Authenticate header.
+	get := func(path string, auth func(*http.Request)) (int, string) {
 		req, err := http.NewRequest(http.MethodGet, "http://"+s.HTTPAddr()+path, nil)
 		require.NoError(t, err)
 		if auth != nil {
@@ -266,21 +267,25 @@ func TestReadsNeedTheReadTokenWhenConfigured(t *testing.T) {
 		resp, err := http.DefaultClient.Do(req)
 		require.NoError(t, err)
 		_ = resp.Body.Close()
-		return resp
+		return resp.StatusCode, resp.Header.Get("WWW-Authenticate")
+	}
+	code := func(path string, auth func(*http.Request)) int {
+		c, _ := get(path, auth)
+		return c
 	}
 	bearer := func(tok string) func(*http.Request) {
 		return func(r *http.Request) { r.Header.Set("Authorization", "Bearer "+tok) }
 	}
 	for _, path := range []string{"/", "/api/v1/nodes", "/api/v1/sources", "/metrics"} {
-		resp := get(path, nil)
-		assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, path)
-		assert.Contains(t, resp.Header.Get("WWW-Authenticate"), "Basic", "a browser prompts for it")
-		assert.Equal(t, http.StatusUnauthorized, get(path, bearer("wrong")).StatusCode, path)
-		assert.Equal(t, http.StatusOK, get(path, bearer("r3ad-t0ken-value")).StatusCode, path)
-		assert.Equal(t, http.StatusOK, get(path, bearer(s.token)).StatusCode, "the admin token reads too: %s", path)
-		assert.Equal(t, http.StatusOK, get(path, func(r *http.Request) { r.SetBasicAuth("ops", "r3ad-t0ken-value") }).StatusCode, path)
+		c, challenge := get(path, nil)
+		assert.Equal(t, http.StatusUnauthorized, c, path)
+		assert.Contains(t, challenge, "Basic", "a browser prompts for it")
+		assert.Equal(t, http.StatusUnauthorized, code(path, bearer("wrong")), path)
+		assert.Equal(t, http.StatusOK, code(path, bearer("r3ad-t0ken-value")), path)
+		assert.Equal(t, http.StatusOK, code(path, bearer(s.token)), "the admin token reads too: %s", path)
+		assert.Equal(t, http.StatusOK, code(path, func(r *http.Request) { r.SetBasicAuth("ops", "r3ad-t0ken-value") }), path)
 	}
-	assert.Equal(t, http.StatusOK, get("/healthz", nil).StatusCode, "probes stay open")
+	assert.Equal(t, http.StatusOK, code("/healthz", nil), "probes stay open")
 
 	// The read token does not grant writes.
 	req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/api/v1/sources/config/fetch", nil)

@@ -8,7 +8,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"io/fs"
 	"log/slog"
 	"math/big"
@@ -213,7 +212,7 @@ func TestMissingSecretFileErrorNamesTheFileNotTheContent(t *testing.T) {
 	assert.ErrorContains(t, err, "tls.key")
 	assert.NotErrorIs(t, err, revisions.ErrNotReady)
 	var pathErr *fs.PathError
-	assert.False(t, errors.As(err, &pathErr), "the missing file is named, but the error unwraps to the faults only")
+	assert.NotErrorAs(t, err, &pathErr, "the missing file is named, but the error unwraps to the faults only")
 	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsKeyFile: key})
 	_, err = secretReader{dir: dir}.build(exts)
 	assert.NoError(t, err)

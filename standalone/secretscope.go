@@ -27,7 +27,7 @@ func grantShape(g string) error {
 		}
 	}
 	if _, err := path.Match(g, ""); err != nil {
-		return fmt.Errorf("%q is not a valid pattern: %v", g, err)
+		return fmt.Errorf("%q is not a valid pattern: %w", g, err)
 	}
 	return nil
 }

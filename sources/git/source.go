@@ -296,7 +296,7 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, tgt targe
 		// The partial pack is of no use: start the clone again next time.
 		s.repo = nil
 		if rerr := os.RemoveAll(s.dir); rerr != nil {
-			return fmt.Errorf("%w; and removing the partial clone failed: %v", overQuota(s.cfg.MaxRepoSize), rerr)
+			return fmt.Errorf("%w; and removing the partial clone failed: %w", overQuota(s.cfg.MaxRepoSize), rerr)
 		}
 		return overQuota(s.cfg.MaxRepoSize)
 	}
