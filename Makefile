@@ -117,7 +117,20 @@ verify: ## Fail when go mod tidy or make generate would change the tree.
 	./hack/verify.sh
 
 .PHONY: tools
-tools: $(ENVTEST_BINS) $(GITEA_BINS) $(GOLANGCI_LINT) $(CONTROLLER_GEN) ## Build the pinned test tools into bin/ (cached).
+tools: $(ENVTEST_BINS) $(GITEA_BINS) $(GOLANGCI_LINT) $(CONTROLLER_GEN) browser ## Build the pinned test tools into bin/ (cached).
+
+# The status page is tested in a real headless browser: Debian's chromium,
+# installed when missing and the machine allows it (root with apt-get).
+.PHONY: browser
+browser:
+	@if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+			echo "installing Debian's chromium for the status page tests"; \
+			apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && apt-get install -y -q chromium >/dev/null; }; \
+		else \
+			echo "chromium is missing: install it (apt-get install -y chromium) for the status page tests"; \
+		fi; \
+	fi
 
 $(BIN)/kube-apiserver: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
 	cd $(K8S_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ k8s.io/kubernetes/cmd/kube-apiserver
