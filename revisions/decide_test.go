@@ -211,6 +211,11 @@ func TestJudge(t *testing.T) {
 		{"rejection waits for the others", tally{Population: 2, Rejected: 1}, 0.5, false, verdictPending},
 		{"half rejected reaches a half threshold", tally{Population: 2, Accepted: 1, Rejected: 1}, 0.5, false, verdictTainted},
 		{"two of three reaches two thirds", tally{Population: 3, Accepted: 1, Rejected: 2}, 2.0 / 3.0, false, verdictTainted},
+		// 0.07*100 is 7.000000000000001 in float64: without the epsilon
+		// 7 rejections of 100 would fall short of a 7 % threshold.
+		{"seven of a hundred reaches 7 %", tally{Population: 100, Accepted: 93, Rejected: 7}, 0.07, false, verdictTainted},
+		{"fifty-five of a hundred reaches 55 %", tally{Population: 100, Accepted: 45, Rejected: 55}, 0.55, false, verdictTainted},
+		{"six of a hundred stays under 7 %", tally{Population: 100, Accepted: 94, Rejected: 6}, 0.07, false, verdictDegraded},
 		{"one of three misses two thirds", tally{Population: 3, Accepted: 2, Rejected: 1}, 2.0 / 3.0, false, verdictDegraded},
 		{"timeout judges a silent proxy as not rejecting", tally{Population: 2, Rejected: 1}, 1, true, verdictDegraded},
 		{"timeout taints when the share is reached", tally{Population: 2, Rejected: 1}, 0.5, true, verdictTainted},
