@@ -169,3 +169,67 @@ func TestGiteaPushMatchesOnAnyURLForm(t *testing.T) {
 	assert.Empty(t, levelOf(logs, "push webhook names no configured source"), "%s", out.String())
 	assert.Equal(t, "DEBUG", levelOf(logs, "push webhook"), "the push is logged at debug verbosity: %s", out.String())
 }
+
+// Each provider's receiver checks deliveries with its own secret: a push
+// signed with the provider's secret is accepted, the same push signed
+// with another provider's secret is refused.
+func TestEachProviderUsesItsOwnSecret(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	dir := t.TempDir()
+	secretOf := map[string]string{"gitea": "gitea-s3cret", "github": "github-s3cret", "gitlab": "gitlab-s3cret", "generic": "generic-s3cret"}
+	file := func(provider string) sources.Secret {
+		p := filepath.Join(dir, provider)
+		require.NoError(t, os.WriteFile(p, []byte(secretOf[provider]), 0o600))
+		return sources.Secret{File: p}
+	}
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "n",
+		Sources:  []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Webhooks: WebhookConfig{Gitea: file("gitea"), GitHub: file("github"), GitLab: file("gitlab"), Generic: file("generic")},
+	}, Options{})
+	runServer(t, s)
+
+	hubStyle := []byte(`{"ref":"refs/heads/main","repository":{"clone_url":"` + repo.dir + `"}}`)
+	bodies := map[string][]byte{
+		"gitea": hubStyle, "github": hubStyle,
+		"gitlab":  []byte(`{"ref":"refs/heads/main","project":{"git_http_url":"` + repo.dir + `"}}`),
+		"generic": []byte(`{"url":"` + repo.dir + `","ref":"refs/heads/main"}`),
+	}
+	sign := func(secret string, body []byte) string {
+		m := hmac.New(sha256.New, []byte(secret))
+		m.Write(body)
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	post := func(provider, secret string) int {
+		body := bodies[provider]
+		req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/hooks/"+provider, bytes.NewReader(body))
+		require.NoError(t, err)
+		switch provider {
+		case "gitea":
+			req.Header.Set("X-Gitea-Event", "push")
+			req.Header.Set("X-Gitea-Signature", sign(secret, body))
+		case "github":
+			req.Header.Set("X-GitHub-Event", "push")
+			req.Header.Set("X-Hub-Signature-256", "sha256="+sign(secret, body))
+		case "gitlab":
+			req.Header.Set("X-Gitlab-Event", "Push Hook")
+			req.Header.Set("X-Gitlab-Token", secret)
+		case "generic":
+			req.Header.Set(hooks.GenericSignatureHeader, "sha256="+sign(secret, body))
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		return resp.StatusCode
+	}
+	for provider := range secretOf {
+		for other, secret := range secretOf {
+			want := http.StatusUnauthorized
+			if other == provider {
+				want = http.StatusAccepted
+			}
+			assert.Equal(t, want, post(provider, secret), "/hooks/%s signed with the %s secret", provider, other)
+		}
+	}
+}
