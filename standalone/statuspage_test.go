@@ -114,3 +114,23 @@ func TestCommitURL(t *testing.T) {
 	}
 	assert.Empty(t, commitURL("https://github.com/org/cfg", "", ""))
 }
+
+func TestStatusPageMarksOrphansAndNodesWithoutProxies(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	nodes := []NodeView{{
+		NodeStatus: revisions.NodeStatus{
+			NodeID: "old", State: revisions.StatePending,
+			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Version: "aaaaaaaaaaaa-1"},
+			History:   []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", CreatedAt: now}},
+		},
+		Orphaned: true, Summary: "serving the newest revision; no proxy of this node is connected, so none has answered",
+	}}
+	srcs := []SourceStatus{{Name: "cfg", Kind: "git", URL: "/srv/cfg", Suspended: true}}
+	var b strings.Builder
+	require.NoError(t, writeStatusPage(&b, nodes, srcs, nil, now))
+	page := b.String()
+	assert.Contains(t, page, `title="no proxy of this node is connected to legate">no proxy connected</span>`)
+	assert.Contains(t, page, `>orphaned</span>`)
+	assert.Contains(t, page, `<b>cfg</b> <span class="badge warn">suspended</span>`)
+	assert.Contains(t, page, "1 Pending")
+}
