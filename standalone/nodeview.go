@@ -33,6 +33,7 @@ const (
 	VerdictRejectedByProxies  = "rejected by proxies"
 	VerdictWaitingToServe     = "waiting to be served"
 	VerdictPartlyRejected     = "rejected by some proxies"
+	VerdictNoProxy            = "served, no proxy connected"
 )
 
 // Attempt is the newest commit that tried to change a node.
@@ -74,7 +75,7 @@ func StateMeaning(state revisions.State) string {
 func (s *Server) nodeView(st revisions.NodeStatus, proxies []xds.ProxyStatus, srcs []SourceStatus) NodeView {
 	v := NodeView{NodeStatus: st, Proxies: nonNil(proxies)}
 	v.Orphaned = s.orphaned(st)
-	v.Attempt = attempt(st, srcs)
+	v.Attempt = attempt(st, srcs, len(v.Proxies))
 	v.Summary = summary(v)
 	return v
 }
@@ -102,7 +103,7 @@ func (s *Server) orphaned(st revisions.NodeStatus) bool {
 // attempt finds the newest commit that tried to change the node: a
 // validation failure of its source newer than its history, or its newest
 // revision.
-func attempt(st revisions.NodeStatus, srcs []SourceStatus) *Attempt {
+func attempt(st revisions.NodeStatus, srcs []SourceStatus, proxies int) *Attempt {
 	if len(st.History) == 0 {
 		return nil
 	}
@@ -127,6 +128,8 @@ func attempt(st revisions.NodeStatus, srcs []SourceStatus) *Attempt {
 		a.Verdict = VerdictPartlyRejected
 	case served && st.State == revisions.StateInSync:
 		a.Verdict = VerdictServed
+	case served && proxies == 0:
+		a.Verdict = VerdictNoProxy
 	default:
 		a.Verdict = VerdictWaitingForProxies
 	}
