@@ -145,7 +145,7 @@ func summary(v NodeView) string {
 		parts = append(parts, fmt.Sprintf("serving the newest revision; accepted by %s", plural(v.Answers.Accepted, "proxy", "proxies")))
 	case revisions.StatePending:
 		if connected == 0 {
-			parts = append(parts, "serving the newest revision; no proxy of this node is connected, so none has answered")
+			parts = append(parts, "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one")
 		} else {
 			parts = append(parts, fmt.Sprintf("serving the newest revision; %d of %s answered", v.Answers.Accepted+v.Answers.Rejected, plural(connected, "proxy", "proxies")))
 		}

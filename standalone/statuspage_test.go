@@ -123,7 +123,7 @@ func TestStatusPageMarksOrphansAndNodesWithoutProxies(t *testing.T) {
 			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Version: "aaaaaaaaaaaa-1"},
 			History:   []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", CreatedAt: now}},
 		},
-		Orphaned: true, Summary: "serving the newest revision; no proxy of this node is connected, so none has answered",
+		Orphaned: true, Summary: "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one",
 	}}
 	srcs := []SourceStatus{{Name: "cfg", Kind: "git", URL: "/srv/cfg", Suspended: true}}
 	var b strings.Builder
