@@ -61,13 +61,14 @@ func TestStatusPageShowsWhatIsServedAndWhy(t *testing.T) {
 	page := b.String()
 	for _, want := range []string{
 		`<span class="badge state" title="` + StateMeaning(revisions.StateRollback) + `">Rollback</span>`,
-		`<tr class="served"><td><code>aaaaaaaaaaaa</code> <span class="badge ok"`,
+		`class="served"><td><code>aaaaaaaaaaaa</code> <span class="badge ok"`,
 		`href="https://gitea.example/org/envoy-config/commit/2222222222222222222222222222222222222222"`,
 		"Route /api to the new backend</td><td>Ada</td><td>2h ago</td>",
 		`<span class="badge bad">rejected by proxies</span>`,
 		"rejected by proxies (error above)",
 		"spiffe://example.org/edge", "10.0.0.7:51234", "envoy 1.36.0",
-		"<code>3c959b7021e1-3</code> (<code>aaaaaaaaaaaa</code>)",
+		`<code>3c959b7021e1-3</code> (<a class="mono" href="#rev-edge-aaaaaaaaaaaa">aaaaaaaaaaaa</a>)`,
+		`<tr id="rev-edge-aaaaaaaaaaaa" class="served">`,
 		"NACK 9d9d9d9d9d9d-2: unsupported cluster type",
 		"commit 222222222222 rejected by proxies (rolled back)",
 		"<b>RollbackFailed</b><span>" + StateMeaning(revisions.StateRollbackFailed) + "</span>",
