@@ -106,3 +106,38 @@ func TestLogsTellTheTruthAtTheirLevel(t *testing.T) {
 	}
 	assert.Equal(t, 2, applied, "%s", out.String())
 }
+
+// TestLostConflictIsNotLoggedAsApplied runs two sources rendering one
+// node: the one refused logs a warning naming the owner, and no
+// "configuration applied" without nodes.
+func TestLostConflictIsNotLoggedAsApplied(t *testing.T) {
+	one, two := newLocalRepo(t), newLocalRepo(t)
+	one.commit("a")
+	two.commit("b")
+	var out syncBuffer
+	log, err := logging.New(&out, "info", "json")
+	require.NoError(t, err)
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "shared",
+		Sources: []SourceConfig{
+			{Name: "one", Git: &GitSource{URL: one.dir}, Interval: Duration{time.Hour}},
+			{Name: "two", Git: &GitSource{URL: two.dir}, Interval: Duration{time.Hour}},
+		},
+	}, Options{Log: log})
+	runServer(t, s)
+	require.Eventually(t, func() bool {
+		return levelOf(parseLogs(t, out.String()), "node is rendered by another source") != ""
+	}, 30*time.Second, 10*time.Millisecond, "%s", out.String())
+	require.Eventually(t, s.Ready, 30*time.Second, 10*time.Millisecond)
+	lines := parseLogs(t, out.String())
+	assert.Equal(t, "WARN", levelOf(lines, "node is rendered by another source"))
+	assert.Equal(t, "WARN", levelOf(lines, "commit applied to no node"))
+	applied := 0
+	for _, l := range lines {
+		if l.Msg == "configuration applied" {
+			applied++
+			assert.Equal(t, []string{"shared"}, l.Nodes, "only the owner says it applied, and names the node")
+		}
+	}
+	assert.Equal(t, 1, applied, "%s", out.String())
+}

@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 
 	"github.com/legate-dev/legate/logging"
-	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -196,6 +195,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 	slices.Sort(nodes)
 	var problems []string
 	applied := make([]string, 0, len(nodes))
+	var rejected []string // nodes whose content was tainted before this apply
 	l.s.release(l.cfg.Name)
 	for _, node := range nodes {
 		if owner, ok := l.s.claim(node, l.cfg.Name); !ok {
@@ -204,6 +204,9 @@ func (l *sourceLoop) sync(ctx context.Context) {
 			problems = append(problems, msg)
 			l.s.contest(node, owner, l.cfg.Name)
 			continue
+		}
+		if l.s.taintedContent(node, result.Nodes[node].Hash) {
+			rejected = append(rejected, node)
 		}
 		if err := l.s.engine.Apply(ctx, node, result.Nodes[node], origin); err != nil {
 			log.Error(err, "apply failed", "node", node)
@@ -218,7 +221,7 @@ func (l *sourceLoop) sync(ctx context.Context) {
 			cl.rerender()
 		}
 	}
-	l.s.logApplied(log, origin.Commit, applied, result.Nodes)
+	logApplied(log, origin.Commit, applied, rejected)
 	lastError := strings.Join(append(problems, l.s.contestsOf(l.cfg.Name)...), "; ")
 	l.mu.Lock() // never held while taking the server's lock
 	defer l.mu.Unlock()
@@ -237,13 +240,14 @@ func (l *sourceLoop) setError(now time.Time, msg string, diags []string) {
 	l.status.Diagnostics = diags
 }
 
-// logApplied tells what an apply of commit did to each node, truthfully:
-// content the node's proxies rejected before stays tainted and is not
-// served, which is no "configuration applied".
-func (s *Server) logApplied(log logr.Logger, commit string, applied []string, rendered map[string]*render.NodeConfig) {
+// logApplied tells what an apply of commit did, truthfully: content the
+// node's proxies rejected before (rejected, checked before the apply, as a
+// proxy may reject new content while it is applied) stays tainted and is
+// not served, which is no "configuration applied".
+func logApplied(log logr.Logger, commit string, applied, rejected []string) {
 	var served, tainted []string
 	for _, node := range applied {
-		if s.taintedContent(node, rendered[node].Hash) {
+		if slices.Contains(rejected, node) {
 			tainted = append(tainted, node)
 		} else {
 			served = append(served, node)

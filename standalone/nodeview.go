@@ -33,6 +33,7 @@ const (
 	VerdictRejectedByProxies  = "rejected by proxies"
 	VerdictWaitingToServe     = "waiting to be served"
 	VerdictPartlyRejected     = "rejected by some proxies"
+	VerdictNoProxy            = "served, no proxy connected"
 )
 
 // Attempt is the newest commit that tried to change a node.
@@ -74,7 +75,7 @@ func StateMeaning(state revisions.State) string {
 func (s *Server) nodeView(st revisions.NodeStatus, proxies []xds.ProxyStatus, srcs []SourceStatus) NodeView {
 	v := NodeView{NodeStatus: st, Proxies: nonNil(proxies)}
 	v.Orphaned = s.orphaned(st)
-	v.Attempt = attempt(st, srcs)
+	v.Attempt = attempt(st, srcs, len(v.Proxies))
 	v.Summary = summary(v)
 	return v
 }
@@ -102,7 +103,7 @@ func (s *Server) orphaned(st revisions.NodeStatus) bool {
 // attempt finds the newest commit that tried to change the node: a
 // validation failure of its source newer than its history, or its newest
 // revision.
-func attempt(st revisions.NodeStatus, srcs []SourceStatus) *Attempt {
+func attempt(st revisions.NodeStatus, srcs []SourceStatus, proxies int) *Attempt {
 	if len(st.History) == 0 {
 		return nil
 	}
@@ -127,6 +128,8 @@ func attempt(st revisions.NodeStatus, srcs []SourceStatus) *Attempt {
 		a.Verdict = VerdictPartlyRejected
 	case served && st.State == revisions.StateInSync:
 		a.Verdict = VerdictServed
+	case served && proxies == 0:
+		a.Verdict = VerdictNoProxy
 	default:
 		a.Verdict = VerdictWaitingForProxies
 	}
@@ -142,7 +145,7 @@ func summary(v NodeView) string {
 		parts = append(parts, fmt.Sprintf("serving the newest revision; accepted by %s", plural(v.Answers.Accepted, "proxy", "proxies")))
 	case revisions.StatePending:
 		if connected == 0 {
-			parts = append(parts, "serving the newest revision; no proxy of this node is connected, so none has answered")
+			parts = append(parts, "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one")
 		} else {
 			parts = append(parts, fmt.Sprintf("serving the newest revision; %d of %s answered", v.Answers.Accepted+v.Answers.Rejected, plural(connected, "proxy", "proxies")))
 		}

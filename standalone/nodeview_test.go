@@ -105,7 +105,7 @@ func TestRejectedCommitShowsOnSourceAndNode(t *testing.T) {
 	require.Eventually(t, func() bool { return len(s.Nodes()) == 1 }, 30*time.Second, 10*time.Millisecond)
 	v, _ := s.view(t, "edge")
 	assert.Contains(t, v.Summary, "no proxy of this node is connected")
-	assert.Equal(t, VerdictWaitingForProxies, v.Attempt.Verdict)
+	assert.Equal(t, VerdictNoProxy, v.Attempt.Verdict)
 
 	startProxy(t, s.XDSAddr(), "edge", "pod-1", "backend-b")
 	require.Eventually(t, func() bool { v, _ := s.view(t, "edge"); return v.State == revisions.StateInSync }, 30*time.Second, 10*time.Millisecond)

@@ -65,12 +65,16 @@ func TestReadyOnlyOnceEverySourceWasFetched(t *testing.T) {
 	case <-time.After(30 * time.Second):
 		t.Fatal("the held source never asked its Git server")
 	}
-	require.Eventually(t, func() bool { return s.Sources()[0].Commit != "" }, 30*time.Second, 10*time.Millisecond)
+	var code int
+	var body string
+	require.Eventually(t, func() bool {
+		code, body = getText(t, base+"/readyz")
+		return strings.Contains(body, "source good: fetched")
+	}, 30*time.Second, 10*time.Millisecond, "the good source's first pass ends")
 
-	code, body := getText(t, base+"/readyz")
 	assert.Equal(t, http.StatusServiceUnavailable, code)
 	assert.Contains(t, body, "source held: waiting for its first fetch")
-	assert.Contains(t, body, "source good: fetched main@sha1:")
+	assert.Contains(t, body, "source good: fetched main@sha1:", "the fetched revision is shown")
 	code, _ = getText(t, base+"/livez")
 	assert.Equal(t, http.StatusOK, code, "alive while not ready")
 

@@ -56,15 +56,18 @@ func (l *sourceLoop) recommit(ctx context.Context, origin sources.Origin, now ti
 		}
 	}
 	slices.Sort(nodes)
-	var problems []string
+	var problems, rejected []string
 	for _, node := range nodes {
+		if l.s.taintedContent(node, last.result.Nodes[node].Hash) {
+			rejected = append(rejected, node)
+		}
 		if err := l.s.engine.Apply(ctx, node, last.result.Nodes[node], origin); err != nil {
 			log.Error(err, "apply failed", "node", node)
 			problems = append(problems, fmt.Sprintf("node %q: %v", node, err))
 		}
 	}
 	log.Info("commit changes nothing under the path; its content is recorded under it", "commit", origin.Commit)
-	l.s.logApplied(log, origin.Commit, nodes, last.result.Nodes)
+	logApplied(log, origin.Commit, nodes, rejected)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.status.LastApplied = &now

@@ -53,7 +53,7 @@ a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 <div class="muted">{{with .Counts}}{{.}}{{else}}no nodes yet{{end}} · refreshes every 10 s · <a href="api/v1/nodes">nodes JSON</a> · <a href="api/v1/sources">sources JSON</a> · <a href="metrics">metrics</a> · <a href="#states">what the states mean</a></div>
 
 <h2>Nodes</h2>
-{{range .Nodes}}
+{{range .Nodes}}{{$node := .ID}}
 <section class="card {{.State}}" id="node-{{.ID}}" data-node="{{.ID}}">
 <div class="head"><h3>{{.ID}}</h3>
 <span class="badge state" title="{{.Meaning}}">{{.State}}</span>
@@ -69,7 +69,7 @@ a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 </dl>
 <table class="history"><colgroup><col style="width:120px"><col style="width:110px"><col><col style="width:130px"><col style="width:90px"><col style="width:26%"></colgroup>
 <tr><th>revision</th><th>commit</th><th>message</th><th>author</th><th>created</th><th>verdict</th></tr>
-{{range .History}}<tr class="{{if .Served}}served{{end}}{{if .Tainted}} tainted{{end}}"><td><code>{{.Hash}}</code>{{if .Served}} <span class="badge ok" title="the revision the proxies are served now">served</span>{{end}}</td>
+{{range .History}}<tr id="rev-{{$node}}-{{.Hash}}" class="{{if .Served}}served{{end}}{{if .Tainted}} tainted{{end}}"><td><code>{{.Hash}}</code>{{if .Served}} <span class="badge ok" title="the revision the proxies are served now">served</span>{{end}}</td>
 <td>{{template "commit" .Commit}}</td><td>{{.Message}}</td><td>{{.Author}}</td><td>{{.Created}}</td>
 <td>{{if .Tainted}}{{if .TaintShownAbove}}<span class="err">rejected by proxies (error above)</span>{{else}}<span class="err">{{.Taint}}</span>{{end}}{{else if .Served}}served{{else}}<span class="muted">superseded</span>{{end}}</td></tr>
 {{end}}</table>
@@ -78,7 +78,7 @@ a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 <tr><th>proxy</th><th>address</th><th>agent</th><th>per type: sent / ACKed version (revision), last NACK</th></tr>
 {{range .Proxies}}<tr><td><b>{{.Name}}</b>{{with .Identity}}<br><span class="small muted">certificate: {{.}}</span>{{end}}<br><span class="small muted">{{.Stream}} stream, connected {{.Since}}</span></td>
 <td class="mono">{{.Address}}</td><td>{{.UserAgent}}</td>
-<td class="small">{{range .Types}}<div><b>{{.Type}}</b> <code>{{.Sent}}</code>{{with .SentRev}} (<code>{{.}}</code>){{end}} / <code>{{.Acked}}</code>{{with .AckedRev}} (<code>{{.}}</code>){{end}}{{with .NACK}} <span class="err">NACK {{.}}</span>{{end}}</div>{{end}}</td></tr>
+<td class="small">{{range .Types}}<div><b>{{.Type}}</b> <code>{{.Sent}}</code>{{with .SentRev}} (<a class="mono" href="#rev-{{$node}}-{{.}}">{{.}}</a>){{end}} / <code>{{.Acked}}</code>{{with .AckedRev}} (<a class="mono" href="#rev-{{$node}}-{{.}}">{{.}}</a>){{end}}{{with .NACK}} <span class="err">NACK {{.}}</span>{{end}}</div>{{end}}</td></tr>
 {{end}}</table></details>{{end}}
 </section>
 {{else}}<p>no nodes yet</p>{{end}}

@@ -61,13 +61,14 @@ func TestStatusPageShowsWhatIsServedAndWhy(t *testing.T) {
 	page := b.String()
 	for _, want := range []string{
 		`<span class="badge state" title="` + StateMeaning(revisions.StateRollback) + `">Rollback</span>`,
-		`<tr class="served"><td><code>aaaaaaaaaaaa</code> <span class="badge ok"`,
+		`class="served"><td><code>aaaaaaaaaaaa</code> <span class="badge ok"`,
 		`href="https://gitea.example/org/envoy-config/commit/2222222222222222222222222222222222222222"`,
 		"Route /api to the new backend</td><td>Ada</td><td>2h ago</td>",
 		`<span class="badge bad">rejected by proxies</span>`,
 		"rejected by proxies (error above)",
 		"spiffe://example.org/edge", "10.0.0.7:51234", "envoy 1.36.0",
-		"<code>3c959b7021e1-3</code> (<code>aaaaaaaaaaaa</code>)",
+		`<code>3c959b7021e1-3</code> (<a class="mono" href="#rev-edge-aaaaaaaaaaaa">aaaaaaaaaaaa</a>)`,
+		`<tr id="rev-edge-aaaaaaaaaaaa" class="served">`,
 		"NACK 9d9d9d9d9d9d-2: unsupported cluster type",
 		"commit 222222222222 rejected by proxies (rolled back)",
 		"<b>RollbackFailed</b><span>" + StateMeaning(revisions.StateRollbackFailed) + "</span>",
@@ -113,4 +114,24 @@ func TestCommitURL(t *testing.T) {
 		assert.Equal(t, tt.want, commitURL(tt.repo, tt.provider, sha), tt.repo)
 	}
 	assert.Empty(t, commitURL("https://github.com/org/cfg", "", ""))
+}
+
+func TestStatusPageMarksOrphansAndNodesWithoutProxies(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	nodes := []NodeView{{
+		NodeStatus: revisions.NodeStatus{
+			NodeID: "old", State: revisions.StatePending,
+			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Version: "aaaaaaaaaaaa-1"},
+			History:   []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", CreatedAt: now}},
+		},
+		Orphaned: true, Summary: "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one",
+	}}
+	srcs := []SourceStatus{{Name: "cfg", Kind: "git", URL: "/srv/cfg", Suspended: true}}
+	var b strings.Builder
+	require.NoError(t, writeStatusPage(&b, nodes, srcs, nil, now))
+	page := b.String()
+	assert.Contains(t, page, `title="no proxy of this node is connected to legate">no proxy connected</span>`)
+	assert.Contains(t, page, `>orphaned</span>`)
+	assert.Contains(t, page, `<b>cfg</b> <span class="badge warn">suspended</span>`)
+	assert.Contains(t, page, "1 Pending")
 }

@@ -114,7 +114,7 @@ func TestCLIAgainstARunningServer(t *testing.T) {
 	wrong := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(wrong, []byte("not-the-token"), 0o600))
 	_, err = runLegate(t, "reconcile", "cfg", server, "--token-file", wrong)
-	assert.ErrorContains(t, err, "legate serve refused the admin token")
+	assert.ErrorContains(t, err, "legate serve refused the call without a valid token: a valid admin bearer token is required")
 
 	second := repo.commit("b")
 	out = run("reconcile", "cfg", "--state-dir", stateDir)
@@ -174,4 +174,44 @@ func TestVersionFlagAndExamples(t *testing.T) {
 		}
 	}
 	walk(newRootCommand())
+}
+
+// TestReadsCarryTheReadToken runs a legate serve whose reads need a token:
+// status is refused readably without one, and works with the read token or
+// with the admin token found in the state directory.
+func TestReadsCarryTheReadToken(t *testing.T) {
+	repo := gitRepo{t: t, dir: t.TempDir()}
+	repo.git("init", "-q", "-b", "main")
+	repo.commit("a")
+	readToken := filepath.Join(t.TempDir(), "read-token")
+	require.NoError(t, os.WriteFile(readToken, []byte("r3ad-t0ken-for-the-cli"), 0o600))
+	stateDir := t.TempDir()
+	srv, err := standalone.New(standalone.Config{
+		StateDir: stateDir, DefaultNode: "edge", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", ReadTokenFile: readToken,
+		Sources: []standalone.SourceConfig{{Name: "cfg", Git: &standalone.GitSource{URL: repo.dir}, Interval: standalone.Duration{Duration: time.Hour}}},
+	}, standalone.Options{Render: renderOptions})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	require.Eventually(t, srv.Ready, 30*time.Second, 10*time.Millisecond)
+	server := "--server=" + srv.HTTPAddr()
+	t.Setenv("LEGATE_TOKEN", "")
+	t.Setenv("LEGATE_TOKEN_FILE", "")
+
+	_, err = runLegate(t, "status", server, "--state-dir", t.TempDir())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "reading needs the read or admin token")
+	assert.NotContains(t, err.Error(), "{", "the API's JSON is not dumped")
+
+	out, err := runLegate(t, "status", server, "--token-file", readToken)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "edge")
+	out, err = runLegate(t, "status", server, "--state-dir", stateDir)
+	require.NoError(t, err, out)
+	assert.Contains(t, out, "edge", "the admin token of a legate on this machine reads too")
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -92,14 +93,20 @@ func (c *client) do(ctx context.Context, method, path string, admin bool, out an
 	if err != nil {
 		return err
 	}
-	tok, err := c.tokens.token()
 	switch {
-	case err == nil:
-		// The admin token is also accepted for reads, which need a token
-		// when legate serve has a read token.
-		req.Header.Set("Authorization", "Bearer "+tok)
 	case admin:
-		return err
+		tok, err := c.tokens.token()
+		if err != nil {
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+tok)
+	case c.tokens.explicit() || isLoopback(req.URL.Hostname()):
+		// Reads need a token when legate serve has a read token; the admin
+		// token is accepted too. The one found in the state directory is
+		// only sent to a legate on this machine.
+		if tok, err := c.tokens.token(); err == nil {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
 	}
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
@@ -141,7 +148,7 @@ func readableError(code int, body []byte) error {
 	}
 	switch code {
 	case http.StatusUnauthorized:
-		msg = "legate serve refused the admin token: " + msg + " (--token-file, $LEGATE_TOKEN or --state-dir find it)"
+		msg = "legate serve refused the call without a valid token: " + msg + " (--token-file, $LEGATE_TOKEN or --state-dir give it)"
 	case http.StatusForbidden:
 		msg = "legate serve refused the call: " + msg
 	}
@@ -230,3 +237,11 @@ func printJSONOrYAML(w io.Writer, format string, v any) error {
 }
 
 func jsonToYAML(data []byte) ([]byte, error) { return yaml.JSONToYAML(data) }
+
+func isLoopback(host string) bool {
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}

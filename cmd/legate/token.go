@@ -52,3 +52,9 @@ func (f *tokenFlags) token() (string, error) {
 	}
 	return tok, nil
 }
+
+// explicit reports whether the token was named by --token-file or the
+// environment rather than found in the state directory.
+func (f *tokenFlags) explicit() bool {
+	return f.tokenFile != "" || os.Getenv("LEGATE_TOKEN") != "" || os.Getenv("LEGATE_TOKEN_FILE") != ""
+}
