@@ -85,3 +85,53 @@ func TestRevisionViewNeverShowsKeyMaterial(t *testing.T) {
 	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
 	assert.Contains(t, string(body), `no revision \"ffff\" of node \"edge\"`)
 }
+
+// The untaint call needs the admin token, expands a unique hash prefix and
+// refuses an ambiguous one rather than picking a revision.
+func TestUntaintResolvesPrefixesAndNeedsTheToken(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "other",
+		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	runServer(t, s)
+	require.Eventually(t, s.Ready, 10*time.Second, 10*time.Millisecond)
+
+	cluster, err := proto.Marshal(&clusterv3.Cluster{Name: "backend"})
+	require.NoError(t, err)
+	hashes := []string{"abcd1" + strings.Repeat("0", 59), "abcd2" + strings.Repeat("0", 59)}
+	for i, h := range hashes {
+		cfg := &render.NodeConfig{NodeID: "edge", Hash: h, Types: map[string]render.TypeSet{
+			resourcev3.ClusterType: {Hash: h, Resources: []render.Resource{{Name: "backend", Body: cluster}}},
+		}}
+		require.NoError(t, s.engine.Apply(context.Background(), "edge", cfg, sources.Origin{Kind: sources.KindGit, Source: "cfg", Commit: strings.Repeat(string(rune('1'+i)), 40)}))
+	}
+	assert.Equal(t, hashes[0], s.resolveRevision("edge", "abcd1"))
+	assert.Equal(t, "abcd", s.resolveRevision("edge", "abcd"), "an ambiguous prefix is not expanded")
+	assert.Equal(t, "ffff", s.resolveRevision("edge", "ffff"))
+
+	untaint := func(prefix, token string) (int, string) {
+		req, err := http.NewRequest(http.MethodDelete, "http://"+s.HTTPAddr()+"/api/v1/nodes/edge/revisions/"+prefix+"/taint", nil)
+		require.NoError(t, err)
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer func() { _ = resp.Body.Close() }()
+		body, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return resp.StatusCode, string(body)
+	}
+	code, _ := untaint("abcd1", "")
+	assert.Equal(t, http.StatusUnauthorized, code, "no token")
+	code, _ = untaint("abcd1", "not-the-token")
+	assert.Equal(t, http.StatusUnauthorized, code, "wrong token")
+	code, body := untaint("abcd", s.token)
+	assert.Equal(t, http.StatusNotFound, code, "ambiguous prefix: %s", body)
+	code, body = untaint("abcd2", s.token)
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "not tainted")
+	assert.Contains(t, body, hashes[1], "the prefix was expanded to the full hash")
+}
