@@ -29,6 +29,12 @@ import (
 // number of acknowledged writes, and checks the store the child left behind.
 // Kills land at random points inside writes because the child keeps writing
 // while the parent reads its acknowledgements.
+//
+// What this proves is atomicity, not durability: a killed process leaves
+// its writes in the page cache, which survives, so even a store opened
+// with NoSync passes. Durability across power loss cannot be shown here;
+// TestCommitsAreSynced checks the part that can: the store syncs every
+// commit to disk.
 
 const (
 	envCrashDir  = "LEGATE_CRASH_DIR"
