@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -134,4 +135,42 @@ func TestUntaintResolvesPrefixesAndNeedsTheToken(t *testing.T) {
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "not tainted")
 	assert.Contains(t, body, hashes[1], "the prefix was expanded to the full hash")
+}
+
+// --taint-threshold reaches the engine: with 0.5, one of two proxies
+// rejecting the served revision taints it (with the default, 1, it would
+// only degrade the node).
+func TestTaintThresholdReachesTheEngine(t *testing.T) {
+	repo := newLocalRepo(t)
+	repo.commit("a")
+	s := newServer(t, Config{
+		StateDir: t.TempDir(), DefaultNode: "other", TaintThreshold: 0.5,
+		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+	}, Options{})
+	runServer(t, s)
+	require.Eventually(t, s.Ready, 10*time.Second, 10*time.Millisecond)
+
+	cluster, err := proto.Marshal(&clusterv3.Cluster{Name: "backend"})
+	require.NoError(t, err)
+	h := strings.Repeat("cd", 32)
+	cfg := &render.NodeConfig{NodeID: "edge", Hash: h, Types: map[string]render.TypeSet{
+		resourcev3.ClusterType: {Hash: h, Resources: []render.Resource{{Name: "backend", Body: cluster}}},
+	}}
+	require.NoError(t, s.engine.Apply(context.Background(), "edge", cfg, sources.Origin{Kind: sources.KindGit, Source: "cfg", Commit: strings.Repeat("1", 40)}))
+	st, ok := s.engine.Node("edge")
+	require.True(t, ok)
+	require.NotNil(t, st.Published)
+	version := st.Published.Version
+	for _, ev := range []revisions.ProxyEvent{
+		{Kind: revisions.ProxyConnected, Node: "edge", Proxy: "pod-a"},
+		{Kind: revisions.ProxyConnected, Node: "edge", Proxy: "pod-b"},
+		{Kind: revisions.ProxyACK, Node: "edge", Proxy: "pod-a", TypeURL: resourcev3.ClusterType, SnapshotVersion: version},
+		{Kind: revisions.ProxyNACK, Node: "edge", Proxy: "pod-b", TypeURL: resourcev3.ClusterType, SnapshotVersion: version, Error: "bad cluster"},
+	} {
+		s.engine.ObserveProxy(ev)
+	}
+	require.Eventually(t, func() bool {
+		st, _ := s.engine.Node("edge")
+		return len(st.History) == 1 && st.History[0].Tainted
+	}, 20*time.Second, 10*time.Millisecond, "one of two rejecting reaches a threshold of 0.5")
 }
