@@ -64,11 +64,25 @@ func TestNodeClaimedByTwoSources(t *testing.T) {
 		return strings.Contains(errs()[owner], `node "shared" is also claimed by source "`+other+`"`)
 	}, 30*time.Second, 10*time.Millisecond, "the owner reports the conflict too: %v", errs())
 
-	require.True(t, s.Trigger(owner))
+	// The refused source renders again (a new commit, so the render is not
+	// skipped as unchanged); once that pass has finished, the node must
+	// still be the owner's.
+	newer := c.repos[other].commit("c")
+	asked := time.Now()
 	require.True(t, s.Trigger(other))
+	require.Eventually(t, func() bool {
+		for _, st := range s.Sources() {
+			if st.Name == other {
+				return st.Commit == newer && st.LastAttempt != nil && st.LastAttempt.After(asked)
+			}
+		}
+		return false
+	}, 30*time.Second, 10*time.Millisecond, "the refused source rendered its new commit")
 	n, ok := s.engine.Node("shared")
 	require.True(t, ok)
 	assert.Equal(t, c.commits[owner], n.Published.Commit, "the node stays with the source that claimed it first")
+	assert.Len(t, n.History, 1, "nothing of the refused source reached the node")
+	assert.Contains(t, errs()[other], `node "shared" is already rendered by source "`+owner+`"`, "the refused source still reports the conflict")
 	assert.Contains(t, errs()[owner], `also claimed by source "`+other+`"`, "the owner keeps reporting the conflict")
 }
 
