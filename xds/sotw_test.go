@@ -64,7 +64,11 @@ func TestSotWServesSnapshotAndACK(t *testing.T) {
 	require.Len(t, status[0].Types, 1)
 	assert.Equal(t, "v2", status[0].Types[0].SentVersion)
 	assert.Equal(t, "v1", status[0].Types[0].AckedVersion)
-	assert.InDelta(t, 2, testutil.ToFloat64(ts.metrics.responses.WithLabelValues(shortType(resourcev3.ClusterType))), 0)
+	// The responses counter moves after SendMsg returns, so the client may
+	// hold the response before the server counted it: wait for the count.
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(ts.metrics.responses.WithLabelValues(shortType(resourcev3.ClusterType))) == 2
+	}, waitFor, pollEvery, "two responses counted")
 	assert.InDelta(t, 1, testutil.ToFloat64(ts.metrics.connected.WithLabelValues("node-a")), 0)
 }
 
@@ -129,8 +133,13 @@ func TestSotWNACKIsReportedAndNotResent(t *testing.T) {
 	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v3", 1, 1)))
 	r3 := recvTimeout(t, st.Recv)
 	assert.Equal(t, "v3", r3.GetVersionInfo())
-	assert.InDelta(t, 3, testutil.ToFloat64(ts.metrics.responses.WithLabelValues(shortType(resourcev3.ClusterType))), 0,
-		"v1, v2 and v3 once each")
+	// The counter moves after SendMsg returns, in send order: once v3 is
+	// counted, every earlier send is too.
+	responses := func() float64 {
+		return testutil.ToFloat64(ts.metrics.responses.WithLabelValues(shortType(resourcev3.ClusterType)))
+	}
+	require.Eventually(t, func() bool { return responses() >= 3 }, waitFor, pollEvery)
+	assert.InDelta(t, 3, responses(), 0, "v1, v2 and v3 once each")
 	assert.InDelta(t, 1, testutil.ToFloat64(ts.metrics.nacks.WithLabelValues(shortType(resourcev3.ClusterType))), 0)
 
 	ps := ts.Proxies("n")
