@@ -77,6 +77,25 @@ test-race: ## Run the concurrent packages' tests under the race detector.
 	$(TEST_ENV) $(GO) test -race -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $(RACE_PKGS)
 
 .PHONY: fuzz
+fuzz-long: ## Run each fuzz target for minutes (FUZZTIME=5m by default); not part of make test or CI.
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(or $(LONG_FUZZTIME),5m)
+
+# Mutation testing of the core packages with gremlins (pinned in
+# test/tools/mutate, built on demand). Slow: not part of make test or CI.
+# MUTATE_PKGS narrows it, e.g. make mutate MUTATE_PKGS=./revisions.
+MUTATE_PKGS ?= ./revisions ./xds ./render ./sources/hooks ./sources/git/forge
+GREMLINS := $(BIN)/gremlins
+
+$(GREMLINS): test/tools/mutate/go.mod test/tools/mutate/go.sum
+	cd test/tools/mutate && $(GO) build $(GOFLAGS_BUILD) -o $@ github.com/go-gremlins/gremlins/cmd/gremlins
+
+.PHONY: mutate fuzz-long
+mutate: $(GREMLINS) ## Mutation testing of the core packages (slow; results go in docs/testing.md).
+	@for pkg in $(MUTATE_PKGS); do \
+		echo "mutate $$pkg"; \
+		$(GREMLINS) unleash --workers 1 --timeout-coefficient 3 --exclude-files '_test\.go$$' $$pkg || exit 1; \
+	done
+
 fuzz: ## Run each fuzz target for FUZZTIME.
 	@for spec in $$(./hack/fuzz-targets.sh); do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \

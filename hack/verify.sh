@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 status=0
-for mod in . test/tools/k8s test/tools/gitea test/tools/lint; do
+for mod in . test/tools/k8s test/tools/gitea test/tools/lint test/tools/mutate; do
   if ! out=$(cd "$mod" && go mod tidy -diff 2>&1); then
     echo "verify: go mod tidy would change $mod/go.mod or go.sum:" >&2
     echo "$out" >&2
