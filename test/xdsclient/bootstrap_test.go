@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/credentials/tls/certprovider/pemfile"
 	"google.golang.org/grpc/peer"
 
 	"github.com/legate-dev/legate/test/internal/testpki"
@@ -104,8 +105,20 @@ func TestBootstrapTLSRejectsWhatGRPCRejects(t *testing.T) {
 			files := tc.tls
 			_, err := Bootstrap{ServerAddr: "127.0.0.1:18000", NodeID: "edge", TLS: &files}.JSON()
 			require.ErrorContains(t, err, tc.want)
+			// grpc-go's own file watcher refuses the same files.
+			_, gerr := pemfile.NewProvider(pemfile.Options{CertFile: files.CertFile, KeyFile: files.KeyFile, RootFile: files.CAFile})
+			require.Error(t, gerr, "grpc-go accepts what the helper refuses")
 		})
 	}
+	t.Run("one directory", func(t *testing.T) {
+		dir := t.TempDir()
+		files := TLSFiles{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key")}
+		_, err := Bootstrap{ServerAddr: "127.0.0.1:18000", NodeID: "edge", TLS: &files}.JSON()
+		require.NoError(t, err)
+		p, gerr := pemfile.NewProvider(pemfile.Options{CertFile: files.CertFile, KeyFile: files.KeyFile})
+		require.NoError(t, gerr, "grpc-go accepts what the helper accepts")
+		p.Close()
+	})
 }
 
 func TestBootstrapRequiresServerAndNode(t *testing.T) {
