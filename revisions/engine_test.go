@@ -832,3 +832,31 @@ func TestSubscriberReadingTheEngineWhileTicking(t *testing.T) {
 	<-ticked
 	assert.Equal(t, "pending:sha299", h.outcomeStatuses()[len(h.outcomeStatuses())-1])
 }
+
+// A revision in the store that the node's history does not name (left by
+// an interrupted prune, for example) is deleted on restore, and the
+// history is kept.
+func TestRestoreDropsOrphanRevisions(t *testing.T) {
+	h := newHarness(t, revisions.Options{})
+	h.apply(config("l1", "c1"), "sha1")
+	data, err := h.store.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, data, 1)
+	kept := data[0].Record.History
+	require.Len(t, kept, 1)
+
+	orphan := &revisions.Revision{Hash: config("l9", "c9").Hash, Config: config("l9", "c9"), Origin: gitOrigin("sha9"), CreatedAt: h.clock.Now()}
+	orphan.Node = data[0].Record.Node
+	require.NoError(t, h.store.Commit(context.Background(), revisions.Update{Record: data[0].Record, Put: []*revisions.Revision{orphan}}))
+	data, err = h.store.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, data[0].Revisions, 2, "the orphan is stored")
+
+	h.restart(revisions.Options{})
+	data, err = h.store.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, data, 1)
+	assert.Equal(t, kept, data[0].Record.History)
+	require.Len(t, data[0].Revisions, 1, "the orphan was deleted")
+	assert.Equal(t, kept[0], data[0].Revisions[0].Hash)
+}
