@@ -125,6 +125,11 @@ func startRawSotW(t *testing.T, addr, pod string, judge judgeFunc) *rawClient {
 }
 
 // startRawDelta opens an incremental (delta) ADS stream as proxy pod.
+// grpc-go has no delta xDS and no Envoy binary can run here, so this client
+// answers as Envoy documents for incremental xDS: every response is
+// answered with its nonce, a rejection carries error_detail, and neither
+// changes the subscriptions. Failures reach the test through recorded
+// answers, never through require calls in the receiving goroutine.
 func startRawDelta(t *testing.T, addr, pod string, judge judgeFunc) *rawClient {
 	t.Helper()
 	ads, ctx := dialADS(t, addr)
