@@ -122,7 +122,7 @@ func enumMessage(value string, ed protoreflect.EnumDescriptor) string {
 	for i := 0; i < vals.Len(); i++ {
 		name := string(vals.Get(i).Name())
 		names = append(names, name)
-		if d := editDistance(strings.ToUpper(value), name); bestDist < 0 || d < bestDist {
+		if d := EditDistance(strings.ToUpper(value), name); bestDist < 0 || d < bestDist {
 			best, bestDist = name, d
 		}
 	}
@@ -133,8 +133,9 @@ func enumMessage(value string, ed protoreflect.EnumDescriptor) string {
 	return msg
 }
 
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, for "did you
+// mean" suggestions.
+func EditDistance(a, b string) int {
 	prev := make([]int, len(b)+1)
 	cur := make([]int, len(b)+1)
 	for j := range prev {

@@ -358,21 +358,27 @@ func kindName(n *yaml.Node) string {
 
 // mapValue returns the value of key in a mapping node, or nil.
 func mapValue(n *yaml.Node, key string) *yaml.Node {
+	_, v := mapEntry(n, key)
+	return v
+}
+
+// mapEntry returns the first key node named key in a mapping node and its
+// value, or nils.
+func mapEntry(n *yaml.Node, key string) (k, v *yaml.Node) {
 	if n == nil {
-		return nil
+		return nil, nil
 	}
 	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
-		return nil
+		return nil, nil
 	}
-	var found *yaml.Node
-	_ = eachPair(n, func(k, v *yaml.Node) error {
-		if k.Value == key && found == nil {
-			found = v
+	_ = eachPair(n, func(kn, vn *yaml.Node) error {
+		if kn.Value == key && k == nil {
+			k, v = kn, vn
 		}
 		return nil
 	})
-	return found
+	return k, v
 }
 
 // nodeError is a problem attached to a YAML node.

@@ -41,19 +41,6 @@ func YAMLSyntaxError(data []byte) (line, column int, msg string, bad bool) {
 
 // mapKey returns the key node of key in a mapping node, or nil.
 func mapKey(n *yaml.Node, key string) *yaml.Node {
-	if n == nil {
-		return nil
-	}
-	n = resolveAlias(n)
-	if n.Kind != yaml.MappingNode {
-		return nil
-	}
-	var found *yaml.Node
-	_ = eachPair(n, func(k, _ *yaml.Node) error {
-		if k.Value == key && found == nil {
-			found = k
-		}
-		return nil
-	})
-	return found
+	k, _ := mapEntry(n, key)
+	return k
 }

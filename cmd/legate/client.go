@@ -177,28 +177,31 @@ func (c *client) revision(ctx context.Context, node, hash string) (standalone.Re
 
 // completeNodes completes node IDs from the server named by --server.
 func completeNodes(f *clientFlags) cobra.CompletionFunc {
-	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
-		if len(args) > 0 {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		c, err := f.client()
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
-		nodes, err := c.nodes(cmd.Context())
-		if err != nil {
-			return nil, cobra.ShellCompDirectiveNoFileComp
-		}
+	return completeFrom(f, func(ctx context.Context, c *client) ([]string, error) {
+		nodes, err := c.nodes(ctx)
 		out := make([]string, 0, len(nodes))
 		for _, n := range nodes {
 			out = append(out, n.NodeID)
 		}
-		return out, cobra.ShellCompDirectiveNoFileComp
-	}
+		return out, err
+	})
 }
 
 // completeSources completes source names from the server.
 func completeSources(f *clientFlags) cobra.CompletionFunc {
+	return completeFrom(f, func(ctx context.Context, c *client) ([]string, error) {
+		srcs, err := c.sources(ctx)
+		out := make([]string, 0, len(srcs))
+		for _, s := range srcs {
+			out = append(out, s.Name)
+		}
+		return out, err
+	})
+}
+
+// completeFrom completes the first argument with the names list asks the
+// server for; a server it cannot reach completes nothing.
+func completeFrom(f *clientFlags, list func(context.Context, *client) ([]string, error)) cobra.CompletionFunc {
 	return func(cmd *cobra.Command, args []string, _ string) ([]string, cobra.ShellCompDirective) {
 		if len(args) > 0 {
 			return nil, cobra.ShellCompDirectiveNoFileComp
@@ -207,15 +210,11 @@ func completeSources(f *clientFlags) cobra.CompletionFunc {
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		srcs, err := c.sources(cmd.Context())
+		names, err := list(cmd.Context(), c)
 		if err != nil {
 			return nil, cobra.ShellCompDirectiveNoFileComp
 		}
-		out := make([]string, 0, len(srcs))
-		for _, s := range srcs {
-			out = append(out, s.Name)
-		}
-		return out, cobra.ShellCompDirectiveNoFileComp
+		return names, cobra.ShellCompDirectiveNoFileComp
 	}
 }
 

@@ -354,7 +354,7 @@ func (c *enumConflict) message() string {
 	msg := c.value + " is not one of " + strings.Join(c.allowed, ", ")
 	best, bestDist := "", -1
 	for _, a := range c.allowed {
-		if d := levenshtein(strings.ToUpper(strings.Trim(c.value, `"`)), a); bestDist < 0 || d < bestDist {
+		if d := render.EditDistance(strings.ToUpper(strings.Trim(c.value, `"`)), a); bestDist < 0 || d < bestDist {
 			best, bestDist = a, d
 		}
 	}
@@ -418,27 +418,6 @@ func enumConflicts(errs []cueerrors.Error) map[string]*enumConflict {
 		out[key] = c
 	}
 	return out
-}
-
-// levenshtein is the edit distance between a and b.
-func levenshtein(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // offline is the module registry of a render: there is none, so a
