@@ -860,3 +860,15 @@ func TestRestoreDropsOrphanRevisions(t *testing.T) {
 	require.Len(t, data[0].Revisions, 1, "the orphan was deleted")
 	assert.Equal(t, kept[0], data[0].Revisions[0].Hash)
 }
+
+// A history of one revision is allowed (only the served one is kept); less
+// is refused with the setting named.
+func TestHistoryBounds(t *testing.T) {
+	h := newHarness(t, revisions.Options{History: 1})
+	h.apply(config("l1", "c1"), "sha1")
+	h.apply(config("l1", "c2"), "sha2")
+	assert.Len(t, h.status().History, 1)
+
+	_, err := revisions.New(revisions.Options{Store: h.store, Publisher: h.pub, History: -1})
+	assert.ErrorContains(t, err, "history must be at least 1, got -1")
+}
