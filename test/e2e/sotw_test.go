@@ -196,7 +196,7 @@ func TestGRPCClientFollowsCommits(t *testing.T) {
 	assert.Contains(t, out, "no admin token")
 	out, err = untaintCLI(t, []string{"LEGATE_TOKEN=not-the-token"}, "untaint", "e2e", tainted.Hash[:12], server)
 	require.Error(t, err, "wrong token: %s", out)
-	assert.Contains(t, out, "refused the admin token")
+	assert.Contains(t, out, "a valid admin bearer token is required")
 	assert.True(t, lg.mustNode().History[1].Tainted, "refused calls clear nothing")
 	out, err = untaintCLI(t, nil, "untaint", "e2e", tainted.Hash[:12], server, "--state-dir", lg.stateDir)
 	require.NoError(t, err, out)
