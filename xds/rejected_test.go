@@ -3,7 +3,9 @@ package xds
 import (
 	"testing"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	typev3 "github.com/envoyproxy/go-control-plane/envoy/type/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -63,4 +65,32 @@ func TestDeltaRejectedVersionIsNotResentWhenTheSubscriptionWidens(t *testing.T) 
 	r2 := recvTimeout(t, st.Recv)
 	assert.Equal(t, "e2", r2.GetSystemVersionInfo(), "the rejected e1 was not sent again for the new name")
 	assert.Equal(t, []string{"a", "b"}, deltaNames(r2))
+}
+
+// A proxy's status says where it connects from and which client it is,
+// from node.user_agent_name and its version, or else its build version.
+func TestProxyStatusShowsPeerAndUserAgent(t *testing.T) {
+	ts := startServer(t, Options{})
+	require.NoError(t, ts.SetSnapshot("n", endpointSnapshot(t, "e1", 1, "a")))
+	for _, tc := range []struct {
+		node *corev3.Node
+		want string
+	}{
+		{&corev3.Node{Id: "n", UserAgentName: "envoy", UserAgentVersionType: &corev3.Node_UserAgentVersion{UserAgentVersion: "1.36.0"}}, "envoy 1.36.0"},
+		{&corev3.Node{Id: "n", UserAgentName: "envoy", UserAgentVersionType: &corev3.Node_UserAgentBuildVersion{UserAgentBuildVersion: &corev3.BuildVersion{
+			Version: &typev3.SemanticVersion{MajorNumber: 1, MinorNumber: 35, Patch: 2},
+		}}}, "envoy 1.35.2"},
+	} {
+		st := sotwStreamTo(t, ts.addr)
+		require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: tc.node, TypeUrl: resourcev3.EndpointType, ResourceNames: []string{"a"}}))
+		recvTimeout(t, st.Recv)
+		var found bool
+		for _, p := range ts.Proxies("n") {
+			if p.UserAgent == tc.want {
+				found = true
+				assert.Regexp(t, `^127\.0\.0\.1:\d+$`, p.Address)
+			}
+		}
+		assert.True(t, found, "a proxy shows %q: %+v", tc.want, ts.Proxies("n"))
+	}
 }
