@@ -200,3 +200,10 @@ func TestTrim(t *testing.T) {
 		assert.Equal(t, tt.want, Trim(tt.in, tt.limit))
 	}
 }
+
+func TestTrimKeepsWhatFits(t *testing.T) {
+	assert.Equal(t, "abcd", Trim("abcd", 4), "exactly at the limit is kept whole")
+	assert.Equal(t, "abc…", Trim("abcde", 4))
+	assert.Equal(t, "héllo", Trim("héllo", 5), "the limit counts characters, not bytes")
+	assert.Equal(t, "abcde", Trim("abcde", 0), "no limit")
+}
