@@ -57,14 +57,7 @@ func startLegate(t *testing.T, repo gitRepo) (addr, stateDir string) {
 		Sources: []standalone.SourceConfig{{Name: "cfg", Git: &standalone.GitSource{URL: repo.dir}, Interval: standalone.Duration{Duration: time.Hour}}},
 	}, standalone.Options{Render: renderOptions})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	require.Eventually(t, srv.Ready, 30*time.Second, 10*time.Millisecond)
+	runUntilCleanup(t, srv)
 	return srv.HTTPAddr(), stateDir
 }
 
@@ -191,14 +184,7 @@ func TestReadsCarryTheReadToken(t *testing.T) {
 		Sources: []standalone.SourceConfig{{Name: "cfg", Git: &standalone.GitSource{URL: repo.dir}, Interval: standalone.Duration{Duration: time.Hour}}},
 	}, standalone.Options{Render: renderOptions})
 	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		require.NoError(t, <-done)
-	})
-	require.Eventually(t, srv.Ready, 30*time.Second, 10*time.Millisecond)
+	runUntilCleanup(t, srv)
 	server := "--server=" + srv.HTTPAddr()
 	t.Setenv("LEGATE_TOKEN", "")
 	t.Setenv("LEGATE_TOKEN_FILE", "")
@@ -214,4 +200,18 @@ func TestReadsCarryTheReadToken(t *testing.T) {
 	out, err = runLegate(t, "status", server, "--state-dir", stateDir)
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "edge", "the admin token of a legate on this machine reads too")
+}
+
+// runUntilCleanup runs srv until the test ends, checks it stopped cleanly,
+// and waits until it is ready.
+func runUntilCleanup(t *testing.T, srv *standalone.Server) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	require.Eventually(t, srv.Ready, 30*time.Second, 10*time.Millisecond)
 }
