@@ -2,13 +2,11 @@ package standalone
 
 import "github.com/prometheus/client_golang/prometheus"
 
-// metrics of the fetch loops. Labels are source names: bounded by the
+// metrics of the fetch loops (the pipeline has the render metrics). Labels are source names: bounded by the
 // configuration.
 type metrics struct {
-	fetchDuration  *prometheus.HistogramVec
-	fetchErrors    *prometheus.CounterVec
-	renderDuration *prometheus.HistogramVec
-	renderFailures *prometheus.CounterVec
+	fetchDuration *prometheus.HistogramVec
+	fetchErrors   *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -22,16 +20,7 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "legate_source_fetch_errors_total",
 			Help: "Fetches of a source that failed.",
 		}, []string{"source"}),
-		renderDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:    "legate_render_duration_seconds",
-			Help:    "Time to render and validate a source's configuration.",
-			Buckets: prometheus.ExponentialBuckets(0.001, 2, 16),
-		}, []string{"source"}),
-		renderFailures: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "legate_render_failures_total",
-			Help: "Renders of a source rejected by validation.",
-		}, []string{"source"}),
 	}
-	reg.MustRegister(m.fetchDuration, m.fetchErrors, m.renderDuration, m.renderFailures)
+	reg.MustRegister(m.fetchDuration, m.fetchErrors)
 	return m
 }

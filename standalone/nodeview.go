@@ -88,16 +88,13 @@ func (s *Server) orphaned(st revisions.NodeStatus) bool {
 		return false
 	}
 	src := st.History[0].Source
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if owner := s.owners[st.NodeID]; owner != "" {
+	if s.pipeline.Owner(st.NodeID) != "" {
 		return false
 	}
 	if s.loop(src) == nil {
 		return src != "" || len(s.loops) > 0
 	}
-	lr := s.lastRenders[src]
-	return lr != nil && lr.result.OK() && lr.result.Nodes[st.NodeID] == nil
+	return s.pipeline.Dropped(src, st.NodeID)
 }
 
 // attempt finds the newest commit that tried to change the node: a

@@ -14,8 +14,9 @@ func (s *Server) readiness() (ready bool, lines []string) {
 	ready = true
 	for _, l := range s.loops {
 		l.mu.Lock()
-		st, tried := l.status, l.tried
+		tried := l.tried
 		l.mu.Unlock()
+		st := l.snapshot()
 		var line string
 		switch {
 		case st.Suspended:

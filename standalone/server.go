@@ -18,6 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/boltstore"
@@ -46,25 +47,26 @@ type Options struct {
 
 	// httpTimeouts replaces the HTTP server's timeouts (tests).
 	httpTimeouts *httpTimeouts
+	// renderLimit bounds one render from outside (zero: the render's
+	// timeout plus a grace); tests shorten it.
+	renderLimit time.Duration
 }
 
 // Server is one running standalone home.
 type Server struct {
-	cfg    Config
-	log    logr.Logger
-	render func() render.Options
-	// renderLimit bounds one render from outside (zero: the render's
-	// timeout plus renderGrace); tests shorten it.
-	renderLimit time.Duration
-	store       *boltstore.Store
-	engine      *revisions.Engine
-	xds         *xds.Server
-	grpc        *grpc.Server
-	http        *http.Server
-	xdsLis      net.Listener
-	httpLis     net.Listener
-	loops       []*sourceLoop
-	metrics     *metrics
+	cfg      Config
+	log      logr.Logger
+	render   func() render.Options
+	store    *boltstore.Store
+	engine   *revisions.Engine
+	pipeline *pipeline.Pipeline
+	xds      *xds.Server
+	grpc     *grpc.Server
+	http     *http.Server
+	xdsLis   net.Listener
+	httpLis  net.Listener
+	loops    []*sourceLoop
+	metrics  *metrics
 	// token is the bearer token of mutating calls, read from tokenPath.
 	token, tokenPath string
 	// statuses delivers commit statuses; nil when no source has a forge.
@@ -77,12 +79,6 @@ type Server struct {
 
 	// suspendMu serializes writes of the suspended sources' file.
 	suspendMu sync.Mutex
-
-	mu       sync.Mutex
-	owners   map[string]string          // node ID -> source name that renders it
-	contests map[string]map[string]bool // node ID -> other sources rendering it
-	// lastRenders is each source's last render (see recommit).
-	lastRenders map[string]*lastRender
 }
 
 // New opens the store, binds the listeners and builds every component. It
@@ -96,7 +92,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	s = &Server{cfg: cfg, log: log, render: opts.Render, owners: map[string]string{}, contests: map[string]map[string]bool{}, lastRenders: map[string]*lastRender{}}
+	s = &Server{cfg: cfg, log: log, render: opts.Render}
 	if s.render == nil {
 		s.render = func() render.Options { return render.Options{} }
 	}
@@ -160,6 +156,18 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		Timeout:    cfg.AnswerTimeout.Duration,
 		Registerer: reg,
 		Log:        log.WithName("revisions"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	s.pipeline, err = pipeline.New(pipeline.Options{
+		Engine:      s.engine,
+		Render:      s.renderOptions,
+		Scope:       s.secretScope,
+		RenderLimit: opts.renderLimit,
+		Rerender:    func(source string) { s.Trigger(source) },
+		Registerer:  reg,
+		Log:         log,
 	})
 	if err != nil {
 		return nil, err
@@ -309,6 +317,29 @@ func (s *Server) close() {
 	}
 }
 
+// renderOptions are the renderer options of one render of any source:
+// the caller's (shared with legate validate) and the server's default node
+// and file size limit.
+func (s *Server) renderOptions(string) render.Options {
+	ropts := s.render()
+	ropts.DefaultNode = s.cfg.DefaultNode
+	if s.cfg.MaxFileSize > 0 {
+		ropts.MaxFileSize = s.cfg.MaxFileSize
+	}
+	return ropts
+}
+
+// secretScope checks and resolves the external secrets of source's render
+// against what the source may read below the secrets directory.
+func (s *Server) secretScope(source string, result *render.Result) []render.Diagnostic {
+	for _, sc := range s.cfg.Sources {
+		if sc.Name == source {
+			return secretScope{source: source, grants: sc.Secrets}.apply(result)
+		}
+	}
+	return nil
+}
+
 // publish hands the engine's publication to the xDS server, with the key
 // material of its external secrets read from SecretsDir. A secret whose
 // files are missing refuses it as NotReady (the revision waits and is tried
@@ -336,13 +367,20 @@ func (s *Server) observe(ev xds.Event) {
 // Trigger asks the named source to fetch now. It reports whether such a
 // source exists.
 func (s *Server) Trigger(name string) bool {
-	for _, l := range s.loops {
-		if l.cfg.Name == name {
-			l.trigger()
-			return true
-		}
+	if l := s.loop(name); l != nil {
+		l.trigger()
+		return true
 	}
 	return false
+}
+
+func (s *Server) loop(name string) *sourceLoop {
+	for _, l := range s.loops {
+		if l.cfg.Name == name {
+			return l
+		}
+	}
+	return nil
 }
 
 // Ready reports whether the store was restored and every source has

@@ -4,7 +4,6 @@ import (
 	"io/fs"
 	"sync/atomic"
 	"testing"
-	"testing/fstest"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -20,12 +19,6 @@ type stuckGenerator struct{ release chan struct{} }
 func (g stuckGenerator) Generate(fs.FS) ([]render.Document, []render.Diagnostic) {
 	<-g.release
 	return nil, nil
-}
-
-type panickingGenerator struct{}
-
-func (panickingGenerator) Generate(fs.FS) ([]render.Document, []render.Diagnostic) {
-	panic("generator bug")
 }
 
 // A render that does not finish rejects the commit with a limit error
@@ -46,8 +39,7 @@ func TestStuckRenderRejectsTheCommit(t *testing.T) {
 			return render.Options{Generators: []render.Generator{stuckGenerator{release}}}
 		}
 		return render.Options{}
-	}})
-	s.renderLimit = 200 * time.Millisecond
+	}, renderLimit: 200 * time.Millisecond})
 	runServer(t, s)
 	var st SourceStatus
 	require.Eventually(t, func() bool {
@@ -65,13 +57,6 @@ func TestStuckRenderRejectsTheCommit(t *testing.T) {
 		n, ok := s.engine.Node("edge")
 		return ok && n.Published != nil
 	}, 30*time.Second, 10*time.Millisecond, "the loop goes on with the next commit")
-}
-
-func TestRenderBoundedCatchesAGeneratorPanic(t *testing.T) {
-	res := renderBounded(fstest.MapFS{}, render.Options{Generators: []render.Generator{panickingGenerator{}}}, time.Minute)
-	require.Len(t, res.Diagnostics, 1)
-	assert.Equal(t, render.RuleInternal, res.Diagnostics[0].Rule)
-	assert.Contains(t, res.Diagnostics[0].Message, "generator bug")
 }
 
 // serve renders under the same file size limit validate takes.

@@ -1,4 +1,4 @@
-package standalone
+package pipeline
 
 import (
 	"fmt"
