@@ -132,24 +132,26 @@ const (
 	ProxyNACK         ProxyEventKind = "NACK"
 )
 
+func (k ProxyEventKind) String() string { return string(k) }
+
 // ProxyEvent is one report from the xDS server about a proxy's stream.
 type ProxyEvent struct {
-	Kind ProxyEventKind
+	Kind ProxyEventKind `json:"kind"`
 	// Node is the proxy's node ID.
-	Node string
+	Node string `json:"node"`
 	// Proxy identifies the proxy within the node (pod name or a stream id).
-	Proxy string
+	Proxy string `json:"proxy"`
 	// TypeURL and TypeVersion name the answered response (ACK/NACK only).
-	TypeURL     string
-	TypeVersion string
+	TypeURL     string `json:"typeURL,omitempty"`
+	TypeVersion string `json:"typeVersion,omitempty"`
 	// SnapshotVersion is the Publication.Version the answered response was
 	// built from, matched by nonce.
-	SnapshotVersion string
+	SnapshotVersion string `json:"snapshotVersion,omitempty"`
 	// Error is the proxy's own error text (NACK only).
-	Error string
+	Error string `json:"error,omitempty"`
 	// Outstanding counts responses sent to the proxy not answered yet.
-	Outstanding int
-	Time        time.Time
+	Outstanding int       `json:"outstanding"`
+	Time        time.Time `json:"time"`
 }
 
 // Clock tells the time. k8s.io/utils/clock's clocks satisfy it.

@@ -127,7 +127,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	xopts := xds.Options{
 		Registerer: reg,
 		Log:        log.WithName("xds"),
-		Observer:   xds.ObserverFunc(s.observe),
+		Observer:   xds.ObserverFunc(func(ev xds.Event) { s.engine.ObserveProxy(ev) }),
 	}
 	var grpcOpts []grpc.ServerOption
 	if cfg.XDSTLS != nil {
@@ -347,21 +347,6 @@ func (s *Server) secretScope(source string, result *render.Result) []render.Diag
 // tainted). Either way the last good revision stays served.
 func (s *Server) publish(node string, pub revisions.Publication) error {
 	return s.secrets.publish(node, pub)
-}
-
-// observe hands the xDS server's proxy events to the engine.
-func (s *Server) observe(ev xds.Event) {
-	s.engine.ObserveProxy(revisions.ProxyEvent{
-		Kind:            revisions.ProxyEventKind(ev.Kind.String()),
-		Node:            ev.Node,
-		Proxy:           ev.Proxy,
-		TypeURL:         ev.TypeURL,
-		TypeVersion:     ev.TypeVersion,
-		SnapshotVersion: ev.SnapshotVersion,
-		Error:           ev.Error,
-		Outstanding:     ev.Outstanding,
-		Time:            ev.Time,
-	})
 }
 
 // Trigger asks the named source to fetch now. It reports whether such a

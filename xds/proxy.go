@@ -5,54 +5,24 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/legate-dev/legate/revisions"
 )
 
+// Event is one thing a proxy did on its stream. It is the revision
+// engine's own type, so the engine takes the server's events as they are.
+type Event = revisions.ProxyEvent
+
 // EventKind says what a proxy did.
-type EventKind int
+type EventKind = revisions.ProxyEventKind
 
 // The kinds of Event.
 const (
-	Connected EventKind = iota + 1
-	Disconnected
-	ACK
-	NACK
+	Connected    = revisions.ProxyConnected
+	Disconnected = revisions.ProxyDisconnected
+	ACK          = revisions.ProxyACK
+	NACK         = revisions.ProxyNACK
 )
-
-func (k EventKind) String() string {
-	switch k {
-	case Connected:
-		return "Connected"
-	case Disconnected:
-		return "Disconnected"
-	case ACK:
-		return "ACK"
-	case NACK:
-		return "NACK"
-	}
-	return "Unknown"
-}
-
-// MarshalText makes EventKind readable in JSON.
-func (k EventKind) MarshalText() ([]byte, error) { return []byte(k.String()), nil }
-
-// Event is one thing a proxy did on its stream.
-type Event struct {
-	Kind EventKind `json:"kind"`
-	// Node is the proxy's node.id.
-	Node string `json:"node"`
-	// Proxy is node.metadata.pod_name when present, else a stream-unique id.
-	Proxy string `json:"proxy"`
-	// TypeURL, TypeVersion and SnapshotVersion describe the response an ACK
-	// or NACK answers, found by its nonce.
-	TypeURL         string `json:"typeURL,omitempty"`
-	TypeVersion     string `json:"typeVersion,omitempty"`
-	SnapshotVersion string `json:"snapshotVersion,omitempty"`
-	// Error is the proxy's own error_detail message of a NACK.
-	Error string `json:"error,omitempty"`
-	// Outstanding counts responses sent to this proxy it has not answered.
-	Outstanding int       `json:"outstanding"`
-	Time        time.Time `json:"time"`
-}
 
 // Observer receives proxy events. ObserveProxy is called concurrently from
 // stream goroutines and must not block for long.
