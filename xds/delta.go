@@ -34,7 +34,7 @@ func (s *Server) runDelta(stream discoveryv3.AggregatedDiscoveryService_DeltaAgg
 // pushAll sends every subscribed type whose version changed, in ADS order.
 func (st *deltaStream) pushAll() error {
 	snap := st.snapshot()
-	st.pushed = snap
+	st.comparedWith(snap)
 	for _, url := range st.order {
 		if err := st.pushFrom(snap, url, st.subs[url]); err != nil {
 			return err

@@ -48,10 +48,14 @@ type ProxyStatus struct {
 	// Address is the proxy's peer address as the server sees it.
 	Address string `json:"address,omitempty"`
 	// UserAgent is node.user_agent_name and its version ("envoy 1.36.0").
-	UserAgent      string       `json:"userAgent,omitempty"`
-	ConnectedSince time.Time    `json:"connectedSince"`
-	Outstanding    int          `json:"outstanding"`
-	Types          []TypeStatus `json:"types"`
+	UserAgent      string    `json:"userAgent,omitempty"`
+	ConnectedSince time.Time `json:"connectedSince"`
+	Outstanding    int       `json:"outstanding"`
+	// Compared is the newest snapshot version the stream has compared
+	// every type the proxy subscribes to with: what the proxy is served,
+	// or about to be, comes from it.
+	Compared string       `json:"compared,omitempty"`
+	Types    []TypeStatus `json:"types"`
 }
 
 // TypeStatus is one type of a proxy's stream.
@@ -104,9 +108,10 @@ type tracker struct {
 	since             time.Time
 	peer              peerInfo
 
-	mu    sync.Mutex
-	types map[string]*typeTrack
-	seq   uint64
+	mu       sync.Mutex
+	types    map[string]*typeTrack
+	seq      uint64
+	compared string
 }
 
 func newTracker(proxy, node, kind string, since time.Time) *tracker {
@@ -191,7 +196,7 @@ func (t *tracker) status() ProxyStatus {
 	ps := ProxyStatus{
 		Proxy: t.proxy, Node: t.node, Stream: t.kind, ConnectedSince: t.since,
 		Identity: t.peer.identity, Address: t.peer.address, UserAgent: t.peer.userAgent,
-		Outstanding: t.outstandingLocked(), Types: make([]TypeStatus, 0, len(t.types)),
+		Outstanding: t.outstandingLocked(), Compared: t.compared, Types: make([]TypeStatus, 0, len(t.types)),
 	}
 	for _, tt := range t.types {
 		st := tt.status

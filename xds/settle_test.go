@@ -54,8 +54,9 @@ func TestSotWReportsProxyCurrentWhenNothingItSubscribesChanged(t *testing.T) {
 	require.NoError(t, ts.SetSnapshot("n", twoTypes(t, "s4", "c2", 2, "l3")))
 	require.Eventually(t, func() bool {
 		ps := ts.Proxies("n")
-		return len(ps) == 1 && ps[0].Outstanding == 1
-	}, waitFor, pollEvery)
+		return len(ps) == 1 && ps[0].Compared == "s4"
+	}, waitFor, pollEvery, "the stream looked at s4")
+	assert.Equal(t, 1, ts.Proxies("n")[0].Outstanding)
 	assert.Empty(t, ts.rec.find(current("s4")), "an answer is still due")
 	require.NoError(t, st.Send(ack(r3)))
 	require.Eventually(t, func() bool { return len(ts.rec.find(current("s4"))) == 1 }, waitFor, pollEvery)

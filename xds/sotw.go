@@ -90,7 +90,7 @@ func (sub *sotwSub) subscribe(url string, requested []string, first bool) {
 
 func (st *sotwStream) pushAll() error {
 	snap := st.snapshot()
-	st.pushed = snap
+	st.comparedWith(snap)
 	for _, url := range st.order {
 		if err := st.pushFrom(snap, url, st.subs[url]); err != nil {
 			return err

@@ -51,8 +51,19 @@ func (b *streamBase) snapshot() *nodeSnapshot {
 // subscribed type that means every type was.
 func (b *streamBase) pushedOne(snap *nodeSnapshot, subscribed int) {
 	if b.pushed == nil && subscribed == 1 {
-		b.pushed = snap
+		b.comparedWith(snap)
 	}
+}
+
+// comparedWith notes that every subscribed type was compared with snap.
+func (b *streamBase) comparedWith(snap *nodeSnapshot) {
+	b.pushed = snap
+	if snap == nil || b.tr == nil {
+		return
+	}
+	b.tr.mu.Lock()
+	b.tr.compared = snap.version
+	b.tr.mu.Unlock()
 }
 
 func newStreamBase(srv *Server, ss grpc.ServerStream, kind string) streamBase {
