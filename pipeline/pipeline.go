@@ -83,9 +83,6 @@ func New(opts Options) (*Pipeline, error) {
 	if opts.Render == nil {
 		opts.Render = func(string) render.Options { return render.Options{} }
 	}
-	if opts.Log.GetSink() == nil {
-		opts.Log = logr.Discard()
-	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {
 		return nil, err
@@ -256,16 +253,6 @@ func (p *Pipeline) Status(source string) Status {
 	}
 	st.Conflicts = p.claims.conflicts(source)
 	return st
-}
-
-// Rerender makes the next Sync of source render its content even if it
-// did not change.
-func (p *Pipeline) Rerender(source string) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if s := p.sources[source]; s != nil {
-		s.content = ""
-	}
 }
 
 func (p *Pipeline) state(source string) *sourceState {

@@ -4,11 +4,15 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"strings"
 	"sync"
 	"testing"
 	"testing/fstest"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -268,6 +272,38 @@ func TestNewNeedsAnEngine(t *testing.T) {
 	assert.Error(t, err)
 }
 
+func TestRenderMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	p, err := pipeline.New(pipeline.Options{Engine: failingEngine{}, Registerer: reg})
+	require.NoError(t, err)
+	p.Sync(context.Background(), "one", tree("one", "c1", "a", "edge"))
+	p.Sync(context.Background(), "one", fetched("one", "c2", "b", fstest.MapFS{"nodes/edge/x.yaml": {Data: []byte("name: [")}}))
+	n, err := testutil.GatherAndCount(reg, "legate_render_duration_seconds", "legate_render_failures_total")
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+	assert.InDelta(t, 1, testutil.ToFloat64(mustCounter(t, reg, "legate_render_failures_total")), 0)
+
+	_, err = pipeline.New(pipeline.Options{Engine: failingEngine{}, Registerer: reg})
+	assert.Error(t, err, "the metrics are registered once")
+}
+
+// mustCounter is the value of the one series of a counter in reg.
+func mustCounter(t *testing.T, reg *prometheus.Registry, name string) prometheus.Collector {
+	t.Helper()
+	c := prometheus.NewCounter(prometheus.CounterOpts{Name: "unused"})
+	mfs, err := reg.Gather()
+	require.NoError(t, err)
+	for _, mf := range mfs {
+		if mf.GetName() == name {
+			require.Len(t, mf.GetMetric(), 1)
+			c.Add(mf.GetMetric()[0].GetCounter().GetValue())
+			return c
+		}
+	}
+	t.Fatalf("no metric %s", name)
+	return nil
+}
+
 type failingEngine struct{}
 
 func (failingEngine) Apply(context.Context, string, *render.NodeConfig, sources.Origin) error {
@@ -276,4 +312,66 @@ func (failingEngine) Apply(context.Context, string, *render.NodeConfig, sources.
 func (failingEngine) RecordValidationFailure(sources.Origin, []render.Diagnostic) {}
 func (failingEngine) Revision(string, string) (revisions.Revision, bool, bool) {
 	return revisions.Revision{}, false, false
+}
+
+// A status marked invalid without diagnostics (made by hand) still reads.
+func TestProblemsOfAnInvalidStatusWithoutDiagnostics(t *testing.T) {
+	st := pipeline.Status{Source: "one", Invalid: true}
+	assert.Empty(t, st.Problems())
+}
+
+// What the log says of an apply is what happened: tainted content is not
+// "configuration applied".
+func TestLogSaysWhatWasServed(t *testing.T) {
+	var lines []string
+	var mu sync.Mutex
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{})
+	store, err := boltstore.Open(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	var e *revisions.Engine
+	e, err = revisions.New(revisions.Options{Store: store, Publisher: revisions.PublisherFunc(func(string, revisions.Publication) error { return nil })})
+	require.NoError(t, err)
+	require.NoError(t, e.Restore(context.Background()))
+	p, err := pipeline.New(pipeline.Options{Engine: e, Log: log})
+	require.NoError(t, err)
+	said := func(msg string) int {
+		mu.Lock()
+		defer mu.Unlock()
+		n := 0
+		for _, l := range lines {
+			if strings.Contains(l, msg) {
+				n++
+			}
+		}
+		return n
+	}
+
+	p.Sync(context.Background(), "one", tree("one", "c1", "good", "edge"))
+	assert.Equal(t, 1, said(`"msg"="configuration applied"`))
+	p.Sync(context.Background(), "one", tree("one", "c2", "bad", "edge"))
+	n, _ := e.Node("edge")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	e.ObserveProxy(revisions.ProxyEvent{Kind: revisions.ProxyConnected, Node: "edge", Proxy: "p"})
+	e.ObserveProxy(revisions.ProxyEvent{Kind: revisions.ProxyNACK, Node: "edge", Proxy: "p", SnapshotVersion: n.Published.Version, Error: "no"})
+	require.Eventually(t, func() bool {
+		n, _ := e.Node("edge")
+		return n.Published.Commit == "c1"
+	}, 10*time.Second, 5*time.Millisecond)
+
+	before := said(`"msg"="configuration applied"`)
+	p.Sync(context.Background(), "one", tree("one", "c3", "bad", "edge"))
+	assert.Equal(t, before, said(`"msg"="configuration applied"`), "tainted content is not said to be applied")
+	assert.Equal(t, 1, said("commit carries content the proxies rejected before"))
+	assert.Zero(t, said("commit applied to no node"))
+
+	p.Sync(context.Background(), "one", tree("one", "c4", "none"))
+	assert.Equal(t, 1, said("commit applied to no node"))
 }

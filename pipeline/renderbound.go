@@ -19,13 +19,7 @@ const renderGrace = 30 * time.Second
 // goroutine is left to finish on its own, and since the loop does not
 // render the same content twice, one stuck render costs one goroutine.
 func renderBounded(files fs.FS, opts render.Options, limit time.Duration) *render.Result {
-	if limit <= 0 {
-		timeout := opts.Timeout
-		if timeout <= 0 {
-			timeout = render.DefaultTimeout
-		}
-		limit = timeout + renderGrace
-	}
+	limit = renderLimit(opts, limit)
 	done := make(chan *render.Result, 1)
 	go func() {
 		// render.Render recovers its own panics; a generator's panic
@@ -51,4 +45,17 @@ func renderBounded(files fs.FS, opts render.Options, limit time.Duration) *rende
 			Message: fmt.Sprintf("rendering did not finish within %s and this commit is rejected; look for CUE that evaluates for long or inputs that expand a lot", limit),
 		}}}
 	}
+}
+
+// renderLimit is limit, or when it is zero the render's own timeout plus
+// renderGrace.
+func renderLimit(opts render.Options, limit time.Duration) time.Duration {
+	if limit > 0 {
+		return limit
+	}
+	timeout := opts.Timeout
+	if timeout <= 0 {
+		timeout = render.DefaultTimeout
+	}
+	return timeout + renderGrace
 }
