@@ -83,7 +83,7 @@ fuzz-long: ## Run each fuzz target for minutes (FUZZTIME=5m by default); not par
 # Mutation testing of the core packages with gremlins (pinned in
 # test/tools/mutate, built on demand). Slow: not part of make test or CI.
 # MUTATE_PKGS narrows it, e.g. make mutate MUTATE_PKGS=./revisions.
-MUTATE_PKGS ?= ./revisions ./xds ./pipeline ./render ./sources/hooks ./sources/git/forge
+MUTATE_PKGS ?= ./revisions ./xds ./pipeline ./render ./sources/hooks ./forge
 GREMLINS := $(BIN)/gremlins
 
 $(GREMLINS): test/tools/mutate/go.mod test/tools/mutate/go.sum

@@ -127,7 +127,7 @@ func assignVersions(cfg *render.NodeConfig, prev map[string]TypeVersion, gen uin
 		if hash == "" {
 			return TypeVersion{Version: "empty-" + g}
 		}
-		return TypeVersion{Version: short(hash) + "-" + g, Hash: hash}
+		return TypeVersion{Version: Short(hash) + "-" + g, Hash: hash}
 	}
 	for url, set := range cfg.Types {
 		types[url] = version(url, set.Hash)
@@ -137,10 +137,12 @@ func assignVersions(cfg *render.NodeConfig, prev map[string]TypeVersion, gen uin
 			types[url] = version(url, "")
 		}
 	}
-	return short(cfg.Hash) + "-" + g, types
+	return Short(cfg.Hash) + "-" + g, types
 }
 
-func short(hash string) string {
+// Short abbreviates a content hash or a commit SHA to its first 12
+// characters, the form legate shows them in.
+func Short(hash string) string {
 	if len(hash) > 12 {
 		return hash[:12]
 	}

@@ -662,6 +662,28 @@ func TestValidationFailureIsReportedAndPublishesNothing(t *testing.T) {
 	assert.Empty(t, h.e.Nodes())
 }
 
+// The summary names files from the repository root, as the author sees
+// them, when the source reads a directory of it.
+func TestValidationFailureNamesRepositoryPaths(t *testing.T) {
+	h := newHarness(t, revisions.Options{})
+	diags := []render.Diagnostic{
+		{Pos: render.Position{File: "nodes/edge/cluster.yaml", Line: 3, Column: 1}, Message: "unknown field", Rule: "decode"},
+		{Pos: render.Position{File: "b.yaml", Line: 1}, Message: "x"},
+		{Pos: render.Position{File: "c.yaml"}, Message: "y"},
+		{Pos: render.Position{File: "d.yaml"}, Message: "z"},
+	}
+	o := gitOrigin("sha9")
+	o.Path = "envoy"
+	h.e.RecordValidationFailure(o, diags)
+	assert.Equal(t, "validation failed with 4 problems; envoy/nodes/edge/cluster.yaml:3:1: unknown field [decode]; envoy/b.yaml:1: x; envoy/c.yaml: y; and 1 more", h.lastOutcome().Description)
+	o.Path = "."
+	h.e.RecordValidationFailure(o, diags[:1])
+	assert.Equal(t, "validation failed with 1 problem; nodes/edge/cluster.yaml:3:1: unknown field [decode]", h.lastOutcome().Description)
+	o.Path = "/envoy/"
+	h.e.RecordValidationFailure(o, []render.Diagnostic{{Message: "no file"}})
+	assert.Equal(t, "validation failed with 1 problem; : no file", h.lastOutcome().Description, "a diagnostic without a file gets no directory")
+}
+
 func TestNodeStatusJSON(t *testing.T) {
 	h := newHarness(t, revisions.Options{})
 	h.apply(config("l1", "good"), "sha1")

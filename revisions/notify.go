@@ -2,6 +2,7 @@ package revisions
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strings"
 	"time"
@@ -64,14 +65,16 @@ func (e *Engine) RecordValidationFailure(origin sources.Origin, diags []render.D
 	e.mu.Lock()
 	e.metrics.validationFailures.WithLabelValues(origin.Source).Inc()
 	e.emit(Outcome{
-		Origin: origin, Status: OutcomeFailure, Description: diagnosticsSummary(diags),
+		Origin: origin, Status: OutcomeFailure, Description: diagnosticsSummary(diags, origin.Path),
 		Diagnostics: diags, Time: e.clock.Now(),
 	})
 }
 
 // diagnosticsSummary renders the first diagnostics compiler-style on one
-// line.
-func diagnosticsSummary(diags []render.Diagnostic) string {
+// line, with file names relative to the repository root (the renderer
+// sees the tree under the source's path dir), so that the author can open
+// the file named.
+func diagnosticsSummary(diags []render.Diagnostic, dir string) string {
 	const shown = 3
 	if len(diags) == 0 {
 		return "validation failed"
@@ -86,7 +89,11 @@ func diagnosticsSummary(diags []render.Diagnostic) string {
 			fmt.Fprintf(&b, "; and %d more", len(diags)-shown)
 			break
 		}
-		fmt.Fprintf(&b, "; %s: %s", d.Pos, d.Message)
+		pos := d.Pos
+		if p := strings.Trim(dir, "/"); p != "" && p != "." && pos.File != "" {
+			pos.File = path.Join(p, pos.File)
+		}
+		fmt.Fprintf(&b, "; %s: %s", pos, d.Message)
 		if d.Rule != "" {
 			fmt.Fprintf(&b, " [%s]", d.Rule)
 		}

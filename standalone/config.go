@@ -13,10 +13,10 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
-	"github.com/legate-dev/legate/sources/git/forge"
 )
 
 // Defaults of Config.

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
-	"github.com/legate-dev/legate/sources/git/forge"
 )
 
 func TestLoadConfigSources(t *testing.T) {

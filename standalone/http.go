@@ -154,5 +154,5 @@ func proxyRejection(src SourceStatus, nodes []revisions.NodeStatus) string {
 	if len(parts) == 0 {
 		return ""
 	}
-	return "commit " + short(src.Commit, "") + " rejected by proxies (rolled back): " + strings.Join(parts, "; ")
+	return "commit " + revisions.Short(src.Commit) + " rejected by proxies (rolled back): " + strings.Join(parts, "; ")
 }

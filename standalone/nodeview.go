@@ -151,7 +151,7 @@ func summary(v NodeView) string {
 	case revisions.StateRollback:
 		commit := "an older revision"
 		if v.Published != nil && v.Published.Commit != "" {
-			commit = "the revision of commit " + short(v.Published.Commit, "")
+			commit = "the revision of commit " + revisions.Short(v.Published.Commit)
 		}
 		parts = append(parts, "rolled back: the proxies rejected newer revisions, so "+commit+" is served")
 	case revisions.StateRollbackFailed:
@@ -161,10 +161,10 @@ func summary(v NodeView) string {
 		parts = append(parts, "no proxy connected")
 	}
 	if v.Attempt != nil && v.Attempt.Verdict == VerdictRejectedValidation {
-		parts = append(parts, "newest commit "+short(v.Attempt.Commit, "")+" rejected by validation")
+		parts = append(parts, "newest commit "+revisions.Short(v.Attempt.Commit)+" rejected by validation")
 	}
 	if v.Waiting != nil {
-		parts = append(parts, "revision "+short(v.Waiting.Hash, "")+" waits to be served")
+		parts = append(parts, "revision "+revisions.Short(v.Waiting.Hash)+" waits to be served")
 	}
 	if v.Orphaned {
 		parts = append(parts, "orphaned: no source renders this node any more (legate prune stops serving it)")

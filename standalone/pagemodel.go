@@ -1,13 +1,14 @@
 package standalone
 
 import (
+	"cmp"
 	"net/url"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/sources/git/forge"
 )
 
 // The status page is rendered from a page model that this file computes
@@ -135,10 +136,10 @@ func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Pr
 		Orphaned: n.Orphaned, NoProxies: len(n.Proxies) == 0, ProxyCount: plural(len(n.Proxies), "proxy", "proxies"),
 	}
 	commitLink := func(source, sha string) link {
-		return link{Text: short(sha, "-"), Title: sha, Href: commitURL(srcURL[source], forges[source], sha)}
+		return link{Text: cmp.Or(revisions.Short(sha), "-"), Title: sha, Href: commitURL(srcURL[source], forges[source], sha)}
 	}
 	if p := n.Published; p != nil {
-		c.Served = &servedInfo{Hash: short(p.Hash, ""), Version: p.Version, Commit: commitLink(p.Source, p.Commit)}
+		c.Served = &servedInfo{Hash: revisions.Short(p.Hash), Version: p.Version, Commit: commitLink(p.Source, p.Commit)}
 	}
 	source := ""
 	if len(n.History) > 0 {
@@ -151,11 +152,11 @@ func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Pr
 		}
 	}
 	if w := n.Waiting; w != nil {
-		c.Waiting = "revision " + short(w.Hash, "") + " waits to be served since " + relTime(&w.Since, now) + ": " + w.Message
+		c.Waiting = "revision " + revisions.Short(w.Hash) + " waits to be served since " + relTime(&w.Since, now) + ": " + w.Message
 	}
 	for _, r := range n.History {
 		row := historyRow{
-			Hash: short(r.Hash, ""), Served: n.Published != nil && r.Hash == n.Published.Hash, Tainted: r.Tainted,
+			Hash: revisions.Short(r.Hash), Served: n.Published != nil && r.Hash == n.Published.Hash, Tainted: r.Tainted,
 			Commit: commitLink(r.Source, r.Commit), Message: firstLine(r.Message), Author: authorName(r.Author),
 			Source: r.Source, Created: relTime(&r.CreatedAt, now),
 		}

@@ -18,13 +18,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/boltstore"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
-	"github.com/legate-dev/legate/sources/git/forge"
 	"github.com/legate-dev/legate/xds"
 )
 
@@ -71,7 +71,7 @@ type Server struct {
 	token, tokenPath string
 	// statuses delivers commit statuses; nil when no source has a forge.
 	statuses *forge.Dispatcher
-	feedback *feedback
+	feedback *forge.Feedback
 	// secrets serves publications with their external secrets; secretTicks
 	// paces its checks for changed files (a test replaces it).
 	secrets     *secretHome
@@ -188,7 +188,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		}
 	}
 	if len(reporters) > 0 {
-		s.statuses = forge.NewDispatcher(statusOutbox{store: s.store}, reporters, forge.DispatcherOptions{
+		s.statuses = forge.NewDispatcher(s.store, reporters, forge.DispatcherOptions{
 			Logger:     slog.New(logr.ToSlogHandler(log.WithName("commit-status"))),
 			MaxBackoff: maxStatusRetryWait,
 		})
@@ -196,8 +196,8 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		for name := range reporters {
 			targets[name] = true
 		}
-		s.feedback = newFeedback(s.statuses, targets, cfg.PublicURL, log.WithName("commit-status"))
-		s.engine.Subscribe(s.feedback.observe)
+		s.feedback = forge.NewFeedback(s.statuses, targets, cfg.PublicURL, log.WithName("commit-status"))
+		s.engine.Subscribe(s.feedback.Observe)
 	}
 	if err := s.loadSuspended(); err != nil {
 		return nil, err
@@ -246,7 +246,7 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	if s.feedback != nil {
-		s.feedback.seed(s.engine.Nodes())
+		s.feedback.Seed(s.engine.Nodes())
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

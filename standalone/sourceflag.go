@@ -6,9 +6,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
-	"github.com/legate-dev/legate/sources/git/forge"
 )
 
 // SourceFlagHelp documents the compact syntax of `--source`.

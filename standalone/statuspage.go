@@ -6,7 +6,7 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/legate-dev/legate/sources/git/forge"
+	"github.com/legate-dev/legate/forge"
 )
 
 // statusPage is the human view of the status API at GET /: the node states

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/sources/git/forge"
 	"github.com/legate-dev/legate/xds"
 )
 

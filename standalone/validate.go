@@ -1,15 +1,16 @@
 package standalone
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
 	"regexp"
 	"strings"
 
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
-	"github.com/legate-dev/legate/sources/git/forge"
 	ocisource "github.com/legate-dev/legate/sources/oci"
 )
 
@@ -215,36 +216,11 @@ func (s SourceConfig) validateForge(where string) []error {
 // repository taken from the source's URL when not set.
 func (s SourceConfig) forgeConfig() forge.Config {
 	f := s.Forge
-	fc := forge.Config{BaseURL: f.BaseURL, Repository: f.Repository, Token: f.Token}
+	fc := forge.Config{BaseURL: f.BaseURL, Repository: f.Repository, Token: forge.SecretToken(f.Token)}
 	if s.Git == nil {
 		return fc
 	}
-	u, err := url.Parse(s.Git.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		if fc.Repository == "" {
-			fc.Repository = scpRepository(s.Git.URL)
-		}
-		return fc
-	}
-	if fc.BaseURL == "" && f.Provider != forge.ProviderGitHub {
-		fc.BaseURL = u.Scheme + "://" + u.Host + "/"
-	}
-	if fc.Repository == "" {
-		fc.Repository = strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
-	}
+	base, repo := forge.FromRepositoryURL(f.Provider, s.Git.URL)
+	fc.BaseURL, fc.Repository = cmp.Or(fc.BaseURL, base), cmp.Or(fc.Repository, repo)
 	return fc
-}
-
-// scpRepository takes "org/repo" from git@host:org/repo.git and
-// ssh://git@host/org/repo.git.
-func scpRepository(raw string) string {
-	if u, err := url.Parse(raw); err == nil && u.Scheme == "ssh" {
-		return strings.TrimSuffix(strings.Trim(u.Path, "/"), ".git")
-	}
-	if at, rest, ok := strings.Cut(raw, "@"); ok && !strings.Contains(at, "/") {
-		if _, p, ok := strings.Cut(rest, ":"); ok {
-			return strings.TrimSuffix(strings.Trim(p, "/"), ".git")
-		}
-	}
-	return ""
 }

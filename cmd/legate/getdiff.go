@@ -9,6 +9,7 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 
+	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/standalone"
 )
 
@@ -102,7 +103,7 @@ func writeDiff(w io.Writer, a, b standalone.RevisionView) error {
 		return err
 	}
 	if left == right {
-		fmt.Fprintf(w, "revisions %s and %s of node %s have the same resources\n", short(a.Hash), short(b.Hash), a.Node)
+		fmt.Fprintf(w, "revisions %s and %s of node %s have the same resources\n", revisions.Short(a.Hash), revisions.Short(b.Hash), a.Node)
 		return nil
 	}
 	text, err := difflib.GetUnifiedDiffString(difflib.UnifiedDiff{
@@ -117,9 +118,9 @@ func writeDiff(w io.Writer, a, b standalone.RevisionView) error {
 }
 
 func revisionLabel(v standalone.RevisionView) string {
-	label := short(v.Hash)
+	label := revisions.Short(v.Hash)
 	if v.Origin.Commit != "" {
-		label += " (commit " + short(v.Origin.Commit) + ")"
+		label += " (commit " + revisions.Short(v.Origin.Commit) + ")"
 	}
 	if v.Served {
 		label += " served"

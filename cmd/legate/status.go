@@ -135,7 +135,7 @@ func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.Sou
 		states[n.State] = true
 		hash, commit := "-", "-"
 		if n.Published != nil {
-			hash, commit = short(n.Published.Hash), dash(short(n.Published.Commit))
+			hash, commit = revisions.Short(n.Published.Hash), dash(revisions.Short(n.Published.Commit))
 		}
 		state := string(n.State)
 		if n.Orphaned {
@@ -144,7 +144,7 @@ func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.Sou
 		proxies := proxiesCell(n)
 		newest, verdict := "-", "-"
 		if a := n.Attempt; a != nil {
-			newest, verdict = dash(short(a.Commit)), a.Verdict
+			newest, verdict = dash(revisions.Short(a.Commit)), a.Verdict
 		}
 		if wide {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.NodeID, state, hash, commit, proxies, newest, verdict, n.Summary)
@@ -158,7 +158,7 @@ func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.Sou
 	}
 	for _, n := range nodes {
 		if a := n.Attempt; a != nil && a.Error != "" {
-			fmt.Fprintf(w, "\n%s: newest commit %s %s: %s\n", n.NodeID, dash(short(a.Commit)), a.Verdict, a.Error)
+			fmt.Fprintf(w, "\n%s: newest commit %s %s: %s\n", n.NodeID, dash(revisions.Short(a.Commit)), a.Verdict, a.Error)
 		}
 	}
 	if len(states) > 0 {
@@ -194,19 +194,19 @@ func printNode(w io.Writer, n standalone.NodeView, wide bool, now time.Time) {
 	fmt.Fprintf(w, "State:    %s — %s\n", state, standalone.StateMeaning(n.State))
 	fmt.Fprintf(w, "Summary:  %s\n", n.Summary)
 	if p := n.Published; p != nil {
-		fmt.Fprintf(w, "Served:   %s (version %s) from %s\n", short(p.Hash), p.Version, dash(p.Revision))
+		fmt.Fprintf(w, "Served:   %s (version %s) from %s\n", revisions.Short(p.Hash), p.Version, dash(p.Revision))
 	} else {
 		fmt.Fprintln(w, "Served:   nothing")
 	}
 	if a := n.Attempt; a != nil {
-		line := fmt.Sprintf("Newest:   commit %s %s", dash(short(a.Commit)), a.Verdict)
+		line := fmt.Sprintf("Newest:   commit %s %s", dash(revisions.Short(a.Commit)), a.Verdict)
 		if a.Error != "" {
 			line += ": " + a.Error
 		}
 		fmt.Fprintln(w, line)
 	}
 	if wt := n.Waiting; wt != nil {
-		fmt.Fprintf(w, "Waiting:  %s (commit %s) for %s: %s\n", short(wt.Hash), dash(short(wt.Commit)), humanDuration(now.Sub(wt.Since)), wt.Message)
+		fmt.Fprintf(w, "Waiting:  %s (commit %s) for %s: %s\n", revisions.Short(wt.Hash), dash(revisions.Short(wt.Commit)), humanDuration(now.Sub(wt.Since)), wt.Message)
 	}
 	fmt.Fprintln(w, "\nHistory (newest first):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
@@ -220,7 +220,7 @@ func printNode(w io.Writer, n standalone.NodeView, wide bool, now time.Time) {
 		if r.Tainted && r.Taint != nil {
 			taint = "TAINTED: " + r.Taint.Message
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", mark, short(r.Hash), dash(short(r.Commit)), dash(r.Source), ago(&r.CreatedAt, now), taint)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\n", mark, revisions.Short(r.Hash), dash(revisions.Short(r.Commit)), dash(r.Source), ago(&r.CreatedAt, now), taint)
 	}
 	_ = tw.Flush()
 	fmt.Fprintln(w, "  (* served)")
@@ -270,13 +270,6 @@ func nonEmpty(ss ...string) []string {
 		}
 	}
 	return out
-}
-
-func short(s string) string {
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }
 
 func dash(s string) string {

@@ -6,6 +6,8 @@ import (
 	"net/url"
 
 	"github.com/spf13/cobra"
+
+	"github.com/legate-dev/legate/revisions"
 )
 
 func newUntaintCommand() *cobra.Command {
@@ -38,10 +40,10 @@ It needs the admin token.`,
 				return fmt.Errorf("clear the taint of %s on node %s: %w", hash, node, err)
 			}
 			if out.Status == "not tainted" {
-				fmt.Fprintf(cmd.OutOrStdout(), "revision %s of node %s is not tainted; nothing to clear\n", short(out.Revision), node)
+				fmt.Fprintf(cmd.OutOrStdout(), "revision %s of node %s is not tainted; nothing to clear\n", revisions.Short(out.Revision), node)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "taint cleared: node %s revision %s\n", node, short(out.Revision))
+			fmt.Fprintf(cmd.OutOrStdout(), "taint cleared: node %s revision %s\n", node, revisions.Short(out.Revision))
 			return nil
 		},
 	}

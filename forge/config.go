@@ -1,6 +1,7 @@
 package forge
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"time"
@@ -27,9 +28,9 @@ type Config struct {
 	// Repository is "owner/name"; for GitLab the project path (which may
 	// have sub-groups) or its numeric ID.
 	Repository string
-	// Token is an access token allowed to write commit statuses. It is read
-	// on every post, so a rotated file takes effect at once.
-	Token sources.Secret
+	// Token supplies an access token allowed to write commit statuses. It
+	// is asked on every post, so a rotated token takes effect at once.
+	Token TokenFunc
 	// HTTPClient is used for every request; nil uses a client with a 30 s
 	// timeout.
 	HTTPClient *http.Client
@@ -56,8 +57,22 @@ func (c *Config) httpClient() *http.Client {
 	return &http.Client{Timeout: 30 * time.Second}
 }
 
-func (c *Config) token() (string, error) {
-	tok, err := c.Token.Read()
+// TokenFunc returns the forge token: from a file or the environment
+// (SecretToken), or from wherever a home keeps it, such as a Kubernetes
+// Secret. Its errors must not hold the token.
+type TokenFunc func(ctx context.Context) (string, error)
+
+// SecretToken reads the token from s (a file or an environment variable)
+// on every call.
+func SecretToken(s sources.Secret) TokenFunc {
+	return func(context.Context) (string, error) { return s.Read() }
+}
+
+func (c *Config) token(ctx context.Context) (string, error) {
+	if c.Token == nil {
+		return "", fmt.Errorf("forge token for %s: none configured", c.Repository)
+	}
+	tok, err := c.Token(ctx)
 	if err != nil {
 		return "", fmt.Errorf("forge token for %s: %w", c.Repository, err)
 	}
@@ -74,8 +89,8 @@ func postError(repo string, code int, err error, token string) error {
 // prepare reads the token and returns st validated, with its description
 // scrubbed of that token (and other secrets) and trimmed to limit: the
 // common start of every provider's Post.
-func (c *Config) prepare(st Status, limit int) (Status, string, error) {
-	tok, err := c.token()
+func (c *Config) prepare(ctx context.Context, st Status, limit int) (Status, string, error) {
+	tok, err := c.token(ctx)
 	if err != nil {
 		return st, "", err
 	}

@@ -36,7 +36,7 @@ func NewGitHub(cfg Config) (*GitHub, error) {
 
 // Post implements Reporter.
 func (g *GitHub) Post(ctx context.Context, st Status) error {
-	st, tok, err := g.cfg.prepare(st, GitHubDescriptionLimit)
+	st, tok, err := g.cfg.prepare(ctx, st, GitHubDescriptionLimit)
 	if err != nil {
 		return err
 	}

@@ -54,12 +54,12 @@ func TestDispatcherRetriesInOrderWithBackoff(t *testing.T) {
 	d := NewDispatcher(outbox, map[string]Reporter{"cfg": githubReporter(t, down), "other": githubReporter(t, other)}, DispatcherOptions{Clock: clock})
 
 	pending := Status{Commit: sha, State: StatePending, Context: "legate/a", Description: "published, waiting for proxies"}
-	success := Status{Commit: sha, State: StateSuccess, Context: "legate/a", Description: "all proxies ACKed"}
+	success := Status{Commit: sha, State: StateSuccess, Context: "legate/b", Description: "all proxies ACKed"}
 	require.NoError(t, d.Enqueue(ctx, "cfg", pending))
 	require.NoError(t, d.Enqueue(ctx, "cfg", pending), "a duplicate is dropped")
 	require.NoError(t, d.Enqueue(ctx, "cfg", success))
 	require.NoError(t, d.Enqueue(ctx, "other", pending))
-	entries, err := outbox.List(ctx)
+	entries, err := statusQueue{outbox}.list(ctx)
 	require.NoError(t, err)
 	require.Len(t, entries, 3)
 
@@ -85,8 +85,8 @@ func TestDispatcherRetriesInOrderWithBackoff(t *testing.T) {
 	next, err = d.Flush(ctx)
 	require.NoError(t, err)
 	assert.True(t, next.IsZero())
-	assert.Equal(t, []string{"legate/a=pending", "legate/a=pending", "legate/a=pending", "legate/a=success"}, states(down.requests()), "delivered in order once back")
-	entries, err = outbox.List(ctx)
+	assert.Equal(t, []string{"legate/a=pending", "legate/a=pending", "legate/a=pending", "legate/b=success"}, states(down.requests()), "delivered in order once back")
+	entries, err = statusQueue{outbox}.list(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 
@@ -107,7 +107,7 @@ func TestDispatcherDropsPermanentFailures(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, next.IsZero())
 	assert.Len(t, srv.requests(), 2, "a rejected status does not block the next")
-	entries, err := outbox.List(ctx)
+	entries, err := statusQueue{outbox}.list(ctx)
 	require.NoError(t, err)
 	assert.Empty(t, entries)
 	assert.Error(t, d.Enqueue(ctx, "unknown", Status{Commit: sha, State: StatePending, Context: "legate/a"}))
@@ -118,7 +118,7 @@ func TestDispatcherDeliversWhatAnEarlierRunLeft(t *testing.T) {
 	srv := startForge(t, http.StatusCreated)
 	outbox := NewMemOutbox()
 	st := Status{Commit: sha, State: StateFailure, Context: "legate/a", Description: "rolled back: token " + token}
-	_, err := outbox.Put(ctx, Entry{Target: "cfg", Status: st})
+	_, err := statusQueue{outbox}.put(ctx, Entry{Target: "cfg", Status: st})
 	require.NoError(t, err)
 
 	d := NewDispatcher(outbox, map[string]Reporter{"cfg": githubReporter(t, srv)}, DispatcherOptions{})

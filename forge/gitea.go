@@ -34,7 +34,7 @@ var giteaStates = map[State]gitea.StatusState{
 
 // Post implements Reporter.
 func (g *Gitea) Post(ctx context.Context, st Status) error {
-	st, tok, err := g.cfg.prepare(st, GiteaDescriptionLimit)
+	st, tok, err := g.cfg.prepare(ctx, st, GiteaDescriptionLimit)
 	if err != nil {
 		return err
 	}

@@ -77,11 +77,11 @@ func (f *forgeServer) requests() []forgeRequest {
 	return append([]forgeRequest(nil), f.reqs...)
 }
 
-func tokenFile(t *testing.T) sources.Secret {
+func tokenFile(t *testing.T) TokenFunc {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(p, []byte(token+"\n"), 0o600))
-	return sources.Secret{File: p}
+	return SecretToken(sources.Secret{File: p})
 }
 
 // longFailure names a file and line, and carries secrets that must not
@@ -178,7 +178,7 @@ func TestReporterValidation(t *testing.T) {
 	_, err = New("bitbucket", Config{})
 	assert.Error(t, err)
 
-	rep, err = NewGitHub(Config{BaseURL: srv.URL, Repository: "org/cfg", Token: sources.Secret{Env: "LEGATE_TEST_UNSET_TOKEN"}})
+	rep, err = NewGitHub(Config{BaseURL: srv.URL, Repository: "org/cfg", Token: SecretToken(sources.Secret{Env: "LEGATE_TEST_UNSET_TOKEN"})})
 	require.NoError(t, err)
 	err = rep.Post(context.Background(), Status{Commit: sha, State: StatePending, Context: "legate/x"})
 	require.Error(t, err)

@@ -61,7 +61,7 @@ func TestGiteaStatusesThroughOutage(t *testing.T) {
 	tokFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokFile, []byte(srv.Token+"\n"), 0o600))
 
-	rep, err := NewGitea(Config{BaseURL: srv.URL, Repository: repo.FullName, Token: sources.Secret{File: tokFile}})
+	rep, err := NewGitea(Config{BaseURL: srv.URL, Repository: repo.FullName, Token: SecretToken(sources.Secret{File: tokFile})})
 	require.NoError(t, err)
 	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
 	d := NewDispatcher(NewMemOutbox(), map[string]Reporter{"cfg": rep}, DispatcherOptions{Clock: clock})

@@ -1,31 +1,29 @@
-package standalone
+package forge
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net/url"
-	"path"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/go-logr/logr"
 
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/sources/git/forge"
 )
 
 // ValidationContext is the commit status context of a validation failure
 // of a source that has not rendered any node yet.
 const ValidationContext = "legate"
 
-// feedback turns the engine's outcomes into commit statuses and queues them
-// on a forge.Dispatcher. Its state is what the statuses need beyond one
+// Feedback turns the engine's outcomes into commit statuses and queues them
+// on a Dispatcher. Its state is what the statuses need beyond one
 // outcome: which nodes each source rendered last (a validation failure is
 // reported on each of them) and which commit of each node still waits for
 // its final status (to close it when a newer commit supersedes it).
-type feedback struct {
-	dispatcher *forge.Dispatcher
+type Feedback struct {
+	dispatcher *Dispatcher
 	targets    map[string]bool // sources whose statuses are posted
 	publicURL  string
 	log        logr.Logger
@@ -40,19 +38,19 @@ type inflight struct{ source, commit string }
 // queued is one status for one target (a source name).
 type queued struct {
 	target string
-	status forge.Status
+	status Status
 }
 
-func newFeedback(d *forge.Dispatcher, targets map[string]bool, publicURL string, log logr.Logger) *feedback {
-	return &feedback{
+func NewFeedback(d *Dispatcher, targets map[string]bool, publicURL string, log logr.Logger) *Feedback {
+	return &Feedback{
 		dispatcher: d, targets: targets, publicURL: publicURL, log: log,
 		nodeSource: map[string]string{}, inflight: map[string]inflight{},
 	}
 }
 
-// seed records which source rendered each restored node, so that a
+// Seed records which source rendered each restored node, so that a
 // validation failure right after a restart is still reported per node.
-func (f *feedback) seed(nodes []revisions.NodeStatus) {
+func (f *Feedback) Seed(nodes []revisions.NodeStatus) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for _, n := range nodes {
@@ -62,9 +60,9 @@ func (f *feedback) seed(nodes []revisions.NodeStatus) {
 	}
 }
 
-// observe is the engine subscriber: it queues the statuses of o in the
+// Observe is the engine subscriber: it queues the statuses of o in the
 // persisted outbox (a quick local write) and returns.
-func (f *feedback) observe(o revisions.Outcome) {
+func (f *Feedback) Observe(o revisions.Outcome) {
 	for _, q := range f.statuses(o) {
 		if err := f.dispatcher.Enqueue(context.Background(), q.target, q.status); err != nil {
 			f.log.Error(err, "could not queue a commit status", "source", q.target, "commit", q.status.Commit, "context", q.status.Context)
@@ -74,7 +72,7 @@ func (f *feedback) observe(o revisions.Outcome) {
 
 // statuses decides the commit statuses of one outcome and updates the
 // feedback state. It does no I/O.
-func (f *feedback) statuses(o revisions.Outcome) []queued {
+func (f *Feedback) statuses(o revisions.Outcome) []queued {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	src, commit := o.Origin.Source, o.Origin.Commit
@@ -84,7 +82,7 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 		if !f.targets[src] || commit == "" {
 			return nil
 		}
-		desc := validationText(o)
+		desc := o.Description
 		var nodes []string
 		for n, s := range f.nodeSource {
 			if s == src {
@@ -93,11 +91,11 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 		}
 		slices.Sort(nodes)
 		if len(nodes) == 0 {
-			return []queued{{src, forge.Status{Commit: commit, State: forge.StateFailure, Context: ValidationContext, Description: desc}}}
+			return []queued{{src, Status{Commit: commit, State: StateFailure, Context: ValidationContext, Description: desc}}}
 		}
 		for _, n := range nodes {
-			out = append(out, queued{src, forge.Status{
-				Commit: commit, State: forge.StateFailure, Context: forge.ContextFor(n),
+			out = append(out, queued{src, Status{
+				Commit: commit, State: StateFailure, Context: ContextFor(n),
 				Description: desc, TargetURL: f.targetURL(n),
 			}})
 		}
@@ -112,9 +110,9 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 		// one, whose check would otherwise stay pending for ever.
 		delete(f.inflight, o.Node)
 		if f.targets[prev.source] {
-			out = append(out, queued{prev.source, forge.Status{
-				Commit: prev.commit, State: forge.StateSuccess, Context: forge.ContextFor(o.Node),
-				Description: fmt.Sprintf("superseded by %s before every proxy answered; not rejected", short(commit, o.Hash)),
+			out = append(out, queued{prev.source, Status{
+				Commit: prev.commit, State: StateSuccess, Context: ContextFor(o.Node),
+				Description: fmt.Sprintf("superseded by %s before every proxy answered; not rejected", revisions.Short(cmp.Or(commit, o.Hash))),
 				TargetURL:   f.targetURL(o.Node),
 			}})
 		}
@@ -122,22 +120,22 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 	if !f.targets[src] || commit == "" {
 		return out
 	}
-	st := forge.Status{Commit: commit, Context: forge.ContextFor(o.Node), TargetURL: f.targetURL(o.Node)}
+	st := Status{Commit: commit, Context: ContextFor(o.Node), TargetURL: f.targetURL(o.Node)}
 	switch o.Status {
 	case revisions.OutcomePending:
-		st.State = forge.StatePending
-		st.Description = fmt.Sprintf("revision %s %s", short(o.Hash, ""), o.Description)
+		st.State = StatePending
+		st.Description = fmt.Sprintf("revision %s %s", revisions.Short(o.Hash), o.Description)
 		if !o.Waiting {
 			f.inflight[o.Node] = inflight{source: src, commit: commit}
 		}
 	case revisions.OutcomeSuccess:
-		st.State = forge.StateSuccess
+		st.State = StateSuccess
 		st.Description = o.Description
 		if prev, ok := f.inflight[o.Node]; ok && prev.commit == commit {
 			delete(f.inflight, o.Node)
 		}
 	case revisions.OutcomeFailure:
-		st.State = forge.StateFailure
+		st.State = StateFailure
 		switch o.State {
 		case revisions.StateRollback:
 			st.Description = "rolled back: " + o.Description
@@ -155,53 +153,10 @@ func (f *feedback) statuses(o revisions.Outcome) []queued {
 	return append(out, queued{src, st})
 }
 
-// validationText is the description of a validation failure: the first
-// diagnostics, compiler-style, with file names relative to the repository
-// root (the renderer sees the tree under the source's path), so the author
-// can open the file named.
-func validationText(o revisions.Outcome) string {
-	const shown = 3
-	if len(o.Diagnostics) == 0 {
-		return o.Description
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "validation failed with %d problem", len(o.Diagnostics))
-	if len(o.Diagnostics) > 1 {
-		b.WriteString("s")
-	}
-	for i, d := range o.Diagnostics {
-		if i == shown {
-			fmt.Fprintf(&b, "; and %d more", len(o.Diagnostics)-shown)
-			break
-		}
-		pos := d.Pos
-		if p := strings.Trim(o.Origin.Path, "/"); p != "" && p != "." && pos.File != "" {
-			pos.File = path.Join(p, pos.File)
-		}
-		fmt.Fprintf(&b, "; %s: %s", pos, d.Message)
-		if d.Rule != "" {
-			fmt.Fprintf(&b, " [%s]", d.Rule)
-		}
-	}
-	return b.String()
-}
-
 // targetURL is legate's status of the node, when a public URL is set.
-func (f *feedback) targetURL(node string) string {
+func (f *Feedback) targetURL(node string) string {
 	if f.publicURL == "" {
 		return ""
 	}
 	return f.publicURL + "/api/v1/nodes/" + url.PathEscape(node)
-}
-
-// short abbreviates a commit SHA or hash to 12 characters (or returns
-// fallback when s is empty).
-func short(s, fallback string) string {
-	if s == "" {
-		s = fallback
-	}
-	if len(s) > 12 {
-		return s[:12]
-	}
-	return s
 }

@@ -1,4 +1,4 @@
-package standalone
+package forge
 
 import (
 	"context"
@@ -19,7 +19,6 @@ import (
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/boltstore"
 	"github.com/legate-dev/legate/sources"
-	"github.com/legate-dev/legate/sources/git/forge"
 )
 
 const (
@@ -46,11 +45,11 @@ func TestFeedbackStatuses(t *testing.T) {
 			steps: []step{
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "0123456789abcdef", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision 0123456789ab published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "revision 0123456789ab published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 				{
 					in:   revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "accepted by 1 of 1 proxies"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}},
 				},
 			},
 		},
@@ -59,7 +58,7 @@ func TestFeedbackStatuses(t *testing.T) {
 			steps: []step{
 				{
 					in:   revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, State: revisions.StateRollback, Description: "rejected by 1 of 1 proxies; p: unsupported cluster type"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateFailure, Context: "legate/edge", Description: "rolled back: rejected by 1 of 1 proxies; p: unsupported cluster type", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StateFailure, Context: "legate/edge", Description: "rolled back: rejected by 1 of 1 proxies; p: unsupported cluster type", TargetURL: url}}},
 				},
 			},
 		},
@@ -68,16 +67,16 @@ func TestFeedbackStatuses(t *testing.T) {
 			steps: []step{
 				{
 					in:   revisions.Outcome{Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, Description: "validation failed with 1 problem; a.yaml:3:1: bad"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateFailure, Context: ValidationContext, Description: "validation failed with 1 problem; a.yaml:3:1: bad"}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StateFailure, Context: ValidationContext, Description: "validation failed with 1 problem; a.yaml:3:1: bad"}}},
 				},
 				{
 					in:   revisions.Outcome{Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "ok"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}},
 				},
 				{in: revisions.Outcome{Node: "other", Origin: origin("elsewhere", shaA), Status: revisions.OutcomeSuccess}},
 				{
 					in:   revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
-					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaB, State: StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}},
 				},
 			},
 		},
@@ -86,22 +85,22 @@ func TestFeedbackStatuses(t *testing.T) {
 			steps: []step{
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 				{
 					in:   revisions.Outcome{Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure, Description: "validation failed"},
-					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaB, State: StateFailure, Context: "legate/edge", Description: "validation failed", TargetURL: url}}},
 				},
 				{
 					in: revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
 					want: []queued{
-						{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "superseded by bbbbbbbbbbbb before every proxy answered; not rejected", TargetURL: url}},
-						{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the 1 connected proxy to answer", TargetURL: url}},
+						{"cfg", Status{Commit: shaA, State: StateSuccess, Context: "legate/edge", Description: "superseded by bbbbbbbbbbbb before every proxy answered; not rejected", TargetURL: url}},
+						{"cfg", Status{Commit: shaB, State: StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the 1 connected proxy to answer", TargetURL: url}},
 					},
 				},
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomeSuccess, Description: "ok"},
-					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaB, State: StateSuccess, Context: "legate/edge", Description: "ok", TargetURL: url}}},
 				},
 			},
 		},
@@ -110,19 +109,19 @@ func TestFeedbackStatuses(t *testing.T) {
 			steps: []step{
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Waiting: true, Description: `waiting to be served: secret "tls" (ref "tls", a.yaml:3:5): read /s/tls/tls.crt: no such file or directory`},
-					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: `revision h2 waiting to be served: secret "tls" (ref "tls", a.yaml:3:5): read /s/tls/tls.crt: no such file or directory`, TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaB, State: StatePending, Context: "legate/edge", Description: `revision h2 waiting to be served: secret "tls" (ref "tls", a.yaml:3:5): read /s/tls/tls.crt: no such file or directory`, TargetURL: url}}},
 				},
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "accepted by 1 of 1 proxies"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StateSuccess, Context: "legate/edge", Description: "accepted by 1 of 1 proxies", TargetURL: url}}},
 				},
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
-					want: []queued{{"cfg", forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaB, State: StatePending, Context: "legate/edge", Description: "revision h2 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 			},
 		},
@@ -131,7 +130,7 @@ func TestFeedbackStatuses(t *testing.T) {
 			steps: []step{
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg", Commit: shaA, Digest: "sha256:00"}, Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
-					want: []queued{{"cfg", forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
 				},
 			},
 		},
@@ -144,7 +143,7 @@ func TestFeedbackStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			f := newFeedback(nil, map[string]bool{"cfg": true}, "https://legate.example", logr.Discard())
+			f := NewFeedback(nil, map[string]bool{"cfg": true}, "https://legate.example", logr.Discard())
 			for i, s := range tt.steps {
 				assert.Equal(t, s.want, f.statuses(s.in), "step %d", i)
 			}
@@ -157,48 +156,32 @@ func TestStatusOutboxOnBoltStore(t *testing.T) {
 	store, err := boltstore.Open(filepath.Join(t.TempDir(), "store"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	ob := statusOutbox{store: store}
+	ob := statusQueue{store}
 
 	_, err = store.OutboxPut(ctx, "someone-else", []byte("x"))
 	require.NoError(t, err)
-	pending := forge.Entry{Target: "cfg", Status: forge.Status{Commit: shaA, State: forge.StatePending, Context: "legate/edge"}}
-	other := forge.Entry{Target: "cfg", Status: forge.Status{Commit: shaB, State: forge.StatePending, Context: "legate/edge"}}
-	success := forge.Entry{Target: "cfg", Status: forge.Status{Commit: shaA, State: forge.StateSuccess, Context: "legate/edge"}}
-	for _, e := range []forge.Entry{pending, other, success} {
-		_, err := ob.Put(ctx, e)
+	pending := Entry{Target: "cfg", Status: Status{Commit: shaA, State: StatePending, Context: "legate/edge"}}
+	other := Entry{Target: "cfg", Status: Status{Commit: shaB, State: StatePending, Context: "legate/edge"}}
+	success := Entry{Target: "cfg", Status: Status{Commit: shaA, State: StateSuccess, Context: "legate/edge"}}
+	for _, e := range []Entry{pending, other, success} {
+		_, err := ob.put(ctx, e)
 		require.NoError(t, err)
 	}
-	got, err := ob.List(ctx)
+	got, err := ob.list(ctx)
 	require.NoError(t, err)
 	require.Len(t, got, 2, "the newer state of a check replaces the queued one; other entries are not listed")
 	assert.Equal(t, other.Status, got[0].Status)
 	assert.Equal(t, success.Status, got[1].Status)
 	assert.Less(t, got[0].Seq, got[1].Seq)
 
-	require.NoError(t, ob.Delete(ctx, got[0].Seq))
-	got, err = ob.List(ctx)
+	require.NoError(t, ob.delete(ctx, got[0].Seq))
+	got, err = ob.list(ctx)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.Equal(t, success.Status, got[0].Status)
 	all, err := store.OutboxList(ctx, 0)
 	require.NoError(t, err)
 	assert.Len(t, all, 2, "the other reporter's entry is untouched")
-}
-
-func TestValidationTextNamesRepositoryPaths(t *testing.T) {
-	o := revisions.Outcome{
-		Origin: sources.Origin{Source: "cfg", Commit: shaA, Path: "envoy"},
-		Diagnostics: []render.Diagnostic{
-			{Pos: render.Position{File: "nodes/edge/cluster.yaml", Line: 3, Column: 1}, Message: "unknown field", Rule: "decode"},
-			{Pos: render.Position{File: "b.yaml", Line: 1}, Message: "x"},
-			{Pos: render.Position{File: "c.yaml"}, Message: "y"},
-			{Pos: render.Position{File: "d.yaml"}, Message: "z"},
-		},
-	}
-	assert.Equal(t, "validation failed with 4 problems; envoy/nodes/edge/cluster.yaml:3:1: unknown field [decode]; envoy/b.yaml:1: x; envoy/c.yaml: y; and 1 more", validationText(o))
-	o.Origin.Path = "."
-	o.Diagnostics = o.Diagnostics[:1]
-	assert.Equal(t, "validation failed with 1 problem; nodes/edge/cluster.yaml:3:1: unknown field [decode]", validationText(o))
 }
 
 // TestQueuedStatusesSurviveARestart queues statuses while the forge is down,
@@ -225,18 +208,18 @@ func TestQueuedStatusesSurviveARestart(t *testing.T) {
 	t.Cleanup(forgeSrv.Close)
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("forge-token-0123456789"), 0o600))
-	rep, err := forge.NewGitHub(forge.Config{BaseURL: forgeSrv.URL + "/", Repository: "org/cfg", Token: sources.Secret{File: tokenFile}})
+	rep, err := NewGitHub(Config{BaseURL: forgeSrv.URL + "/", Repository: "org/cfg", Token: SecretToken(sources.Secret{File: tokenFile})})
 	require.NoError(t, err)
-	reporters := map[string]forge.Reporter{"cfg": rep}
+	reporters := map[string]Reporter{"cfg": rep}
 
 	dir := filepath.Join(t.TempDir(), "store")
 	store, err := boltstore.Open(dir)
 	require.NoError(t, err)
-	d := forge.NewDispatcher(statusOutbox{store: store}, reporters, forge.DispatcherOptions{})
-	f := newFeedback(d, map[string]bool{"cfg": true}, "", logr.Discard())
-	f.observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"})
-	f.observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "ok"})
-	f.observe(revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"})
+	d := NewDispatcher(store, reporters, DispatcherOptions{})
+	f := NewFeedback(d, map[string]bool{"cfg": true}, "", logr.Discard())
+	f.Observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"})
+	f.Observe(revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "ok"})
+	f.Observe(revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"})
 	next, err := d.Flush(ctx)
 	require.NoError(t, err)
 	assert.False(t, next.IsZero(), "a retry is scheduled while the forge is down")
@@ -248,7 +231,7 @@ func TestQueuedStatusesSurviveARestart(t *testing.T) {
 	mu.Lock()
 	up = true
 	mu.Unlock()
-	d = forge.NewDispatcher(statusOutbox{store: store}, reporters, forge.DispatcherOptions{})
+	d = NewDispatcher(store, reporters, DispatcherOptions{})
 	_, err = d.Flush(ctx)
 	require.NoError(t, err)
 	mu.Lock()
@@ -262,18 +245,18 @@ func TestNoSecretReachesTheOutbox(t *testing.T) {
 	store, err := boltstore.Open(filepath.Join(t.TempDir(), "store"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	rep, err := forge.NewGitHub(forge.Config{Repository: "org/cfg", Token: sources.Secret{Env: "UNUSED"}})
+	rep, err := NewGitHub(Config{Repository: "org/cfg", Token: SecretToken(sources.Secret{Env: "UNUSED"})})
 	require.NoError(t, err)
-	d := forge.NewDispatcher(statusOutbox{store: store}, map[string]forge.Reporter{"cfg": rep}, forge.DispatcherOptions{})
-	f := newFeedback(d, map[string]bool{"cfg": true}, "https://legate.example", logr.Discard())
+	d := NewDispatcher(store, map[string]Reporter{"cfg": rep}, DispatcherOptions{})
+	f := NewFeedback(d, map[string]bool{"cfg": true}, "https://legate.example", logr.Discard())
 
 	const ghToken = "ghp_0123456789abcdefghijABCDEFGHIJ012345"
-	f.observe(revisions.Outcome{
+	f.Observe(revisions.Outcome{
 		Node: "edge", Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, State: revisions.StateRollback,
 		Description: "rejected by 1 of 1 proxies; p: upstream https://bot:hunter2secret@git.example failed with Authorization: Bearer " + ghToken +
 			" -----BEGIN PRIVATE KEY-----\nMIIEvQ\n-----END PRIVATE KEY-----",
 	})
-	f.observe(revisions.Outcome{
+	f.Observe(revisions.Outcome{
 		Origin: origin("cfg", shaB), Status: revisions.OutcomeFailure,
 		Diagnostics: []render.Diagnostic{{Pos: render.Position{File: "a.yaml", Line: 2}, Message: "password: s3cr3tvalue is not allowed"}},
 	})
@@ -286,4 +269,30 @@ func TestNoSecretReachesTheOutbox(t *testing.T) {
 		}
 	}
 	assert.Contains(t, string(entries[0].Value), "rolled back: rejected by 1 of 1 proxies")
+}
+
+// A state directory written before the forge package moved keeps its
+// queued statuses: the key and the JSON shape are the same.
+func TestStatusQueueReadsEntriesQueuedByEarlierVersions(t *testing.T) {
+	ctx := context.Background()
+	store, err := boltstore.Open(filepath.Join(t.TempDir(), "store"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = store.Close() })
+	key := "forge-status\x00cfg\x00" + shaA + "\x00legate/edge"
+	raw := `{"seq":0,"target":"cfg","status":{"commit":"` + shaA + `","state":"pending","context":"legate/edge","description":"revision abc waits"}}`
+	_, err = store.OutboxPut(ctx, key, []byte(raw))
+	require.NoError(t, err)
+
+	got, err := statusQueue{store}.list(ctx)
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, Entry{Seq: got[0].Seq, Target: "cfg", Status: Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "revision abc waits"}}, got[0])
+
+	// A newer state of the same check replaces it.
+	_, err = statusQueue{store}.put(ctx, Entry{Target: "cfg", Status: Status{Commit: shaA, State: StateSuccess, Context: "legate/edge"}})
+	require.NoError(t, err)
+	all, err := store.OutboxList(ctx, 0)
+	require.NoError(t, err)
+	require.Len(t, all, 1)
+	assert.Equal(t, key, all[0].Key)
 }

@@ -7,6 +7,8 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/legate-dev/legate/revisions"
 )
 
 // Clock is the time source of a Dispatcher; tests inject a fake one.
@@ -49,7 +51,7 @@ type DispatcherOptions struct {
 // the others go on. Enqueue and Flush may be called from any goroutine; Run
 // runs once.
 type Dispatcher struct {
-	outbox    Outbox
+	outbox    statusQueue
 	reporters map[string]Reporter
 	clock     Clock
 	maxWait   time.Duration
@@ -71,9 +73,9 @@ type retryState struct {
 
 // NewDispatcher returns a Dispatcher; reporters maps target names (e.g. the
 // source name) to their Reporter.
-func NewDispatcher(outbox Outbox, reporters map[string]Reporter, opts DispatcherOptions) *Dispatcher {
+func NewDispatcher(outbox revisions.Outbox, reporters map[string]Reporter, opts DispatcherOptions) *Dispatcher {
 	d := &Dispatcher{
-		outbox:    outbox,
+		outbox:    statusQueue{outbox},
 		reporters: reporters,
 		clock:     opts.Clock,
 		log:       opts.Logger,
@@ -114,7 +116,7 @@ func (d *Dispatcher) Enqueue(ctx context.Context, target string, st Status) erro
 	if prev, ok := d.latest[key]; ok && prev == st {
 		return nil
 	}
-	if _, err := d.outbox.Put(ctx, Entry{Target: target, Status: st}); err != nil {
+	if _, err := d.outbox.put(ctx, Entry{Target: target, Status: st}); err != nil {
 		return fmt.Errorf("store commit status for %s: %w", st.Commit, err)
 	}
 	if len(d.latest) >= dedupeCap {
@@ -134,7 +136,7 @@ func (d *Dispatcher) loadLocked(ctx context.Context) error {
 	if d.loaded {
 		return nil
 	}
-	entries, err := d.outbox.List(ctx)
+	entries, err := d.outbox.list(ctx)
 	if err != nil {
 		return fmt.Errorf("read commit status outbox: %w", err)
 	}
@@ -148,7 +150,7 @@ func (d *Dispatcher) loadLocked(ctx context.Context) error {
 // Flush attempts every due entry once, in order, and returns when the next
 // retry is due (the zero time when nothing waits for a retry).
 func (d *Dispatcher) Flush(ctx context.Context) (time.Time, error) {
-	entries, err := d.outbox.List(ctx)
+	entries, err := d.outbox.list(ctx)
 	if err != nil {
 		return time.Time{}, fmt.Errorf("read commit status outbox: %w", err)
 	}
@@ -165,7 +167,7 @@ func (d *Dispatcher) Flush(ctx context.Context) (time.Time, error) {
 		rep, ok := d.reporters[e.Target]
 		if !ok {
 			d.log.Error("dropping commit status for an unknown target", "target", e.Target, "commit", e.Status.Commit)
-			_ = d.outbox.Delete(ctx, e.Seq)
+			_ = d.outbox.delete(ctx, e.Seq)
 			continue
 		}
 		err := rep.Post(ctx, e.Status)
@@ -181,7 +183,7 @@ func (d *Dispatcher) Flush(ctx context.Context) (time.Time, error) {
 			blocked[e.Target] = true
 			continue
 		}
-		if err := d.outbox.Delete(ctx, e.Seq); err != nil {
+		if err := d.outbox.delete(ctx, e.Seq); err != nil {
 			return time.Time{}, fmt.Errorf("remove delivered commit status %d: %w", e.Seq, err)
 		}
 	}

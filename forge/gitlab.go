@@ -36,7 +36,7 @@ var gitlabStates = map[State]gitlab.BuildStateValue{
 
 // Post implements Reporter.
 func (g *GitLab) Post(ctx context.Context, st Status) error {
-	st, tok, err := g.cfg.prepare(st, GitLabDescriptionLimit)
+	st, tok, err := g.cfg.prepare(ctx, st, GitLabDescriptionLimit)
 	if err != nil {
 		return err
 	}
