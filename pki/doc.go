@@ -1,7 +1,9 @@
 // Package pki is legate's small certificate authority: it makes a CA and
 // issues the xDS server's certificate and client certificates that bind
 // node IDs, for mutual TLS between proxies and legate (`legate pki`).
-// It does not renew anything by itself: the xDS server reads its files
-// again when they change, and automatic issuing and renewal for injected
+// KeyPairFiles keeps a certificate, its key and a CA bundle read from files
+// and reads them again when they change; the xDS server takes its
+// certificates from it (xds.ServerTLS), so a renewed certificate is served
+// without a restart. The package renews nothing by itself, and automatic issuing and renewal for injected
 // sidecars is not built yet.
 package pki

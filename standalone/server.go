@@ -135,7 +135,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		if err != nil {
 			return nil, err
 		}
-		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(t.serverConfig())))
+		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(xds.ServerTLS(t))))
 		if cfg.XDSTLS.ClientCAFile != "" {
 			xopts.Authorizer = xds.CertificateBinding
 		}

@@ -1,13 +1,11 @@
 package standalone
 
 import (
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"net"
-	"os"
-	"sync"
+
+	"github.com/legate-dev/legate/pki"
 )
 
 // XDSTLSConfig serves xDS over TLS. With ClientCAFile it is mutual TLS:
@@ -38,114 +36,19 @@ func (c *XDSTLSConfig) validate() []error {
 	return errs
 }
 
-// xdsTLS builds the server's TLS configuration from files, reading the
-// key pair and the client CA again whenever a file's modification time
-// or size changes.
-type xdsTLS struct {
-	cfg XDSTLSConfig
-
-	mu     sync.Mutex
-	stamps [3]fileStamp
-	cert   *tls.Certificate
-	pool   *x509.CertPool
-}
-
-type fileStamp struct {
-	size  int64
-	mtime int64
-}
-
-func stampOf(path string) (fileStamp, error) {
-	if path == "" {
-		return fileStamp{}, nil
+// newXDSTLS loads the server's certificate files (and the client CA), read
+// again when they change; errors name the configuration field.
+func newXDSTLS(cfg XDSTLSConfig) (*pki.KeyPairFiles, error) {
+	certs, err := pki.LoadKeyPairFiles(cfg.CertFile, cfg.KeyFile, cfg.ClientCAFile)
+	var fe *pki.FileError
+	switch {
+	case errors.As(err, &fe):
+		field := map[string]string{"certFile": "certFile", "keyFile": "keyFile", "caFile": "clientCAFile"}[fe.Field]
+		return nil, fmt.Errorf("xdsTLS.%s: %w", field, fe.Err)
+	case err != nil:
+		return nil, fmt.Errorf("xDS TLS: %w", err)
 	}
-	fi, err := os.Stat(path)
-	if err != nil {
-		return fileStamp{}, err
-	}
-	return fileStamp{size: fi.Size(), mtime: fi.ModTime().UnixNano()}, nil
-}
-
-// newXDSTLS loads the files once, so that a wrong path or a broken PEM
-// file stops the start with a clear error.
-func newXDSTLS(cfg XDSTLSConfig) (*xdsTLS, error) {
-	t := &xdsTLS{cfg: cfg}
-	if _, _, err := t.current(); err != nil {
-		return nil, err
-	}
-	return t, nil
-}
-
-// current returns the key pair and client CA pool, reloaded if a file
-// changed. A reload that fails keeps the last good ones and returns the
-// error only when there are none.
-func (t *xdsTLS) current() (*tls.Certificate, *x509.CertPool, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	var now [3]fileStamp
-	for i, f := range []struct{ field, path string }{
-		{"certFile", t.cfg.CertFile}, {"keyFile", t.cfg.KeyFile}, {"clientCAFile", t.cfg.ClientCAFile},
-	} {
-		s, err := stampOf(f.path)
-		if err != nil {
-			if t.cert != nil {
-				return t.cert, t.pool, nil
-			}
-			return nil, nil, fmt.Errorf("xdsTLS.%s: %w", f.field, err)
-		}
-		now[i] = s
-	}
-	if t.cert != nil && now == t.stamps {
-		return t.cert, t.pool, nil
-	}
-	cert, pool, err := t.load()
-	if err != nil {
-		if t.cert != nil {
-			return t.cert, t.pool, nil
-		}
-		return nil, nil, err
-	}
-	t.cert, t.pool, t.stamps = cert, pool, now
-	return cert, pool, nil
-}
-
-func (t *xdsTLS) load() (*tls.Certificate, *x509.CertPool, error) {
-	cert, err := tls.LoadX509KeyPair(t.cfg.CertFile, t.cfg.KeyFile)
-	if err != nil {
-		// The error names the files; it never holds their content.
-		return nil, nil, fmt.Errorf("xDS TLS: load the key pair %s and %s: %w", t.cfg.CertFile, t.cfg.KeyFile, err)
-	}
-	if t.cfg.ClientCAFile == "" {
-		return &cert, nil, nil
-	}
-	pem, err := os.ReadFile(t.cfg.ClientCAFile)
-	if err != nil {
-		return nil, nil, fmt.Errorf("xDS TLS: read the client CA: %w", err)
-	}
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(pem) {
-		return nil, nil, fmt.Errorf("xDS TLS: %s holds no PEM certificate", t.cfg.ClientCAFile)
-	}
-	return &cert, pool, nil
-}
-
-// serverConfig is the tls.Config of the gRPC server: every handshake takes
-// the current files.
-func (t *xdsTLS) serverConfig() *tls.Config {
-	return &tls.Config{
-		MinVersion: tls.VersionTLS12,
-		GetConfigForClient: func(*tls.ClientHelloInfo) (*tls.Config, error) {
-			cert, pool, err := t.current()
-			if err != nil {
-				return nil, err
-			}
-			c := &tls.Config{MinVersion: tls.VersionTLS12, Certificates: []tls.Certificate{*cert}, NextProtos: []string{"h2"}}
-			if pool != nil {
-				c.ClientAuth, c.ClientCAs = tls.RequireAndVerifyClientCert, pool
-			}
-			return c, nil
-		},
-	}
+	return certs, nil
 }
 
 // xdsExposure warns when xDS listens beyond loopback without mutual TLS:
