@@ -35,6 +35,11 @@ type Options struct {
 	// configuration refers to outside itself, such as external secrets;
 	// its diagnostics reject the render. Nil checks nothing.
 	Scope func(source string, result *render.Result) []render.Diagnostic
+	// Prepare is called with every accepted render before it is applied,
+	// outside any lock, for work the engine should not do under its own,
+	// such as reading the key material of the render's external secrets.
+	// Nil does nothing.
+	Prepare func(source string, result *render.Result)
 	// RenderLimit bounds one render from outside (zero: the render's
 	// timeout plus a grace of 30 s), see renderBounded.
 	RenderLimit time.Duration
@@ -132,6 +137,9 @@ func (p *Pipeline) Sync(ctx context.Context, source string, res *sources.Result)
 		st.status.Warnings, st.status.ApplyErrors, st.status.Tainted = nil, nil, nil
 		p.mu.Unlock()
 		return p.Status(source)
+	}
+	if p.opts.Prepare != nil {
+		p.opts.Prepare(source, result)
 	}
 	for _, d := range result.Warnings[:min(len(result.Warnings), MaxDiagnostics)] {
 		log.Info("configuration accepted with a warning", "commit", origin.Commit, "warning", d.String())

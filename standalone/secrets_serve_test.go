@@ -19,8 +19,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/legate-dev/legate/render"
-	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/sds"
 )
 
 // marin3rTLS is a MARIN3R EnvoyConfig whose cluster uses an SDS secret
@@ -63,7 +62,7 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	commit(marin3rTLS)
 	secrets := t.TempDir()
 	crt, key := selfSigned(t, "edge.example")
-	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
+	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{sds.TLSCertFile: crt, sds.TLSKeyFile: key})
 
 	var logs syncBuffer
 	s := newServer(t, Config{
@@ -109,7 +108,7 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	assert.Equal(t, key, sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes())
 
 	crt2, key2 := selfSigned(t, "edge.example")
-	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{tlsCertFile: crt2, tlsKeyFile: key2})
+	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{sds.TLSCertFile: crt2, sds.TLSKeyFile: key2})
 	ticks <- time.Time{}
 	second, sec := recvSecret()
 	assert.NotEqual(t, first.GetVersionInfo(), second.GetVersionInfo(), "a rotated certificate comes under a new version")
@@ -127,7 +126,7 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond, "the revision waits for its secret")
 	n, _ := s.engine.Node("edge")
 	assert.Equal(t, n.History[0].Hash, n.Waiting.Hash)
-	assert.Contains(t, n.Waiting.Message, filepath.Join(secrets, "config", "other-cert", tlsCertFile))
+	assert.Contains(t, n.Waiting.Message, filepath.Join(secrets, "config", "other-cert", sds.TLSCertFile))
 	assert.False(t, n.History[0].Tainted, "a missing secret does not taint the revision")
 	assert.Equal(t, n.History[1].Hash, n.Published.Hash, "the last good revision stays published")
 	assert.NotEqual(t, "InSync", string(n.State), "a node whose newest revision waits is not in sync")
@@ -136,7 +135,7 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 
 	// Once the files exist the engine's next tick serves it, untainted.
 	crt3, key3 := selfSigned(t, "other.example")
-	writeSecret(t, secrets, "config/other-cert", map[string][]byte{tlsCertFile: crt3, tlsKeyFile: key3})
+	writeSecret(t, secrets, "config/other-cert", map[string][]byte{sds.TLSCertFile: crt3, sds.TLSKeyFile: key3})
 	require.Eventually(t, func() bool {
 		n, ok := s.engine.Node("edge")
 		return ok && n.Published != nil && n.Published.Hash == n.History[0].Hash
@@ -159,7 +158,7 @@ func TestKeyMaterialIsNotServedOverPlaintext(t *testing.T) {
 	repo.git("commit", "-q", "-m", "edge")
 	secrets := t.TempDir()
 	crt, key := selfSigned(t, "edge.example")
-	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
+	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{sds.TLSCertFile: crt, sds.TLSKeyFile: key})
 
 	s := newServer(t, Config{
 		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"some-other-secret"},
@@ -200,18 +199,4 @@ func TestKeyMaterialIsNotServedOverPlaintext(t *testing.T) {
 			assert.Empty(t, sec.GetTlsCertificate().GetPrivateKey().GetInlineBytes(), "no private key over plaintext")
 		}
 	}
-}
-
-func TestKeyMaterialRefusedOnlyOverPlaintext(t *testing.T) {
-	tlsSecret := render.ExternalSecret{Name: "edge-cert", Ref: "edge-cert", Kind: "tls"}
-	opaque := render.ExternalSecret{Name: "token", Ref: "tokens", Key: "t", Kind: "opaque"}
-	ca := render.ExternalSecret{Name: "ca", Ref: "ca", Kind: "validation"}
-	plain := secretReader{plaintext: true}
-	assert.ErrorIs(t, plain.keyMaterialRefused(tlsSecret), revisions.ErrNotReady)
-	assert.ErrorIs(t, plain.keyMaterialRefused(opaque), revisions.ErrNotReady)
-	assert.NoError(t, plain.keyMaterialRefused(ca), "a CA bundle is public")
-	assert.NoError(t, secretReader{plaintext: true, plaintextOK: []string{"edge-cert"}}.keyMaterialRefused(tlsSecret))
-	assert.Error(t, secretReader{plaintext: true, plaintextOK: []string{"edge-cert"}}.keyMaterialRefused(opaque))
-	assert.NoError(t, secretReader{plaintext: true, plaintextOK: []string{"*"}}.keyMaterialRefused(opaque))
-	assert.NoError(t, secretReader{}.keyMaterialRefused(tlsSecret), "mutual TLS serves keys")
 }

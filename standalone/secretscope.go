@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sds"
 )
 
 // RuleSecretScope names the diagnostic of a secret reference outside what
@@ -88,7 +89,7 @@ func (sc secretScope) apply(res *render.Result) []render.Diagnostic {
 				})
 				continue
 			}
-			if _, err := secretDir(render.ExternalSecret{Name: ext.Name, Ref: dir, Source: ext.Source}); err != nil {
+			if _, err := sds.RefDir(render.ExternalSecret{Name: ext.Name, Ref: dir, Source: ext.Source}); err != nil {
 				diags = append(diags, render.Diagnostic{Pos: ext.Source, Node: id, Name: ext.Name, Rule: RuleSecretScope, Message: err.Error()})
 				continue
 			}

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sds"
 )
 
 func TestSecretScopeResolve(t *testing.T) {
@@ -85,7 +86,7 @@ func TestSecretOfAnotherSourceIsRefused(t *testing.T) {
 	repo.git("commit", "-q", "-m", "edge")
 	secrets := t.TempDir()
 	crt, key := selfSigned(t, "edge.example")
-	writeSecret(t, secrets, "team-b/edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
+	writeSecret(t, secrets, "team-b/edge-cert", map[string][]byte{sds.TLSCertFile: crt, sds.TLSKeyFile: key})
 
 	cfg := Config{
 		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"*"},

@@ -23,6 +23,7 @@ import (
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/boltstore"
+	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
 	"github.com/legate-dev/legate/xds"
@@ -74,7 +75,7 @@ type Server struct {
 	feedback *forge.Feedback
 	// secrets serves publications with their external secrets; secretTicks
 	// paces its checks for changed files (a test replaces it).
-	secrets     *secretHome
+	secrets     *sds.Server
 	secretTicks func(time.Duration) (<-chan time.Time, func())
 
 	// suspendMu serializes writes of the suspended sources' file.
@@ -143,14 +144,14 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if s.xds, err = xds.New(xopts); err != nil {
 		return nil, err
 	}
-	s.secrets = newSecretHome(secretReader{
-		dir:         cfg.SecretsDir,
-		plaintext:   cfg.XDSTLS == nil || cfg.XDSTLS.ClientCAFile == "",
-		plaintextOK: cfg.XDSInsecureSecrets,
+	s.secrets = sds.NewServer(sds.Files{
+		Dir:         cfg.SecretsDir,
+		Plaintext:   cfg.XDSTLS == nil || cfg.XDSTLS.ClientCAFile == "",
+		PlaintextOK: cfg.XDSInsecureSecrets,
 	}, s.xds.SetSnapshot, log.WithName("secrets"))
 	s.engine, err = revisions.New(revisions.Options{
 		Store:      s.store,
-		Publisher:  revisions.PublisherFunc(s.publish),
+		Publisher:  s.secrets,
 		History:    cfg.History,
 		Threshold:  cfg.TaintThreshold,
 		Timeout:    cfg.AnswerTimeout.Duration,
@@ -164,6 +165,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		Engine:      s.engine,
 		Render:      s.renderOptions,
 		Scope:       s.secretScope,
+		Prepare:     func(_ string, r *render.Result) { s.secrets.Warm(externalSecrets(r)) },
 		RenderLimit: opts.renderLimit,
 		Rerender:    func(source string) { s.Trigger(source) },
 		Registerer:  reg,
@@ -270,7 +272,16 @@ func (s *Server) Run(ctx context.Context) error {
 	if s.cfg.SecretsDir != "" {
 		tick, stop := s.secretTicks(s.cfg.SecretsInterval.Duration)
 		defer stop()
-		wg.Go(func() { s.secrets.run(ctx, tick) })
+		wg.Go(func() {
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick:
+					s.secrets.Refresh()
+				}
+			}
+		})
 	}
 	for _, l := range s.loops {
 		wg.Go(func() { l.run(ctx) })
@@ -340,13 +351,13 @@ func (s *Server) secretScope(source string, result *render.Result) []render.Diag
 	return nil
 }
 
-// publish hands the engine's publication to the xDS server, with the key
-// material of its external secrets read from SecretsDir. A secret whose
-// files are missing refuses it as NotReady (the revision waits and is tried
-// again); a bad ref or kind refuses it as a fault (the revision is
-// tainted). Either way the last good revision stays served.
-func (s *Server) publish(node string, pub revisions.Publication) error {
-	return s.secrets.publish(node, pub)
+// externalSecrets lists the external secrets of every node of r.
+func externalSecrets(r *render.Result) []render.ExternalSecret {
+	var out []render.ExternalSecret
+	for _, n := range r.Nodes {
+		out = append(out, n.ExternalSecrets...)
+	}
+	return out
 }
 
 // Trigger asks the named source to fetch now. It reports whether such a

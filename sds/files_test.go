@@ -1,20 +1,12 @@
-package standalone
+package sds
 
 import (
 	"bytes"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"io/fs"
 	"log/slog"
-	"math/big"
 	"os"
 	"path/filepath"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -28,6 +20,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
 
+	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/xds"
@@ -36,42 +29,17 @@ import (
 // selfSigned returns a fresh self-signed certificate and its key, in PEM.
 func selfSigned(t *testing.T, cn string) (crt, key []byte) {
 	t.Helper()
-	c := issue(t, &x509.Certificate{Subject: pkix.Name{CommonName: cn}, DNSNames: []string{cn}}, nil)
-	return c.certPEM, c.keyPEM
+	_, c, err := pki.NewCA(cn, 24*time.Hour, time.Now())
+	require.NoError(t, err)
+	return c.CertPEM, c.KeyPEM
 }
 
-// testCert is a certificate made for a test, with its key, in PEM too.
-type testCert struct {
-	cert            *x509.Certificate
-	key             *ecdsa.PrivateKey
-	certPEM, keyPEM []byte
-}
-
-// issue signs tmpl with parent, or self-signs it when parent is nil. The
-// serial number, key and validity are filled in.
-func issue(t *testing.T, tmpl *x509.Certificate, parent *testCert) testCert {
-	t.Helper()
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl.SerialNumber, err = rand.Int(rand.Reader, big.NewInt(1<<62))
-	require.NoError(t, err)
-	tmpl.NotBefore = time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	tmpl.NotAfter = time.Date(2036, 1, 1, 0, 0, 0, 0, time.UTC)
-	signer, signerKey := tmpl, priv
-	if parent != nil {
-		signer, signerKey = parent.cert, parent.key
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, signer, &priv.PublicKey, signerKey)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	kder, err := x509.MarshalPKCS8PrivateKey(priv)
-	require.NoError(t, err)
-	return testCert{
-		cert: cert, key: priv,
-		certPEM: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
-		keyPEM:  pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: kder}),
-	}
+// build reads exts through f as Publish does.
+func build(f Files, exts []render.ExternalSecret) ([]render.Resource, error) {
+	s := NewServer(f, nil, logr.Discard())
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.secretsLocked(exts)
 }
 
 // writeSecret writes files into <dir>/<ref>/.
@@ -95,13 +63,13 @@ func decodeSecret(t *testing.T, r render.Resource) *tlsv3.Secret {
 	return &s
 }
 
-func TestSecretReaderBuildsEachKind(t *testing.T) {
+func TestFilesBuildEachKind(t *testing.T) {
 	dir := t.TempDir()
 	crt, key := selfSigned(t, "edge.example")
 	ca, _ := selfSigned(t, "ca.example")
-	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
-	writeSecret(t, dir, "web/edge-ca", map[string][]byte{caCertFile: ca, tlsCertFile: crt})
-	writeSecret(t, dir, "peer", map[string][]byte{tlsCertFile: crt})
+	writeSecret(t, dir, "edge-cert", map[string][]byte{TLSCertFile: crt, TLSKeyFile: key})
+	writeSecret(t, dir, "web/edge-ca", map[string][]byte{CACertFile: ca, TLSCertFile: crt})
+	writeSecret(t, dir, "peer", map[string][]byte{TLSCertFile: crt})
 	writeSecret(t, dir, "tokens", map[string][]byte{"hmac": []byte("hmac-value")})
 	pos := render.Position{File: "envoy.yaml", Line: 4, Column: 5}
 
@@ -135,7 +103,7 @@ func TestSecretReaderBuildsEachKind(t *testing.T) {
 		}}},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			rs, err := secretReader{dir: dir}.build([]render.ExternalSecret{tc.ext})
+			rs, err := build(Files{Dir: dir}, []render.ExternalSecret{tc.ext})
 			require.NoError(t, err)
 			require.Len(t, rs, 1)
 			assert.Equal(t, tc.ext.Name, rs[0].Name)
@@ -148,7 +116,7 @@ func TestSecretReaderBuildsEachKind(t *testing.T) {
 func TestSecretRefMustBePlainNames(t *testing.T) {
 	dir := t.TempDir()
 	outside := t.TempDir()
-	writeSecret(t, outside, "stolen", map[string][]byte{tlsCertFile: []byte("x"), tlsKeyFile: []byte("y")})
+	writeSecret(t, outside, "stolen", map[string][]byte{TLSCertFile: []byte("x"), TLSKeyFile: []byte("y")})
 	// A symbolic link out of the directory is not followed either.
 	require.NoError(t, os.Symlink(filepath.Join(outside, "stolen"), filepath.Join(dir, "link")))
 	pos := render.Position{File: "edge.yaml", Line: 7, Column: 3}
@@ -166,7 +134,7 @@ func TestSecretRefMustBePlainNames(t *testing.T) {
 		{"link", "secret \"s\" (ref \"link\", edge.yaml:7:3): read"},
 	} {
 		t.Run(tc.ref, func(t *testing.T) {
-			_, err := secretReader{dir: dir}.build([]render.ExternalSecret{{Name: "s", Ref: tc.ref, Kind: "tls", Source: pos}})
+			_, err := build(Files{Dir: dir}, []render.ExternalSecret{{Name: "s", Ref: tc.ref, Kind: "tls", Source: pos}})
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 			assert.Contains(t, err.Error(), `secret "s"`)
@@ -174,47 +142,47 @@ func TestSecretRefMustBePlainNames(t *testing.T) {
 		})
 	}
 
-	_, err := secretReader{dir: dir}.build([]render.ExternalSecret{{Name: "s", Ref: "tokens", Key: "../x", Kind: "opaque", Source: pos}})
+	_, err := build(Files{Dir: dir}, []render.ExternalSecret{{Name: "s", Ref: "tokens", Key: "../x", Kind: "opaque", Source: pos}})
 	assert.ErrorContains(t, err, `key "../x" must be a plain file name`)
 }
 
 func TestMissingSecretFileErrorNamesTheFileNotTheContent(t *testing.T) {
 	dir := t.TempDir()
 	crt, key := selfSigned(t, "edge.example")
-	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsCertFile: crt})
+	writeSecret(t, dir, "edge-cert", map[string][]byte{TLSCertFile: crt})
 	pos := render.Position{File: "envoy.yaml", Line: 12, Column: 7}
 	exts := []render.ExternalSecret{{Name: "edge", Ref: "edge-cert", Kind: "tls", Source: pos}}
 
-	_, err := secretReader{dir: dir}.build(exts)
+	_, err := build(Files{Dir: dir}, exts)
 	require.Error(t, err)
-	for _, want := range []string{`secret "edge"`, `ref "edge-cert"`, "envoy.yaml:12:7", filepath.Join(dir, "edge-cert", tlsKeyFile)} {
+	for _, want := range []string{`secret "edge"`, `ref "edge-cert"`, "envoy.yaml:12:7", filepath.Join(dir, "edge-cert", TLSKeyFile)} {
 		assert.Contains(t, err.Error(), want)
 	}
 	assert.NotContains(t, err.Error(), "CERTIFICATE", "no key material in errors")
 
 	assert.ErrorIs(t, err, revisions.ErrNotReady, "a missing file is waited for, not a fault of the revision")
 
-	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsKeyFile: {}})
-	_, err = secretReader{dir: dir}.build(exts)
+	writeSecret(t, dir, "edge-cert", map[string][]byte{TLSKeyFile: {}})
+	_, err = build(Files{Dir: dir}, exts)
 	assert.ErrorContains(t, err, "tls.key is empty")
 	assert.ErrorIs(t, err, revisions.ErrNotReady)
 
-	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsKeyFile: key})
-	_, err = secretReader{dir: ""}.build(exts)
+	writeSecret(t, dir, "edge-cert", map[string][]byte{TLSKeyFile: key})
+	_, err = build(Files{Dir: ""}, exts)
 	assert.ErrorContains(t, err, "no secrets directory is configured: set secretsDir or --secrets-dir")
 	assert.ErrorIs(t, err, revisions.ErrNotReady)
 
 	// A bad ref is a fault of the configuration, even beside a missing file.
 	bad := append(slices.Clone(exts), render.ExternalSecret{Name: "up", Ref: "../etc", Kind: "tls", Source: pos})
-	require.NoError(t, os.Remove(filepath.Join(dir, "edge-cert", tlsKeyFile)))
-	_, err = secretReader{dir: dir}.build(bad)
+	require.NoError(t, os.Remove(filepath.Join(dir, "edge-cert", TLSKeyFile)))
+	_, err = build(Files{Dir: dir}, bad)
 	assert.ErrorContains(t, err, `ref "../etc"`)
 	assert.ErrorContains(t, err, "tls.key")
 	assert.NotErrorIs(t, err, revisions.ErrNotReady)
 	var pathErr *fs.PathError
 	assert.NotErrorAs(t, err, &pathErr, "the missing file is named, but the error unwraps to the faults only")
-	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsKeyFile: key})
-	_, err = secretReader{dir: dir}.build(exts)
+	writeSecret(t, dir, "edge-cert", map[string][]byte{TLSKeyFile: key})
+	_, err = build(Files{Dir: dir}, exts)
 	assert.NoError(t, err)
 }
 
@@ -225,11 +193,11 @@ func TestSecretVersionFollowsContent(t *testing.T) {
 	a := []render.Resource{{Name: "edge", Body: []byte("one")}}
 	b := []render.Resource{{Name: "edge", Body: []byte("two")}}
 
-	s1, err := withSecrets(pub, a)
+	s1, err := Snapshot(pub, a)
 	require.NoError(t, err)
-	s2, err := withSecrets(pub, a)
+	s2, err := Snapshot(pub, a)
 	require.NoError(t, err)
-	s3, err := withSecrets(pub, b)
+	s3, err := Snapshot(pub, b)
 	require.NoError(t, err)
 	v := func(s xds.Snapshot) string { return s.Types[resourcev3.SecretType].Version }
 	assert.NotEmpty(t, v(s1))
@@ -239,40 +207,22 @@ func TestSecretVersionFollowsContent(t *testing.T) {
 	assert.Equal(t, "c1", s1.Types[resourcev3.ClusterType].Version, "other types untouched")
 	assert.Equal(t, a, s1.Types[resourcev3.SecretType].Resources)
 
-	plain, err := withSecrets(pub, nil)
+	plain, err := Snapshot(pub, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, plain.Types, resourcev3.SecretType, "no external secrets, no secret set")
 
 	pub.Types[resourcev3.SecretType] = revisions.PublishedType{Version: "s1", Resources: []render.Resource{{Name: "edge"}}}
-	_, err = withSecrets(pub, a)
+	_, err = Snapshot(pub, a)
 	assert.ErrorContains(t, err, `secret "edge"`)
-}
-
-// syncBuffer is a log sink safe for concurrent writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 func TestRefreshPushesChangedSecretsOnly(t *testing.T) {
 	dir := t.TempDir()
 	crt, key := selfSigned(t, "edge.example")
-	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsCertFile: crt, tlsKeyFile: key})
-	var logs syncBuffer
+	writeSecret(t, dir, "edge-cert", map[string][]byte{TLSCertFile: crt, TLSKeyFile: key})
+	var logs bytes.Buffer
 	var sets []xds.Snapshot
-	h := newSecretHome(secretReader{dir: dir}, func(node string, snap xds.Snapshot) error {
+	h := NewServer(Files{Dir: dir}, func(node string, snap xds.Snapshot) error {
 		assert.Equal(t, "edge", node)
 		sets = append(sets, snap)
 		return nil
@@ -282,30 +232,30 @@ func TestRefreshPushesChangedSecretsOnly(t *testing.T) {
 		Types:           map[string]revisions.PublishedType{},
 		ExternalSecrets: []render.ExternalSecret{{Name: "edge", Ref: "edge-cert", Kind: "tls"}},
 	}
-	require.NoError(t, h.publish("edge", pub))
+	require.NoError(t, h.Publish("edge", pub))
 	require.Len(t, sets, 1)
 	first := sets[0].Types[resourcev3.SecretType].Version
 
-	h.refresh()
+	h.Refresh()
 	assert.Len(t, sets, 1, "unchanged files are not pushed again")
 
 	crt2, key2 := selfSigned(t, "edge.example")
-	writeSecret(t, dir, "edge-cert", map[string][]byte{tlsCertFile: crt2, tlsKeyFile: key2})
-	h.refresh()
+	writeSecret(t, dir, "edge-cert", map[string][]byte{TLSCertFile: crt2, TLSKeyFile: key2})
+	h.Refresh()
 	require.Len(t, sets, 2, "a rotated certificate is pushed")
 	assert.Equal(t, "abc-1", sets[1].Version, "under the same publication")
 	assert.NotEqual(t, first, sets[1].Types[resourcev3.SecretType].Version)
 	got := decodeSecret(t, sets[1].Types[resourcev3.SecretType].Resources[0])
 	assert.Equal(t, crt2, got.GetTlsCertificate().GetCertificateChain().GetInlineBytes())
 
-	require.NoError(t, os.Remove(filepath.Join(dir, "edge-cert", tlsKeyFile)))
-	h.refresh()
-	h.refresh()
+	require.NoError(t, os.Remove(filepath.Join(dir, "edge-cert", TLSKeyFile)))
+	h.Refresh()
+	h.Refresh()
 	assert.Len(t, sets, 2, "a broken secret keeps the last good one")
 	assert.Contains(t, logs.String(), "tls.key")
-	assert.Equal(t, 1, bytes.Count([]byte(logs.String()), []byte("cannot be served")), "logged once, not on every poll")
+	assert.Equal(t, 1, bytes.Count(logs.Bytes(), []byte("cannot be served")), "logged once, not on every poll")
 
-	err := h.publish("edge", pub)
+	err := h.Publish("edge", pub)
 	require.Error(t, err, "a publication whose secrets cannot be read is refused")
 	assert.Len(t, sets, 2)
 
@@ -317,13 +267,16 @@ func TestRefreshPushesChangedSecretsOnly(t *testing.T) {
 	assert.NotContains(t, logs.String(), "CERTIFICATE-----")
 }
 
-func TestSecretsConfigChecks(t *testing.T) {
-	cfg := Config{Sources: []SourceConfig{{Name: "a", Git: &GitSource{URL: "/srv/cfg"}}}, SecretsInterval: Duration{-time.Second}}
-	assert.ErrorContains(t, cfg.Validate(), "secretsInterval: must not be negative")
-
-	cfg.SecretsInterval = Duration{}
-	cfg.XDSAddr, cfg.HTTPAddr, cfg.StateDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
-	cfg.SecretsDir = filepath.Join(t.TempDir(), "absent")
-	_, err := New(cfg, Options{})
-	assert.ErrorContains(t, err, "secretsDir "+cfg.SecretsDir+" must be an existing directory")
+func TestKeyMaterialRefusedOnlyOverPlaintext(t *testing.T) {
+	tlsSecret := render.ExternalSecret{Name: "edge-cert", Ref: "edge-cert", Kind: "tls"}
+	opaque := render.ExternalSecret{Name: "token", Ref: "tokens", Key: "t", Kind: "opaque"}
+	ca := render.ExternalSecret{Name: "ca", Ref: "ca", Kind: "validation"}
+	plain := Files{Plaintext: true}
+	assert.ErrorIs(t, plain.keyMaterialRefused(tlsSecret), revisions.ErrNotReady)
+	assert.ErrorIs(t, plain.keyMaterialRefused(opaque), revisions.ErrNotReady)
+	assert.NoError(t, plain.keyMaterialRefused(ca), "a CA bundle is public")
+	assert.NoError(t, Files{Plaintext: true, PlaintextOK: []string{"edge-cert"}}.keyMaterialRefused(tlsSecret))
+	assert.Error(t, Files{Plaintext: true, PlaintextOK: []string{"edge-cert"}}.keyMaterialRefused(opaque))
+	assert.NoError(t, Files{Plaintext: true, PlaintextOK: []string{"*"}}.keyMaterialRefused(opaque))
+	assert.NoError(t, Files{}.keyMaterialRefused(tlsSecret), "mutual TLS serves keys")
 }

@@ -1,0 +1,164 @@
+package sds
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
+)
+
+// Resolver reads the key material of external secrets. Resolve returns the
+// SDS secret of ext (a render.Resource whose Body is an encoded
+// tlsv3.Secret named ext.Name). An error made by revisions.NotReady says
+// the material is missing for now (the revision waits for it); any other
+// error is a fault of the reference (a bad ref, kind or key) and rejects
+// the revision. Errors name the secret, its ref and where the
+// configuration names it, never the material. Resolve is called
+// concurrently.
+type Resolver interface {
+	Resolve(ext render.ExternalSecret) (render.Resource, error)
+}
+
+// File names inside a secret's directory, as the keys of a Kubernetes
+// kubernetes.io/tls Secret.
+const (
+	TLSCertFile = "tls.crt"
+	TLSKeyFile  = "tls.key"
+	CACertFile  = "ca.crt"
+)
+
+// refSegment is one plain name of a secret reference or an opaque key: it
+// cannot be ".", ".." or hold a path separator.
+var refSegment = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
+
+// Files resolves secrets from files below Dir: ref "name" is the directory
+// Dir/name, ref "namespace/name" is Dir/namespace/name, holding tls.crt and
+// tls.key (kind tls), ca.crt or else tls.crt (kind validation), or a file
+// named after the key (kind opaque). Dir is opened as an os.Root, so no
+// file outside it is ever read, not even through a symbolic link.
+type Files struct {
+	Dir string
+	// Plaintext is set when xDS runs without mutual TLS: then secrets that
+	// hold key material (TLS keys, opaque values) are served only when
+	// PlaintextOK names them ("*" names all).
+	Plaintext   bool
+	PlaintextOK []string
+}
+
+// RefDir is the directory of ext relative to a Files Dir. Anything but NAME or
+// NAMESPACE/NAME of plain names, such as an absolute path or "..", is
+// refused.
+func RefDir(ext render.ExternalSecret) (string, error) {
+	segs := strings.Split(ext.Ref, "/")
+	ok := len(segs) <= 2
+	for _, s := range segs {
+		ok = ok && refSegment.MatchString(s)
+	}
+	if !ok {
+		return "", fmt.Errorf("secret %q (%s): ref %q must be NAME or NAMESPACE/NAME of plain names (no \"..\", no absolute path)",
+			ext.Name, ext.Source, ext.Ref)
+	}
+	return path.Join(segs...), nil
+}
+
+// keyMaterialRefused says why secret ext may not be served, or returns nil.
+func (f Files) keyMaterialRefused(ext render.ExternalSecret) error {
+	if !f.Plaintext || ext.Kind == "validation" || slices.Contains(f.PlaintextOK, "*") || slices.Contains(f.PlaintextOK, ext.Name) {
+		return nil
+	}
+	return revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s) holds key material and xDS runs without mutual TLS, so legate does not serve it: "+
+		"set --xds-client-ca (legate pki init), or allow it over plaintext with --xds-insecure-secrets %s", ext.Name, ext.Ref, ext.Source, ext.Name))
+}
+
+// Resolve implements Resolver.
+func (f Files) Resolve(ext render.ExternalSecret) (render.Resource, error) {
+	if f.Dir == "" {
+		return render.Resource{}, revisions.NotReady(fmt.Errorf("the configuration refers to external secret %q (%s) but no secrets directory is configured: set secretsDir or --secrets-dir",
+			ext.Name, ext.Source))
+	}
+	dir, err := RefDir(ext)
+	if err != nil {
+		return render.Resource{}, err
+	}
+	if err := f.keyMaterialRefused(ext); err != nil {
+		return render.Resource{}, err
+	}
+	root, err := os.OpenRoot(f.Dir)
+	if err != nil {
+		return render.Resource{}, revisions.NotReady(fmt.Errorf("open secrets directory: %w", err))
+	}
+	defer func() { _ = root.Close() }()
+	read := func(file string) ([]byte, error) {
+		rel := path.Join(dir, file)
+		data, err := root.ReadFile(rel)
+		if err != nil {
+			// The os error names the file and the cause, never content.
+			// A missing or unreadable file may appear later: wait for it.
+			return nil, revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s): read %s: %w", ext.Name, ext.Ref, ext.Source, filepath.Join(f.Dir, filepath.FromSlash(rel)), err))
+		}
+		if len(data) == 0 {
+			return nil, revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s): %s is empty", ext.Name, ext.Ref, ext.Source, filepath.Join(f.Dir, filepath.FromSlash(rel))))
+		}
+		return data, nil
+	}
+	sec := &tlsv3.Secret{Name: ext.Name}
+	switch ext.Kind {
+	case "tls":
+		crt, err := read(TLSCertFile)
+		if err != nil {
+			return render.Resource{}, err
+		}
+		key, err := read(TLSKeyFile)
+		if err != nil {
+			return render.Resource{}, err
+		}
+		sec.Type = &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{CertificateChain: inline(crt), PrivateKey: inline(key)}}
+	case "validation":
+		ca, err := read(CACertFile)
+		if errors.Is(err, os.ErrNotExist) {
+			if _, serr := root.Stat(path.Join(dir, TLSCertFile)); serr == nil {
+				ca, err = read(TLSCertFile)
+			}
+		}
+		if err != nil {
+			return render.Resource{}, err
+		}
+		sec.Type = &tlsv3.Secret_ValidationContext{ValidationContext: &tlsv3.CertificateValidationContext{TrustedCa: inline(ca)}}
+	case "opaque":
+		if !refSegment.MatchString(ext.Key) {
+			return render.Resource{}, fmt.Errorf("secret %q (ref %q, %s): key %q must be a plain file name", ext.Name, ext.Ref, ext.Source, ext.Key)
+		}
+		v, err := read(ext.Key)
+		if err != nil {
+			return render.Resource{}, err
+		}
+		sec.Type = &tlsv3.Secret_GenericSecret{GenericSecret: &tlsv3.GenericSecret{Secret: inline(v)}}
+	default:
+		return render.Resource{}, fmt.Errorf("secret %q (%s): kind %q is not tls, validation or opaque", ext.Name, ext.Source, ext.Kind)
+	}
+	return Encode(sec, ext.Source)
+}
+
+// Encode is the SDS resource of sec, as a Resolver returns it.
+func Encode(sec *tlsv3.Secret, source render.Position) (render.Resource, error) {
+	body, err := proto.MarshalOptions{Deterministic: true}.Marshal(sec)
+	if err != nil {
+		return render.Resource{}, fmt.Errorf("secret %q: encode: %w", sec.GetName(), err)
+	}
+	return render.Resource{Name: sec.GetName(), Body: body, Source: source}, nil
+}
+
+func inline(b []byte) *corev3.DataSource {
+	return &corev3.DataSource{Specifier: &corev3.DataSource_InlineBytes{InlineBytes: b}}
+}
