@@ -104,10 +104,15 @@ type nodeState struct {
 	// waiting is the revision the publish rule chose but the Publisher
 	// could not serve yet (NotReady); Run tries it again every tick.
 	waiting *waiting
-	// changed holds revisions to write at the next commit; dirty asks for
-	// every revision because a previous commit failed.
+	// changed holds revisions whose state is to be written at the next
+	// commit, fresh those whose content is new and is written whole;
+	// dirty asks for every revision whole because a previous commit
+	// failed.
 	changed map[string]bool
+	fresh   map[string]bool
 	dirty   bool
+	// remote are the answers gathered by other replicas, by replica.
+	remote map[string]RemoteAnswers
 }
 
 // New returns an Engine. Call Restore before anything else.
@@ -220,6 +225,9 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 	if cfg.NodeID != "" && cfg.NodeID != node {
 		return fmt.Errorf("config rendered for node %q applied to node %q", cfg.NodeID, node)
 	}
+	if err := e.checkSize(node, cfg); err != nil {
+		return err
+	}
 	defer e.unlock()
 	e.mu.Lock()
 	if !e.restored {
@@ -231,6 +239,7 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 	if rev == nil {
 		rev = &Revision{Node: node, Hash: cfg.Hash, Origin: origin, Config: cfg, CreatedAt: now}
 		n.revs[cfg.Hash] = rev
+		n.fresh[cfg.Hash] = true
 		e.metrics.revisions.WithLabelValues(node).Inc()
 	} else {
 		rev.Origin = origin
@@ -250,6 +259,7 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 	for _, h := range drop {
 		delete(n.revs, h)
 		delete(n.changed, h)
+		delete(n.fresh, h)
 	}
 	return e.commit(ctx, n, drop)
 }
@@ -374,23 +384,29 @@ func (e *Engine) reportStanding(n *nodeState, rev *Revision, now time.Time) {
 	}
 }
 
-// commit writes the node's changed revisions, its record and deletions.
-// Called with mu held.
+// commit writes the node's new revisions whole, the state of its changed
+// ones, its record and deletions. Called with mu held.
 func (e *Engine) commit(ctx context.Context, n *nodeState, drop []string) error {
 	u := Update{Record: n.rec, Delete: drop}
 	u.Record.History = append([]string(nil), n.rec.History...)
+	u.Record.Revision = n.rec.Revision + 1
 	for h, r := range n.revs {
-		if n.dirty || n.changed[h] {
+		switch {
+		case n.dirty || n.fresh[h]:
 			cp := *r
 			u.Put = append(u.Put, &cp)
+		case n.changed[h]:
+			u.States = append(u.States, StateOf(r))
 		}
 	}
 	if err := e.store.Commit(ctx, u); err != nil {
 		n.dirty = true
 		return fmt.Errorf("store revisions of node %q: %w", n.rec.Node, err)
 	}
+	n.rec.Revision = u.Record.Revision
 	n.dirty = false
 	clear(n.changed)
+	clear(n.fresh)
 	return nil
 }
 
@@ -402,6 +418,8 @@ func (e *Engine) nodeFor(id string) *nodeState {
 			revs:    map[string]*Revision{},
 			track:   newTracker(),
 			changed: map[string]bool{},
+			fresh:   map[string]bool{},
+			remote:  map[string]RemoteAnswers{},
 		}
 		e.nodes[id] = n
 	}

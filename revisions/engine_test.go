@@ -869,7 +869,9 @@ func TestRestoreDropsOrphanRevisions(t *testing.T) {
 
 	orphan := &revisions.Revision{Hash: config("l9", "c9").Hash, Config: config("l9", "c9"), Origin: gitOrigin("sha9"), CreatedAt: h.clock.Now()}
 	orphan.Node = data[0].Record.Node
-	require.NoError(t, h.store.Commit(context.Background(), revisions.Update{Record: data[0].Record, Put: []*revisions.Revision{orphan}}))
+	rec := data[0].Record
+	rec.Revision++
+	require.NoError(t, h.store.Commit(context.Background(), revisions.Update{Record: rec, Put: []*revisions.Revision{orphan}}))
 	data, err = h.store.Load(context.Background())
 	require.NoError(t, err)
 	require.Len(t, data[0].Revisions, 2, "the orphan is stored")

@@ -125,11 +125,11 @@ func pendingText(n *nodeState) string {
 }
 
 func successText(n *nodeState) string {
-	t := n.track.tally()
+	t, rej := n.answers()
 	if t.Rejected == 0 {
 		return fmt.Sprintf("accepted by %d of %d proxies", t.Accepted, t.Population)
 	}
-	return "degraded, not rolled back: " + taintMessage(n.track.rejections(), t.Population)
+	return "degraded, not rolled back: " + taintMessage(rej, t.Population)
 }
 
 // unlock releases mu and delivers the outcomes collected under it, in the

@@ -111,7 +111,7 @@ func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
 	if n.track.version == "" {
 		return
 	}
-	t := n.track.tally()
+	t, rej := n.answers()
 	v := judge(t, e.threshold, now.Sub(n.track.since) >= e.timeout)
 	if v == n.verdict {
 		return
@@ -119,7 +119,6 @@ func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
 	n.verdict = v
 	rev := n.revs[n.rec.Published]
 	if v == verdictTainted && rev.Taint == nil {
-		rej := n.track.rejections()
 		rev.Taint = &Taint{At: now, Proxies: rej[:min(len(rej), maxTaintProxies)], Message: taintMessage(rej, t.Population)}
 		n.changed[rev.Hash] = true
 		e.metrics.taints.WithLabelValues(rev.Node).Inc()

@@ -59,6 +59,9 @@ type AnswerCounts struct {
 	Connected int `json:"connected"`
 	Accepted  int `json:"accepted"`
 	Rejected  int `json:"rejected"`
+	// Elsewhere counts the proxies that other replicas serve and report
+	// on (see Engine.ObserveRemote); Accepted and Rejected include theirs.
+	Elsewhere int `json:"elsewhere,omitempty"`
 }
 
 // Nodes returns the status of every node with a history, sorted by node ID.
@@ -95,12 +98,12 @@ func (e *Engine) Node(id string) (NodeStatus, bool) {
 }
 
 func (n *nodeState) status() NodeStatus {
-	t := n.track.tally()
+	t, _ := n.answers()
 	s := NodeStatus{
 		NodeID:  n.rec.Node,
 		State:   n.state,
 		History: make([]RevisionStatus, 0, len(n.rec.History)),
-		Answers: AnswerCounts{Connected: n.track.connected(), Accepted: t.Accepted, Rejected: t.Rejected},
+		Answers: AnswerCounts{Connected: n.track.connected(), Accepted: t.Accepted, Rejected: t.Rejected, Elsewhere: n.elsewhere()},
 	}
 	if r := n.revs[n.rec.Published]; r != nil {
 		s.Published = &PublishedStatus{

@@ -3,10 +3,17 @@ package revisions
 import (
 	"context"
 	"errors"
+	"time"
+
+	"github.com/legate-dev/legate/sources"
 )
 
 // ErrNotFound is returned (wrapped) for an unknown node or revision.
 var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned (wrapped) by Store.Commit when the stored record
+// is not the one the update was made from: another writer changed it.
+var ErrConflict = errors.New("the stored record changed underneath")
 
 // NodeRecord is the persisted bookkeeping of one node ID: the history order,
 // the publication in place and the counters its versions are made from.
@@ -23,6 +30,10 @@ type NodeRecord struct {
 	Generation uint64 `json:"generation"`
 	// Types are the per-type versions of the publication in place.
 	Types map[string]TypeVersion `json:"types,omitempty"`
+	// Revision counts the record's writes: an Update carries the number
+	// the stored record has plus one, and a store refuses it with
+	// ErrConflict otherwise (0 for a record never written).
+	Revision uint64 `json:"revision,omitempty"`
 }
 
 // NodeData is everything stored for one node ID.
@@ -31,13 +42,45 @@ type NodeData struct {
 	Revisions []*Revision
 }
 
-// Update is one atomic change to a node: its new record, the revisions to
-// write (new ones, or changed origin, times or taint) and the hashes of
-// revisions to delete (pruned from the history).
+// Update is one atomic change to a node: its new record, the revisions
+// whose content is new (written whole, once), the state changes of
+// revisions already stored (their content is not written again) and the
+// hashes of revisions to delete (pruned from the history).
 type Update struct {
 	Record NodeRecord
 	Put    []*Revision
+	States []RevisionState
 	Delete []string
+}
+
+// RevisionState is the part of a revision that changes after it is made:
+// where its content came from last, when it was last published, its taint.
+// The rest (node, hash, config, creation time) never changes.
+type RevisionState struct {
+	Hash        string         `json:"hash"`
+	Origin      sources.Origin `json:"origin"`
+	PublishedAt time.Time      `json:"publishedAt,omitzero"`
+	Taint       *Taint         `json:"taint,omitempty"`
+}
+
+// StateOf is the state part of r.
+func StateOf(r *Revision) RevisionState {
+	return RevisionState{Hash: r.Hash, Origin: r.Origin, PublishedAt: r.PublishedAt, Taint: r.Taint}
+}
+
+// WithState is r with its state part replaced by st.
+func (r Revision) WithState(st RevisionState) *Revision {
+	r.Origin, r.PublishedAt, r.Taint = st.Origin, st.PublishedAt, st.Taint
+	return &r
+}
+
+// SizeLimit is implemented by a Store that cannot hold revisions past a
+// size: a Kubernetes object is at most about 1.5 MiB. The engine refuses
+// to apply a revision whose encoded content is larger, with an error that
+// names the node, the size and the limit, rather than serve what it could
+// not persist.
+type SizeLimit interface {
+	MaxRevisionBytes() int
 }
 
 // Store persists revisions. It is deliberately small so that a Kubernetes
@@ -45,14 +88,23 @@ type Update struct {
 // revision, the record in the status of a per-node object).
 //
 // Contract:
+//   - A revision's content is written once (Update.Put) and its state
+//     apart (Update.States), so a taint or a publication time rewrites
+//     only the state: a Kubernetes implementation keeps the content in a
+//     revision object's spec and the state in its status.
 //   - Commit applies an Update all or nothing, and once it returns nil the
 //     change survives a crash of the process. An implementation that cannot
-//     write several objects atomically must write Put first, then Record,
-//     then Delete, so that a crash at any point leaves every hash in a
-//     record's History readable; stray revisions that no history refers to
-//     are ignored by the engine and deleted by a later prune.
-//   - Load returns every node with its revisions. It is called once, before
-//     any Commit.
+//     write several objects atomically must write Put first, then States,
+//     then Record, then Delete, so that a crash at any point leaves every
+//     hash in a record's History readable; stray revisions that no history
+//     refers to are ignored by the engine and deleted by a later prune.
+//   - Commit refuses, with ErrConflict, an Update whose Record.Revision is
+//     not the stored record's plus one: another writer changed the node
+//     (a second replica that believes it leads).
+//   - Load returns every node with its revisions, their state applied.
+//     The engine calls it once, before any Commit; a follower may call it
+//     again at any time to read what the writer stored (PublicationOf
+//     rebuilds what is served from it).
 //   - The Engine calls Load and Commit from one goroutine at a time;
 //     implementations need not serialize them, but must be safe to use
 //     alongside Outbox calls from other goroutines.

@@ -241,8 +241,10 @@ func crashChild(dir string) {
 func step(rng *rand.Rand, d *revisions.NodeData, i int) revisions.Update {
 	rec := &d.Record
 	var put []*revisions.Revision
+	var states []revisions.RevisionState
 	var r *revisions.Revision
-	if len(d.Revisions) > 0 && rng.IntN(4) == 0 {
+	reapplied := len(d.Revisions) > 0 && rng.IntN(4) == 0
+	if reapplied {
 		r = d.Revisions[rng.IntN(len(d.Revisions))] // re-apply old content
 	} else {
 		body := make([]byte, 64+rng.IntN(4096))
@@ -259,7 +261,6 @@ func step(rng *rand.Rand, d *revisions.NodeData, i int) revisions.Update {
 		r = &revisions.Revision{Node: rec.Node, Hash: cfg.Hash, Config: cfg, CreatedAt: time.Unix(int64(i), 0).UTC()}
 		d.Revisions = append(d.Revisions, r)
 	}
-	put = append(put, r)
 	hist := []string{r.Hash}
 	for _, h := range rec.History {
 		if h != r.Hash {
@@ -273,7 +274,13 @@ func step(rng *rand.Rand, d *revisions.NodeData, i int) revisions.Update {
 			Message: "taint of " + r.Hash[:8],
 		}
 	}
+	if reapplied {
+		states = append(states, revisions.StateOf(r)) // only its state changes
+	} else {
+		put = append(put, r)
+	}
 	rec.Generation++
+	rec.Revision++
 	rec.Published = r.Hash
 	rec.Version = fmt.Sprintf("%s-%d", r.Hash[:12], rec.Generation)
 	var drop []string
@@ -283,7 +290,7 @@ func step(rng *rand.Rand, d *revisions.NodeData, i int) revisions.Update {
 	}
 	rec.History = hist
 	d.Revisions = slices.DeleteFunc(d.Revisions, func(x *revisions.Revision) bool { return slices.Contains(drop, x.Hash) })
-	return revisions.Update{Record: *rec, Put: put, Delete: drop}
+	return revisions.Update{Record: *rec, Put: put, States: states, Delete: drop}
 }
 
 // contentHash is the test's own content hash: SHA-256 over names and bodies.

@@ -58,7 +58,7 @@ func TestCorruptPagesAreAnErrorNotAPanic(t *testing.T) {
 		s := open(t, dir)
 		for i := range 20 {
 			r := revision("edge", "h"+string(rune('a'+i)))
-			require.NoError(t, s.Commit(ctx, revisions.Update{Record: revisions.NodeRecord{Node: "edge", History: []string{r.Hash}}, Put: []*revisions.Revision{r}}))
+			require.NoError(t, s.Commit(ctx, revisions.Update{Record: revisions.NodeRecord{Node: "edge", History: []string{r.Hash}, Revision: uint64(i + 1)}, Put: []*revisions.Revision{r}}))
 		}
 		require.NoError(t, s.Close())
 

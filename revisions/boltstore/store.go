@@ -1,7 +1,8 @@
 // Package boltstore is the embedded revisions.Store of the standalone home:
-// one bbolt file under --state-dir holding every node's revisions (with
-// their rendered content), history order, publication pointer and version
-// counters, taints, and the reporters' outbox.
+// one bbolt file under --state-dir holding every node's revisions (their
+// rendered content written once, their state — origin, publication time,
+// taint — apart), history order, publication pointer and version counters,
+// and the reporters' outbox.
 //
 // Every write is one bbolt transaction, fsynced before it returns, so a
 // kill -9 at any point leaves either the old or the new state. The file
@@ -25,8 +26,16 @@ import (
 	"github.com/legate-dev/legate/revisions"
 )
 
-// SchemaVersion is the layout this package reads and writes.
-const SchemaVersion = 1
+// SchemaVersion is the layout this package reads and writes. Version 2
+// keeps revisions' state (origin, publication time, taint) apart from
+// their content; it reads version 1 files, whose revisions carry their
+// state inside, and marks them 2 on open, so that an older legate, which
+// would miss the separate state, refuses them.
+const SchemaVersion = 2
+
+// MaxRevisionBytes bounds one revision's encoded content. bbolt holds far
+// more; the bound keeps one commit's write (and the memory to load it) sane.
+const MaxRevisionBytes = 64 << 20
 
 // FileName is the database file inside the state directory.
 const FileName = "legate.db"
@@ -34,7 +43,8 @@ const FileName = "legate.db"
 var (
 	bucketMeta       = []byte("meta")
 	bucketNodes      = []byte("nodes")     // node ID -> JSON NodeRecord
-	bucketRevisions  = []byte("revisions") // node ID -> bucket of hash -> JSON Revision
+	bucketRevisions  = []byte("revisions") // node ID -> bucket of hash -> JSON Revision (content, and its state when written)
+	bucketStates     = []byte("states")    // node ID -> bucket of hash -> JSON RevisionState, newer than the content's
 	bucketOutbox     = []byte("outbox")    // 8-byte big-endian seq -> JSON outboxValue
 	bucketOutboxKeys = []byte("outboxKeys")
 	keySchema        = []byte("schema")
@@ -126,10 +136,11 @@ func initSchema(tx *bolt.Tx) error {
 		if got > SchemaVersion {
 			return fmt.Errorf("written by a newer legate (schema %d, this one reads %d): upgrade legate or use another --state-dir", got, SchemaVersion)
 		}
-	} else if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
+	}
+	if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
 		return err
 	}
-	for _, b := range [][]byte{bucketNodes, bucketRevisions, bucketOutbox, bucketOutboxKeys} {
+	for _, b := range [][]byte{bucketNodes, bucketRevisions, bucketStates, bucketOutbox, bucketOutboxKeys} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -144,17 +155,27 @@ func (s *Store) Close() error { return s.db.Close() }
 func (s *Store) Load(_ context.Context) ([]revisions.NodeData, error) {
 	var out []revisions.NodeData
 	err := s.view(func(tx *bolt.Tx) error {
-		revs := tx.Bucket(bucketRevisions)
+		revs, states := tx.Bucket(bucketRevisions), tx.Bucket(bucketStates)
 		return tx.Bucket(bucketNodes).ForEach(func(k, v []byte) error {
 			var d revisions.NodeData
 			if err := json.Unmarshal(v, &d.Record); err != nil {
 				return fmt.Errorf("decode record of node %q: %w", k, err)
 			}
+			sb := states.Bucket(k)
 			if b := revs.Bucket(k); b != nil {
 				if err := b.ForEach(func(h, v []byte) error {
 					r := &revisions.Revision{}
 					if err := json.Unmarshal(v, r); err != nil {
 						return fmt.Errorf("decode revision %s of node %q: %w", h, k, err)
+					}
+					if sb != nil {
+						if sv := sb.Get(h); sv != nil {
+							var st revisions.RevisionState
+							if err := json.Unmarshal(sv, &st); err != nil {
+								return fmt.Errorf("decode the state of revision %s of node %q: %w", h, k, err)
+							}
+							r = r.WithState(st)
+						}
 					}
 					d.Revisions = append(d.Revisions, r)
 					return nil
@@ -187,19 +208,47 @@ func (s *Store) Commit(_ context.Context, u revisions.Update) error {
 			return fmt.Errorf("encode revision %s of node %q: %w", r.Hash, u.Record.Node, err)
 		}
 	}
+	stateVals := make([][]byte, len(u.States))
+	for i, st := range u.States {
+		if stateVals[i], err = json.Marshal(st); err != nil {
+			return fmt.Errorf("encode the state of revision %s of node %q: %w", st.Hash, u.Record.Node, err)
+		}
+	}
 	node := []byte(u.Record.Node)
 	err = s.update(func(tx *bolt.Tx) error {
+		if err := checkRevision(tx, u.Record); err != nil {
+			return err
+		}
 		b, err := tx.Bucket(bucketRevisions).CreateBucketIfNotExists(node)
 		if err != nil {
 			return err
 		}
+		sb, err := tx.Bucket(bucketStates).CreateBucketIfNotExists(node)
+		if err != nil {
+			return err
+		}
 		for i, r := range u.Put {
+			// The content carries its state: a separate one is older.
 			if err := b.Put([]byte(r.Hash), vals[i]); err != nil {
+				return err
+			}
+			if err := sb.Delete([]byte(r.Hash)); err != nil {
+				return err
+			}
+		}
+		for i, st := range u.States {
+			if b.Get([]byte(st.Hash)) == nil {
+				return fmt.Errorf("state of revision %s, whose content is not stored", st.Hash)
+			}
+			if err := sb.Put([]byte(st.Hash), stateVals[i]); err != nil {
 				return err
 			}
 		}
 		for _, h := range u.Delete {
 			if err := b.Delete([]byte(h)); err != nil {
+				return err
+			}
+			if err := sb.Delete([]byte(h)); err != nil {
 				return err
 			}
 		}
@@ -215,6 +264,23 @@ type outboxValue struct {
 	Key   string `json:"key"`
 	Value []byte `json:"value"`
 }
+
+// checkRevision refuses a record that is not the next of the stored one.
+func checkRevision(tx *bolt.Tx, rec revisions.NodeRecord) error {
+	var stored revisions.NodeRecord
+	if v := tx.Bucket(bucketNodes).Get([]byte(rec.Node)); v != nil {
+		if err := json.Unmarshal(v, &stored); err != nil {
+			return fmt.Errorf("decode record of node %q: %w", rec.Node, err)
+		}
+	}
+	if rec.Revision != stored.Revision+1 {
+		return fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, rec.Node, stored.Revision, rec.Revision-1)
+	}
+	return nil
+}
+
+// MaxRevisionBytes implements revisions.SizeLimit.
+func (s *Store) MaxRevisionBytes() int { return MaxRevisionBytes }
 
 // OutboxPut queues value under key, replacing an entry with the same key.
 func (s *Store) OutboxPut(_ context.Context, key string, value []byte) (uint64, error) {

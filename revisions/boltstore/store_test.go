@@ -49,10 +49,11 @@ func TestCommitAndLoad(t *testing.T) {
 	}
 	rec := revisions.NodeRecord{
 		Node: "edge", History: []string{"h1", "h2"}, Published: "h2", Version: "h2-2", Generation: 2,
-		Types: map[string]revisions.TypeVersion{"type.googleapis.com/envoy.config.cluster.v3.Cluster": {Version: "th2-2", Hash: "th2"}},
+		Types:    map[string]revisions.TypeVersion{"type.googleapis.com/envoy.config.cluster.v3.Cluster": {Version: "th2-2", Hash: "th2"}},
+		Revision: 1,
 	}
 	require.NoError(t, s.Commit(ctx, revisions.Update{Record: rec, Put: []*revisions.Revision{r1, r2}}))
-	require.NoError(t, s.Commit(ctx, revisions.Update{Record: revisions.NodeRecord{Node: "other", History: []string{"x"}}, Put: []*revisions.Revision{revision("other", "x")}}))
+	require.NoError(t, s.Commit(ctx, revisions.Update{Record: revisions.NodeRecord{Node: "other", History: []string{"x"}, Revision: 1}, Put: []*revisions.Revision{revision("other", "x")}}))
 	require.NoError(t, s.Close())
 
 	s = open(t, dir)
@@ -64,6 +65,7 @@ func TestCommitAndLoad(t *testing.T) {
 	assert.Equal(t, "other", data[1].Record.Node)
 
 	rec.History = []string{"h2"}
+	rec.Revision = 2
 	require.NoError(t, s.Commit(ctx, revisions.Update{Record: rec, Delete: []string{"h1"}}))
 	data, err = s.Load(ctx)
 	require.NoError(t, err)
