@@ -55,7 +55,7 @@ func startLegate(t *testing.T, repo gitRepo) (addr, stateDir string) {
 	srv, err := standalone.New(standalone.Config{
 		StateDir: stateDir, DefaultNode: "edge", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
 		Sources: []standalone.SourceConfig{{Name: "cfg", Git: &standalone.GitSource{URL: repo.dir}, Interval: standalone.Duration{Duration: time.Hour}}},
-	}, standalone.Options{Render: renderOptions})
+	}, standalone.Options{Render: newRenderOptions()})
 	require.NoError(t, err)
 	runUntilCleanup(t, srv)
 	return srv.HTTPAddr(), stateDir
@@ -182,7 +182,7 @@ func TestReadsCarryTheReadToken(t *testing.T) {
 	srv, err := standalone.New(standalone.Config{
 		StateDir: stateDir, DefaultNode: "edge", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", ReadTokenFile: readToken,
 		Sources: []standalone.SourceConfig{{Name: "cfg", Git: &standalone.GitSource{URL: repo.dir}, Interval: standalone.Duration{Duration: time.Hour}}},
-	}, standalone.Options{Render: renderOptions})
+	}, standalone.Options{Render: newRenderOptions()})
 	require.NoError(t, err)
 	runUntilCleanup(t, srv)
 	server := "--server=" + srv.HTTPAddr()

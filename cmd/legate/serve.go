@@ -76,7 +76,7 @@ Kubernetes. docs/standalone.md describes the configuration.`,
 			if err != nil {
 				return err
 			}
-			srv, err := standalone.New(cfg, standalone.Options{Render: renderOptions, Log: log})
+			srv, err := standalone.New(cfg, standalone.Options{Render: newRenderOptions(), Log: log})
 			if err != nil {
 				return err
 			}

@@ -47,7 +47,7 @@ prints workflow annotations).`,
 			default:
 				return fmt.Errorf("--output %q: want text, json or github", f.output)
 			}
-			opts := renderOptions()
+			opts := newRenderOptions()()
 			opts.DefaultNode, opts.MaxFileSize = f.node, f.maxFileSize
 			docs, diags, err := loadPaths(args, opts)
 			if err != nil {

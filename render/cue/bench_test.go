@@ -124,7 +124,7 @@ func BenchmarkCUEStage(b *testing.B) {
 			b.ReportAllocs()
 			s := New()
 			for b.Loop() {
-				withFastSchema(func(*schemaCache) { fastSchema.c = nil })
+				s.fast = NewSchema()
 				for i, doc := range syn.docs {
 					errs, err := s.ValidateJSON(syn.typeURLs[i], doc)
 					if err != nil || len(errs) > 0 {

@@ -24,14 +24,20 @@ type Stage struct {
 	ctx      *cue.Context
 	gen      *Generator
 	schemas  *schemaCache
+	fast     *Schema
 	policies []*policy
 }
 
-// New returns a Stage with no policies loaded.
-func New() *Stage {
+// New returns a Stage with no policies loaded and a Schema of its own.
+// A process that renders more than once shares one Schema (NewStage).
+func New() *Stage { return NewStage(NewSchema()) }
+
+// NewStage returns a Stage with no policies loaded whose fast schema check
+// uses schema, shared with other stages.
+func NewStage(schema *Schema) *Stage {
 	ctx := cuecontext.New()
 	gen := NewGenerator(nil)
-	return &Stage{ctx: ctx, gen: gen, schemas: newSchemaCache(ctx, gen)}
+	return &Stage{ctx: ctx, gen: gen, schemas: newSchemaCache(ctx, gen), fast: schema}
 }
 
 // Generate loads the policies under policy/ of the tree and evaluates the

@@ -122,21 +122,13 @@ func (c *schemaCache) field(md protoreflect.MessageDescriptor, fd protoreflect.F
 		if kr := mr.GetKeys(); kr != nil && fd.MapKey().Kind() == protoreflect.StringKind {
 			kb := &builder{md: md, refs: map[protoreflect.FullName]bool{}, imports: map[string]bool{}}
 			if sc := kb.stringRules(fd, kr.GetString_()); len(sc) > 0 {
-				ft.key = c.leaf("string & "+strings.Join(sc, " & "), kb.imports)
+				ft.key = c.leaf(withRules("string", sc, false, ""), kb.imports)
 			}
 		}
 		if mr != nil && (mr.MinPairs != nil || mr.MaxPairs != nil) {
 			var cons []string
-			ft.min, ft.max = -1, -1
-			if mr.MinPairs != nil {
-				ft.min = int(mr.GetMinPairs())
-				cons = append(cons, fmt.Sprintf("struct.MinFields(%d)", mr.GetMinPairs()))
-			}
-			if mr.MaxPairs != nil {
-				ft.max = int(mr.GetMaxPairs())
-				cons = append(cons, fmt.Sprintf("struct.MaxFields(%d)", mr.GetMaxPairs()))
-			}
-			ft.size = c.leaf("{...} & "+strings.Join(cons, " & "), map[string]bool{"struct": true})
+			cons, ft.min, ft.max = mapSize(mr)
+			ft.size = c.leaf(raw("{...} & "+strings.Join(cons, " & ")), map[string]bool{"struct": true})
 			ft.emptyOK = mr.GetIgnoreEmpty()
 		}
 	case fd.IsList():
@@ -144,35 +136,24 @@ func (c *schemaCache) field(md protoreflect.MessageDescriptor, fd protoreflect.F
 		elemRules = rr.GetItems()
 		if rr != nil && (rr.MinItems != nil || rr.MaxItems != nil || rr.GetUnique()) {
 			var cons []string
-			ft.min, ft.max = -1, -1
-			if rr.MinItems != nil {
-				ft.min = int(rr.GetMinItems())
-				cons = append(cons, fmt.Sprintf("list.MinItems(%d)", rr.GetMinItems()))
-			}
-			if rr.MaxItems != nil {
-				ft.max = int(rr.GetMaxItems())
-				cons = append(cons, fmt.Sprintf("list.MaxItems(%d)", rr.GetMaxItems()))
-			}
-			if rr.GetUnique() {
-				ft.unique = true
-				cons = append(cons, "list.UniqueItems()")
-			}
-			ft.size = c.leaf("[...] & "+strings.Join(cons, " & "), map[string]bool{"list": true})
+			cons, ft.min, ft.max = listSize(rr)
+			ft.unique = rr.GetUnique()
+			ft.size = c.leaf(raw("[...] & "+strings.Join(cons, " & ")), map[string]bool{"list": true})
 			ft.emptyOK = rr.GetIgnoreEmpty()
 		}
 	}
 	eb := &builder{md: md, refs: map[protoreflect.FullName]bool{}, imports: map[string]bool{}}
 	if elemFD.Kind() == protoreflect.MessageKind || elemFD.Kind() == protoreflect.GroupKind {
 		em := elemFD.Message()
-		expr, wkt := eb.wellKnown(em.FullName(), elemFD, elemRules)
+		e, wkt := eb.wellKnown(em.FullName(), elemFD, elemRules)
 		switch {
 		case em.FullName() == anyName:
 			ft.any = true
-			ft.elem = c.leaf(expr, eb.imports)
+			ft.elem = c.leaf(e, eb.imports)
 		case wkt:
-			ft.elem = c.leaf(expr, eb.imports)
+			ft.elem = c.leaf(e, eb.imports)
 		case elemRules.GetMessage().GetSkip():
-			ft.elem = c.leaf("{...}", nil)
+			ft.elem = c.leaf(raw("{...}"), nil)
 		default:
 			ft.msg = em
 		}

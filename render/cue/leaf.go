@@ -32,36 +32,42 @@ type leaf struct {
 // maxVerdicts bounds the verdicts kept per constraint.
 const maxVerdicts = 1 << 16
 
-// fastSchema is the process-wide fast schema: tables and compiled leaves
-// are built once and shared by every Stage (renders are serialized on
-// mu, which only failed resources reach on the render path).
-var fastSchema struct {
+// Schema is the generated Envoy schema of the fast check with what it
+// learns as it runs: message tables and compiled constraints, built on
+// first use, and the verdicts of the values seen. One Schema serves every
+// Stage of a process's renders (NewStage), so that this work is done once;
+// it is safe for concurrent use (checks are serialized, and only failed
+// resources reach them on the render path).
+type Schema struct {
 	mu sync.Mutex
 	c  *schemaCache
 }
 
-// withFastSchema runs f with the shared cache locked.
-func withFastSchema(f func(c *schemaCache)) {
-	fastSchema.mu.Lock()
-	defer fastSchema.mu.Unlock()
-	if fastSchema.c == nil {
-		fastSchema.c = newSchemaCache(cuecontext.New(), NewGenerator(nil))
+// NewSchema returns an empty Schema; it builds what it needs on first use.
+func NewSchema() *Schema { return &Schema{} }
+
+// with runs f with the schema's cache locked.
+func (s *Schema) with(f func(c *schemaCache)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.c == nil {
+		s.c = newSchemaCache(cuecontext.New(), NewGenerator(nil))
 	}
-	f(fastSchema.c)
+	f(s.c)
 }
 
-// leaf returns the shared leaf of a constraint expression.
-func (c *schemaCache) leaf(expr string, imports map[string]bool) *leaf {
+// leaf returns the shared leaf of a generated expression.
+func (c *schemaCache) leaf(e expr, imports map[string]bool) *leaf {
 	names := make([]string, 0, len(imports))
 	for imp := range imports {
 		names = append(names, imp)
 	}
 	sort.Strings(names)
-	key := strings.Join(names, ",") + "\x00" + expr
+	key := strings.Join(names, ",") + "\x00" + e.text
 	if l, ok := c.leaves[key]; ok {
 		return l
 	}
-	l := &leaf{expr: expr, imports: names, pass: prefilter(expr)}
+	l := &leaf{expr: e.text, imports: names, pass: e.pass}
 	c.leaves[key] = l
 	return l
 }

@@ -21,68 +21,70 @@ const (
 
 // stringRules translates protoc-gen-validate string rules to CUE
 // constraints; rules CUE cannot express are noted.
-func (b *builder) stringRules(fd protoreflect.FieldDescriptor, sr *validate.StringRules) []string {
+func (b *builder) stringRules(fd protoreflect.FieldDescriptor, sr *validate.StringRules) []constraint {
 	if sr == nil {
 		return nil
 	}
-	var cons []string
+	var cons []constraint
 	if sr.Const != nil {
-		cons = append(cons, quote(sr.GetConst()))
+		cons = append(cons, constraint{kind: consEqual, lit: quote(sr.GetConst())})
 	}
-	runes := func(fn string, n uint64) {
+	runes := func(k consKind, n uint64) {
 		b.imports["strings"] = true
-		cons = append(cons, fmt.Sprintf("strings.%s(%d)", fn, n))
+		cons = append(cons, constraint{kind: k, n: n})
 	}
+	match := func(re string) { cons = append(cons, constraint{kind: consMatch, re: re}) }
 	if sr.Len != nil {
-		runes("MinRunes", sr.GetLen())
-		runes("MaxRunes", sr.GetLen())
+		runes(consMinRunes, sr.GetLen())
+		runes(consMaxRunes, sr.GetLen())
 	}
 	if sr.MinLen != nil {
-		runes("MinRunes", sr.GetMinLen())
+		runes(consMinRunes, sr.GetMinLen())
 	}
 	if sr.MaxLen != nil {
-		runes("MaxRunes", sr.GetMaxLen())
+		runes(consMaxRunes, sr.GetMaxLen())
 	}
 	if (sr.LenBytes != nil || sr.MinBytes != nil || sr.MaxBytes != nil) && fd != nil {
 		b.note(fd, "string byte length")
 	}
 	if sr.Pattern != nil {
-		cons = append(cons, "=~"+quote(sr.GetPattern()))
+		match(sr.GetPattern())
 	}
 	if sr.Prefix != nil {
-		cons = append(cons, "=~"+quote("^"+regexp.QuoteMeta(sr.GetPrefix())))
+		match("^" + regexp.QuoteMeta(sr.GetPrefix()))
 	}
 	if sr.Suffix != nil {
-		cons = append(cons, "=~"+quote(regexp.QuoteMeta(sr.GetSuffix())+"$"))
+		match(regexp.QuoteMeta(sr.GetSuffix()) + "$")
 	}
 	if sr.Contains != nil {
-		cons = append(cons, "=~"+quote(regexp.QuoteMeta(sr.GetContains())))
+		match(regexp.QuoteMeta(sr.GetContains()))
 	}
 	if sr.NotContains != nil {
-		cons = append(cons, "!~"+quote(regexp.QuoteMeta(sr.GetNotContains())))
+		cons = append(cons, constraint{kind: consNoMatch, re: regexp.QuoteMeta(sr.GetNotContains())})
 	}
 	if len(sr.GetIn()) > 0 {
-		alts := make([]string, 0, len(sr.GetIn()))
+		alts := make([]constraint, 0, len(sr.GetIn()))
 		for _, s := range sr.GetIn() {
-			alts = append(alts, quote(s))
+			alts = append(alts, constraint{kind: consEqual, lit: quote(s)})
 		}
-		cons = append(cons, "("+strings.Join(alts, " | ")+")")
+		cons = append(cons, constraint{kind: consAnyOf, alts: alts})
 	}
 	for _, s := range sr.GetNotIn() {
-		cons = append(cons, "!="+quote(s))
+		cons = append(cons, constraint{kind: consNotEqual, lit: quote(s)})
+	}
+	builtin := func(name string) {
+		b.imports["net"] = true
+		cons = append(cons, constraint{kind: consBuiltin, lit: name})
 	}
 	switch wk := sr.GetWellKnown().(type) {
 	case *validate.StringRules_Ip:
-		b.imports["net"] = true
-		cons = append(cons, "net.IP")
+		builtin("net.IP")
 	case *validate.StringRules_Ipv4:
-		b.imports["net"] = true
-		cons = append(cons, "net.IPv4")
+		builtin("net.IPv4")
 	case *validate.StringRules_Ipv6:
-		b.imports["net"] = true
-		cons = append(cons, "net.IPv6")
+		builtin("net.IPv6")
 	case *validate.StringRules_Uuid:
-		cons = append(cons, "=~"+quote(uuidRE))
+		match(uuidRE)
 	case *validate.StringRules_WellKnownRegex:
 		strict := sr.Strict == nil || sr.GetStrict()
 		re := headerLax
@@ -92,7 +94,7 @@ func (b *builder) stringRules(fd protoreflect.FieldDescriptor, sr *validate.Stri
 		case strict && wk.WellKnownRegex == validate.KnownRegex_HTTP_HEADER_VALUE:
 			re = headerValueStrict
 		}
-		cons = append(cons, "=~"+quote(re))
+		match(re)
 	case nil:
 	default:
 		if fd != nil {
@@ -123,7 +125,7 @@ func scalarRules(rules *validate.FieldRules) protoreflect.Message {
 
 // numericRules translates the const/lt/lte/gt/gte/in/not_in fields shared by
 // every numeric rule message.
-func (b *builder) numericRules(_ protoreflect.FieldDescriptor, rm protoreflect.Message) ([]string, bool) {
+func (b *builder) numericRules(_ protoreflect.FieldDescriptor, rm protoreflect.Message) ([]constraint, bool) {
 	if rm == nil {
 		return nil, false
 	}
@@ -134,34 +136,29 @@ func (b *builder) numericRules(_ protoreflect.FieldDescriptor, rm protoreflect.M
 		}
 		return number(rm.Get(fd), fd.Kind()), true
 	}
-	var cons []string
+	var cons []constraint
 	if c, ok := get("const"); ok {
-		cons = append(cons, c)
+		cons = append(cons, constraint{kind: consEqual, lit: c})
 	}
-	gt, hasGt := get("gt")
-	gte, hasGte := get("gte")
-	lt, hasLt := get("lt")
-	lte, hasLte := get("lte")
-	lower, upper := "", ""
-	switch {
-	case hasGt:
-		lower = ">" + gt
-	case hasGte:
-		lower = ">=" + gte
+	// bound is the first of the two rules set (strict, then inclusive).
+	bound := func(strict, inclusive protoreflect.Name, strictKind, inclusiveKind consKind) *constraint {
+		if v, ok := get(strict); ok {
+			return &constraint{kind: strictKind, lit: v}
+		}
+		if v, ok := get(inclusive); ok {
+			return &constraint{kind: inclusiveKind, lit: v}
+		}
+		return nil
 	}
-	switch {
-	case hasLt:
-		upper = "<" + lt
-	case hasLte:
-		upper = "<=" + lte
-	}
-	if lower != "" && upper != "" && exclusiveRange(rm) {
+	lower := bound("gt", "gte", consMore, consMoreEq)
+	upper := bound("lt", "lte", consLess, consLessEq)
+	if lower != nil && upper != nil && exclusiveRange(rm) {
 		// protoc-gen-validate reads gt > lt as "outside the range".
-		cons = append(cons, "("+upper+" | "+lower+")")
+		cons = append(cons, constraint{kind: consAnyOf, alts: []constraint{*upper, *lower}})
 	} else {
-		for _, c := range []string{lower, upper} {
-			if c != "" {
-				cons = append(cons, c)
+		for _, c := range []*constraint{lower, upper} {
+			if c != nil {
+				cons = append(cons, *c)
 			}
 		}
 	}
@@ -177,15 +174,16 @@ func (b *builder) numericRules(_ protoreflect.FieldDescriptor, rm protoreflect.M
 		if l.Len() == 0 {
 			continue
 		}
-		var vals []string
+		var vals []constraint
 		for i := range l.Len() {
-			vals = append(vals, number(l.Get(i), fd.Kind()))
+			vals = append(vals, constraint{kind: consEqual, lit: number(l.Get(i), fd.Kind())})
 		}
 		if list.in {
-			cons = append(cons, "("+strings.Join(vals, " | ")+")")
+			cons = append(cons, constraint{kind: consAnyOf, alts: vals})
 		} else {
 			for _, v := range vals {
-				cons = append(cons, "!="+v)
+				v.kind = consNotEqual
+				cons = append(cons, v)
 			}
 		}
 	}
@@ -284,45 +282,14 @@ func zeroFails(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) bool
 	return !zeroSatisfies(cons)
 }
 
-// zeroSatisfies evaluates simple numeric constraints ("<5", ">=0", "!=3",
-// "(1 | 2)", "7") at zero.
-func zeroSatisfies(cons []string) bool {
+// zeroSatisfies reports whether 0 meets every numeric constraint.
+func zeroSatisfies(cons []constraint) bool {
 	for _, c := range cons {
-		if !zeroMeets(c) {
+		if !c.holdsAtZero() {
 			return false
 		}
 	}
 	return true
-}
-
-func zeroMeets(c string) bool {
-	if strings.HasPrefix(c, "(") {
-		for _, alt := range strings.Split(strings.Trim(c, "()"), " | ") {
-			if zeroMeets(strings.TrimSpace(alt)) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, op := range []string{">=", "<=", "!=", ">", "<"} {
-		if rest, ok := strings.CutPrefix(c, op); ok {
-			f, _ := strconv.ParseFloat(rest, 64)
-			switch op {
-			case ">=":
-				return 0 >= f
-			case "<=":
-				return 0 <= f
-			case "!=":
-				return f != 0
-			case ">":
-				return 0 > f
-			default:
-				return 0 < f
-			}
-		}
-	}
-	f, _ := strconv.ParseFloat(c, 64)
-	return f == 0
 }
 
 func containsString(list []string, s string) bool {

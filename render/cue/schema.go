@@ -263,7 +263,7 @@ func buildDefinition(md protoreflect.MessageDescriptor) *definition {
 	if wkt, ok := b.wellKnown(md.FullName(), nil, nil); ok {
 		// Well-known types are written inline where they are used; the
 		// named form exists for `legate schema google.protobuf.Duration`.
-		d.text = fmt.Sprintf("%s: %s\n", DefName(md.FullName()), wkt)
+		d.text = fmt.Sprintf("%s: %s\n", DefName(md.FullName()), wkt.text)
 	} else {
 		// close() keeps the struct closed when it is unified with the
 		// matchN validators of its oneofs (an embedded validator would

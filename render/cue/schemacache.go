@@ -191,7 +191,7 @@ func (s *Stage) ValidateJSON(typeURL string, data []byte) ([]SchemaError, error)
 		return nil, err
 	}
 	var out []SchemaError
-	withFastSchema(func(c *schemaCache) { out = c.validateFast(typeURL, value) })
+	s.fast.with(func(c *schemaCache) { out = c.validateFast(typeURL, value) })
 	return out, nil
 }
 

@@ -23,7 +23,7 @@ func (s *Stage) CheckFailed(resources []*render.Failed) []render.Diagnostic {
 			continue
 		}
 		var errs []SchemaError
-		withFastSchema(func(c *schemaCache) { errs = c.validateFast(f.TypeURL, value) })
+		s.fast.with(func(c *schemaCache) { errs = c.validateFast(f.TypeURL, value) })
 		reported := map[string]bool{}
 		for _, d := range f.Diagnostics {
 			reported[foldPath(d.Field)] = true

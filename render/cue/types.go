@@ -14,7 +14,8 @@ const (
 	intString    = `=~"^-?[0-9]+$"`
 	floatString  = `=~"^-?([0-9]+(\\.[0-9]*)?|\\.[0-9]+)([eE][-+]?[0-9]+)?$"`
 	floatSpecial = `"NaN" | "Infinity" | "-Infinity"`
-	durationRE   = `=~"^-?[0-9]+(\\.[0-9]{1,9})?s$"`
+	// durationPattern is protojson's form of a Duration.
+	durationPattern = `^-?[0-9]+(\.[0-9]{1,9})?s$`
 )
 
 // fieldExpr is the CUE expression for a field's value and whether the field
@@ -26,8 +27,7 @@ func (b *builder) fieldExpr(fd protoreflect.FieldDescriptor, rules *validate.Fie
 	case fd.IsList():
 		return b.listExpr(fd, rules)
 	}
-	expr := b.elemExpr(fd, rules)
-	return expr, b.required(fd, rules)
+	return b.elemExpr(fd, rules).text, b.required(fd, rules)
 }
 
 func (b *builder) mapExpr(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) (string, bool) {
@@ -42,22 +42,18 @@ func (b *builder) mapExpr(fd protoreflect.FieldDescriptor, rules *validate.Field
 		values = mr.GetValues()
 		if kr := mr.GetKeys(); kr != nil && fd.MapKey().Kind() == protoreflect.StringKind {
 			if sc := b.stringRules(fd, kr.GetString_()); len(sc) > 0 {
-				key = "string & " + strings.Join(sc, " & ")
+				key = withRules("string", sc, false, "").text
 			}
 		}
-		if mr.MinPairs != nil {
+		cons, _, _ = mapSize(mr)
+		if len(cons) > 0 {
 			b.imports["struct"] = true
-			cons = append(cons, fmt.Sprintf("struct.MinFields(%d)", mr.GetMinPairs()))
-		}
-		if mr.MaxPairs != nil {
-			b.imports["struct"] = true
-			cons = append(cons, fmt.Sprintf("struct.MaxFields(%d)", mr.GetMaxPairs()))
 		}
 		if mr.GetNoSparse() {
 			b.note(fd, "map.no_sparse")
 		}
 	}
-	expr := fmt.Sprintf("{[%s]: %s}", key, b.elemExpr(fd.MapValue(), values))
+	expr := fmt.Sprintf("{[%s]: %s}", key, b.elemExpr(fd.MapValue(), values).text)
 	if len(cons) > 0 {
 		expr += " & " + strings.Join(cons, " & ")
 	}
@@ -74,20 +70,12 @@ func (b *builder) listExpr(fd protoreflect.FieldDescriptor, rules *validate.Fiel
 	var cons []string
 	if rr != nil {
 		items = rr.GetItems()
-		if rr.MinItems != nil {
+		cons, _, _ = listSize(rr)
+		if len(cons) > 0 {
 			b.imports["list"] = true
-			cons = append(cons, fmt.Sprintf("list.MinItems(%d)", rr.GetMinItems()))
-		}
-		if rr.MaxItems != nil {
-			b.imports["list"] = true
-			cons = append(cons, fmt.Sprintf("list.MaxItems(%d)", rr.GetMaxItems()))
-		}
-		if rr.GetUnique() {
-			b.imports["list"] = true
-			cons = append(cons, "list.UniqueItems()")
 		}
 	}
-	expr := fmt.Sprintf("[...%s]", b.elemExpr(fd, items))
+	expr := fmt.Sprintf("[...%s]", b.elemExpr(fd, items).text)
 	if len(cons) > 0 {
 		expr += " & " + strings.Join(cons, " & ")
 		if rr.GetIgnoreEmpty() {
@@ -98,34 +86,67 @@ func (b *builder) listExpr(fd protoreflect.FieldDescriptor, rules *validate.Fiel
 	return expr, required
 }
 
+// mapSize is the CUE of a map's pair-count rules and their bounds (-1:
+// none).
+func mapSize(mr *validate.MapRules) (cons []string, minPairs, maxPairs int) {
+	minPairs, maxPairs = -1, -1
+	if mr.MinPairs != nil {
+		minPairs = int(mr.GetMinPairs())
+		cons = append(cons, fmt.Sprintf("struct.MinFields(%d)", mr.GetMinPairs()))
+	}
+	if mr.MaxPairs != nil {
+		maxPairs = int(mr.GetMaxPairs())
+		cons = append(cons, fmt.Sprintf("struct.MaxFields(%d)", mr.GetMaxPairs()))
+	}
+	return cons, minPairs, maxPairs
+}
+
+// listSize is the CUE of a list's item-count and uniqueness rules and
+// their bounds (-1: none).
+func listSize(rr *validate.RepeatedRules) (cons []string, minItems, maxItems int) {
+	minItems, maxItems = -1, -1
+	if rr.MinItems != nil {
+		minItems = int(rr.GetMinItems())
+		cons = append(cons, fmt.Sprintf("list.MinItems(%d)", rr.GetMinItems()))
+	}
+	if rr.MaxItems != nil {
+		maxItems = int(rr.GetMaxItems())
+		cons = append(cons, fmt.Sprintf("list.MaxItems(%d)", rr.GetMaxItems()))
+	}
+	if rr.GetUnique() {
+		cons = append(cons, "list.UniqueItems()")
+	}
+	return cons, minItems, maxItems
+}
+
 // elemExpr is the expression of one value of the field (an element for
 // repeated fields, the value for maps).
-func (b *builder) elemExpr(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) string {
+func (b *builder) elemExpr(fd protoreflect.FieldDescriptor, rules *validate.FieldRules) expr {
 	switch fd.Kind() {
 	case protoreflect.MessageKind, protoreflect.GroupKind:
 		md := fd.Message()
-		if expr, ok := b.wellKnown(md.FullName(), fd, rules); ok {
-			return expr
+		if e, ok := b.wellKnown(md.FullName(), fd, rules); ok {
+			return e
 		}
 		if rules.GetMessage().GetSkip() {
-			return "{...}"
+			return raw("{...}")
 		}
 		b.refs[md.FullName()] = true
-		return DefName(md.FullName())
+		return raw(DefName(md.FullName()))
 	case protoreflect.EnumKind:
-		return b.enumExpr(fd, fd.Enum(), rules.GetEnum())
+		return raw(b.enumExpr(fd, fd.Enum(), rules.GetEnum()))
 	case protoreflect.StringKind:
 		return withRules("string", b.stringRules(fd, rules.GetString_()), rules.GetString_().GetIgnoreEmpty(), `""`)
 	case protoreflect.BytesKind:
 		if rules.GetBytes() != nil {
 			b.note(fd, "bytes rules (checked on decoded bytes)")
 		}
-		return "string"
+		return withRules("string", nil, false, "")
 	case protoreflect.BoolKind:
 		if br := rules.GetBool(); br != nil && br.Const != nil {
-			return fmt.Sprintf("%t", br.GetConst())
+			return raw(fmt.Sprintf("%t", br.GetConst()))
 		}
-		return "bool"
+		return raw("bool")
 	case protoreflect.FloatKind, protoreflect.DoubleKind:
 		return b.numberExpr(fd, "number", floatString+" | "+floatSpecial, scalarRules(rules))
 	default:
@@ -163,26 +184,20 @@ func intType(k protoreflect.Kind) string {
 	}
 }
 
-// withRules joins a base type with constraints; with ignoreEmpty the empty
-// value is accepted as it is.
-func withRules(base string, cons []string, ignoreEmpty bool, empty string) string {
-	if len(cons) == 0 {
-		return base
-	}
-	expr := base + " & " + strings.Join(cons, " & ")
-	if ignoreEmpty {
-		return empty + " | (" + expr + ")"
-	}
-	return expr
+// numberExpr is a number with its rules, or the decimal string form alt
+// (which the fast path leaves to CUE).
+func (b *builder) numberExpr(fd protoreflect.FieldDescriptor, base, alt string, rules protoreflect.Message) expr {
+	cons, ignoreEmpty := b.numericRules(fd, rules)
+	return numberWith(base, alt, cons, ignoreEmpty)
 }
 
-func (b *builder) numberExpr(fd protoreflect.FieldDescriptor, base, alt string, rules protoreflect.Message) string {
-	cons, ignoreEmpty := b.numericRules(fd, rules)
-	expr := withRules(base, cons, ignoreEmpty, "0")
+func numberWith(base, alt string, cons []constraint, ignoreEmpty bool) expr {
+	e := withRules(base, cons, ignoreEmpty, "0")
 	if len(cons) > 0 {
-		expr = "(" + expr + ")"
+		e.text = "(" + e.text + ")"
 	}
-	return expr + " | " + alt
+	e.text += " | " + alt
+	return e
 }
 
 func (b *builder) enumExpr(fd protoreflect.FieldDescriptor, ed protoreflect.EnumDescriptor, er *validate.EnumRules) string {
@@ -254,7 +269,7 @@ func containsInt(list []int32, n int32) bool {
 
 // wellKnown writes the JSON mapping of a google.protobuf well-known type,
 // applying the field's rules where CUE can express them.
-func (b *builder) wellKnown(name protoreflect.FullName, fd protoreflect.FieldDescriptor, rules *validate.FieldRules) (string, bool) {
+func (b *builder) wellKnown(name protoreflect.FullName, fd protoreflect.FieldDescriptor, rules *validate.FieldRules) (expr, bool) {
 	switch name {
 	case "google.protobuf.Any":
 		ar := rules.GetAny()
@@ -263,44 +278,44 @@ func (b *builder) wellKnown(name protoreflect.FullName, fd protoreflect.FieldDes
 			for _, u := range ar.GetIn() {
 				alts = append(alts, quote(u))
 			}
-			return `#Any & {"@type": ` + strings.Join(alts, " | ") + "}", true
+			return raw(`#Any & {"@type": ` + strings.Join(alts, " | ") + "}"), true
 		}
 		if len(ar.GetNotIn()) > 0 {
 			cons := make([]string, 0, len(ar.GetNotIn()))
 			for _, u := range ar.GetNotIn() {
 				cons = append(cons, "!="+quote(u))
 			}
-			return `#Any & {"@type": ` + strings.Join(cons, " & ") + "}", true
+			return raw(`#Any & {"@type": ` + strings.Join(cons, " & ") + "}"), true
 		}
-		return "#Any", true
+		return raw("#Any"), true
 	case "google.protobuf.Duration":
 		if dr := rules.GetDuration(); dr != nil && fd != nil && (dr.Const != nil || dr.Lt != nil || dr.Lte != nil ||
 			dr.Gt != nil || dr.Gte != nil || len(dr.In) > 0 || len(dr.NotIn) > 0) {
 			b.note(fd, "duration range (policies see durations as seconds)")
 		}
-		return "string & " + durationRE, true
+		return withRules("string", []constraint{{kind: consMatch, re: durationPattern}}, false, ""), true
 	case "google.protobuf.Timestamp":
 		b.imports["time"] = true
 		if rules.GetTimestamp() != nil && fd != nil {
 			b.note(fd, "timestamp rules")
 		}
-		return "time.Time", true
+		return raw("time.Time"), true
 	case "google.protobuf.FieldMask":
-		return "string", true
+		return withRules("string", nil, false, ""), true
 	case "google.protobuf.Struct":
-		return "{...}", true
+		return raw("{...}"), true
 	case "google.protobuf.Value":
-		return "_", true
+		return raw("_"), true
 	case "google.protobuf.ListValue":
-		return "[...]", true
+		return raw("[...]"), true
 	case "google.protobuf.Empty":
-		return "close({})", true
+		return raw("close({})"), true
 	case "google.protobuf.BoolValue":
-		return "bool", true
+		return raw("bool"), true
 	case "google.protobuf.StringValue":
 		return withRules("string", b.stringRules(fd, rules.GetString_()), rules.GetString_().GetIgnoreEmpty(), `""`), true
 	case "google.protobuf.BytesValue":
-		return "string", true
+		return withRules("string", nil, false, ""), true
 	case "google.protobuf.DoubleValue", "google.protobuf.FloatValue":
 		return b.numberExpr(fd, "number", floatString+" | "+floatSpecial, scalarRules(rules)), true
 	case "google.protobuf.Int32Value":
@@ -312,7 +327,7 @@ func (b *builder) wellKnown(name protoreflect.FullName, fd protoreflect.FieldDes
 	case "google.protobuf.UInt64Value":
 		return b.numberExpr(fd, "uint64", intString, scalarRules(rules)), true
 	}
-	return "", false
+	return expr{}, false
 }
 
 // quote writes s as a CUE double-quoted string.
