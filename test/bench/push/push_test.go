@@ -74,8 +74,9 @@ func BenchmarkPushToACK(b *testing.B) {
 				}},
 				Webhooks: standalone.WebhookConfig{Gitea: sources.Secret{File: secretFile}},
 			}
+			schema := legatecue.NewSchema() // shared by the renders, as legate serve does
 			s, err := standalone.New(cfg, standalone.Options{Render: func() render.Options {
-				stage := legatecue.New()
+				stage := legatecue.NewStage(schema)
 				return render.Options{Generators: []render.Generator{stage}, Checks: []render.Check{stage}}
 			}})
 			require.NoError(b, err)
