@@ -1,5 +1,8 @@
-// Package config holds legate's Kubernetes API types (group legate.dev).
-// The manifests that will be generated from them (CRDs, RBAC, webhook and
-// manager configuration) do not exist yet: the Kubernetes home is not
-// built.
+// Package config holds legate's Kubernetes API: the types of group
+// legate.dev in config/v1alpha1, the CRDs generated from them into
+// config/crd by `make generate` (controller-gen; `make verify` fails when
+// they drift), and samples in config/samples that the tests apply to a
+// real API server. The controller, its RBAC, manager Deployment, webhook
+// manifests and kustomize bases come with the Kubernetes home, which is
+// not built yet.
 package config

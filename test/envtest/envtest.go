@@ -40,15 +40,14 @@ func Start(t testing.TB) *Cluster {
 		}
 	}
 	env := &crenvtest.Environment{BinaryAssetsDirectory: dir}
-	// The CRDs are installed once config/crd exists (the Kubernetes home
-	// generates them); until then the API server runs with the built-in
-	// types only, and a CRD directory that is named must exist.
-	if root, err := tooling.RepoRoot(); err == nil {
-		if crds := filepath.Join(root, "config", "crd"); dirExists(crds) {
-			env.CRDDirectoryPaths = []string{crds}
-			env.ErrorIfCRDPathMissing = true
-		}
+	// legate's CRDs, generated into config/crd by make generate, are
+	// installed in every API server started.
+	root, err := tooling.RepoRoot()
+	if err != nil {
+		t.Fatalf("find the repository root for config/crd: %v", err)
 	}
+	env.CRDDirectoryPaths = []string{filepath.Join(root, "config", "crd")}
+	env.ErrorIfCRDPathMissing = true
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("start envtest API server from %s: %v", dir, err)
@@ -63,9 +62,4 @@ func Start(t testing.TB) *Cluster {
 		t.Fatalf("client for envtest API server: %v", err)
 	}
 	return &Cluster{Config: cfg, Client: c}
-}
-
-func dirExists(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.IsDir()
 }

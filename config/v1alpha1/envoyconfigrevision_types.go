@@ -1,0 +1,113 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EnvoyConfigRevisionSpec is the content of one revision: written once,
+// never changed. An object must stay under the API server's limit of
+// about 1.5 MiB; the engine refuses a larger revision before serving it.
+type EnvoyConfigRevisionSpec struct {
+	NodeID string `json:"nodeID"`
+	// Hash is the content hash of the rendered configuration.
+	Hash string `json:"hash"`
+	// +kubebuilder:validation:Enum=v3
+	// +optional
+	EnvoyAPI *string `json:"envoyAPI,omitempty"`
+	// Resources are the rendered resources, by type URL.
+	// +optional
+	Resources []RevisionResources `json:"resources,omitempty"`
+	// CreatedAt is when the content was first applied.
+	CreatedAt metav1.Time `json:"createdAt"`
+}
+
+// RevisionResources are the resources of one type, each the Envoy message
+// in its protobuf wire form (base64 in JSON).
+type RevisionResources struct {
+	TypeURL   string             `json:"typeURL"`
+	Resources []RevisionResource `json:"resources"`
+}
+
+// RevisionResource is one rendered resource.
+type RevisionResource struct {
+	Name string `json:"name"`
+	Body []byte `json:"body"`
+	// Source is the file:line it was defined at.
+	// +optional
+	Source string `json:"source,omitempty"`
+}
+
+// EnvoyConfigRevisionStatus is what changes about a revision.
+type EnvoyConfigRevisionStatus struct {
+	// Origin is where the content came from last: source, commit,
+	// revision in Flux's form.
+	// +optional
+	Origin *RevisionOrigin `json:"origin,omitempty"`
+	// Published is true while it is the revision served.
+	// +optional
+	Published bool `json:"published,omitempty"`
+	// LastPublishedAt is when it was last published.
+	// +optional
+	LastPublishedAt *metav1.Time `json:"lastPublishedAt,omitempty"`
+	// Tainted revisions were rejected and are not published again until
+	// the taint is cleared.
+	// +optional
+	Tainted bool `json:"tainted,omitempty"`
+	// Taint says who rejected it and why, in the proxies' own words.
+	// +optional
+	Taint *RevisionTaint `json:"taint,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// RevisionOrigin is where a revision's content came from.
+type RevisionOrigin struct {
+	// +optional
+	Source string `json:"source,omitempty"`
+	// +optional
+	Commit string `json:"commit,omitempty"`
+	// +optional
+	Revision string `json:"revision,omitempty"`
+}
+
+// RevisionTaint records a rejection.
+type RevisionTaint struct {
+	At      metav1.Time `json:"at"`
+	Message string      `json:"message"`
+	// +optional
+	Proxies []ProxyRejection `json:"proxies,omitempty"`
+}
+
+// ProxyRejection is one proxy's rejection.
+type ProxyRejection struct {
+	Proxy string `json:"proxy"`
+	Error string `json:"error"`
+}
+
+// EnvoyConfigRevision is one stored revision of a node's configuration.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=envoyconfigrevisions,scope=Namespaced,shortName=ecr
+// +kubebuilder:printcolumn:name=Node,type=string,JSONPath=`.spec.nodeID`
+// +kubebuilder:printcolumn:name=Hash,type=string,JSONPath=`.spec.hash`
+// +kubebuilder:printcolumn:name=Published,type=boolean,JSONPath=`.status.published`
+// +kubebuilder:printcolumn:name=Tainted,type=boolean,JSONPath=`.status.tainted`
+// +kubebuilder:printcolumn:name=Commit,type=string,JSONPath=`.status.origin.commit`,priority=1
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
+type EnvoyConfigRevision struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EnvoyConfigRevisionSpec   `json:"spec,omitempty"`
+	Status EnvoyConfigRevisionStatus `json:"status,omitempty"`
+}
+
+// EnvoyConfigRevisionList is a list of EnvoyConfigRevision.
+// +kubebuilder:object:root=true
+type EnvoyConfigRevisionList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EnvoyConfigRevision `json:"items"`
+}

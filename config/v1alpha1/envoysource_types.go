@@ -1,0 +1,165 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// EnvoySourceSpec says where configuration is fetched from: exactly one of
+// git, oci and sourceRef.
+// +kubebuilder:validation:XValidation:rule="[has(self.git), has(self.oci), has(self.sourceRef)].filter(x, x).size() == 1",message="exactly one of git, oci and sourceRef must be set"
+type EnvoySourceSpec struct {
+	// +optional
+	Git *GitSource `json:"git,omitempty"`
+	// +optional
+	OCI *OCISource `json:"oci,omitempty"`
+	// SourceRef names a Flux GitRepository or OCIRepository whose artifact
+	// legate downloads and verifies.
+	// +optional
+	SourceRef *FluxSourceRef `json:"sourceRef,omitempty"`
+	// Path is the directory inside the repository or artifact ("envoy"
+	// and Flux's "./envoy" alike); the root by default.
+	// +optional
+	Path string `json:"path,omitempty"`
+	// Interval between fetches.
+	// +kubebuilder:default="1m"
+	// +optional
+	Interval metav1.Duration `json:"interval,omitempty"`
+	// Suspend stops fetching until it is false again.
+	// +optional
+	Suspend bool `json:"suspend,omitempty"`
+	// CommitStatus reports every commit's outcome on the forge.
+	// +optional
+	CommitStatus *CommitStatus `json:"commitStatus,omitempty"`
+}
+
+// GitSource is a Git repository.
+type GitSource struct {
+	// +kubebuilder:validation:Pattern=`^(https?|ssh)://.+$`
+	URL string `json:"url"`
+	// +optional
+	Ref *GitRef `json:"ref,omitempty"`
+	// SecretRef names a Secret of the namespace with the credentials, as
+	// Flux reads them (username/password, bearerToken, identity and
+	// known_hosts).
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// GitRef is what to follow, in Flux's vocabulary; the first set of commit,
+// name, semver, tag and branch wins, as in Flux.
+type GitRef struct {
+	// +optional
+	Branch string `json:"branch,omitempty"`
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// +optional
+	SemVer string `json:"semver,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +optional
+	Commit string `json:"commit,omitempty"`
+}
+
+// OCISource is an OCI artifact.
+type OCISource struct {
+	// +kubebuilder:validation:Pattern=`^oci://.+$`
+	URL string `json:"url"`
+	// +optional
+	Ref *OCIRef `json:"ref,omitempty"`
+	// +optional
+	SecretRef *LocalObjectReference `json:"secretRef,omitempty"`
+}
+
+// OCIRef is the artifact to follow; digest wins over semver over tag.
+type OCIRef struct {
+	// +optional
+	Tag string `json:"tag,omitempty"`
+	// +optional
+	SemVer string `json:"semver,omitempty"`
+	// +optional
+	Digest string `json:"digest,omitempty"`
+}
+
+// FluxSourceRef names a Flux source object.
+type FluxSourceRef struct {
+	// +kubebuilder:validation:Enum=GitRepository;OCIRepository
+	Kind string `json:"kind"`
+	Name string `json:"name"`
+	// Namespace defaults to the EnvoySource's.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+}
+
+// LocalObjectReference names an object of the same namespace.
+type LocalObjectReference struct {
+	Name string `json:"name"`
+}
+
+// CommitStatus says where to report commit statuses.
+type CommitStatus struct {
+	// +kubebuilder:validation:Enum=gitea;github;gitlab
+	Provider string `json:"provider"`
+	// Address is the forge's base URL; derived from the repository URL
+	// when empty (GitHub's API for GitHub).
+	// +optional
+	Address string `json:"address,omitempty"`
+	// Repository is owner/name (GitLab: the project path); derived from
+	// the repository URL when empty.
+	// +optional
+	Repository string `json:"repository,omitempty"`
+	// TokenSecretRef names a Secret of the namespace whose "token" key can
+	// write commit statuses.
+	TokenSecretRef LocalObjectReference `json:"tokenSecretRef"`
+}
+
+// EnvoySourceStatus is where the source stands, in Flux's terms.
+type EnvoySourceStatus struct {
+	// +optional
+	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastAttemptedRevision is the revision last fetched
+	// ("main@sha1:<sha>").
+	// +optional
+	LastAttemptedRevision string `json:"lastAttemptedRevision,omitempty"`
+	// LastAppliedRevision is the revision whose configuration was last
+	// applied; it trails while the newest is invalid.
+	// +optional
+	LastAppliedRevision string `json:"lastAppliedRevision,omitempty"`
+	// Nodes are the node IDs the last good render gave.
+	// +optional
+	Nodes []string `json:"nodes,omitempty"`
+	// Diagnostics are the first problems of the last rejected render,
+	// each with its file:line.
+	// +optional
+	Diagnostics []string `json:"diagnostics,omitempty"`
+	// ArtifactDigest is the digest of the last artifact verified.
+	// +optional
+	ArtifactDigest string `json:"artifactDigest,omitempty"`
+	// +listType=map
+	// +listMapKey=type
+	// +optional
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// EnvoySource is a place configuration is fetched from.
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:resource:path=envoysources,scope=Namespaced,shortName=es
+// +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name=Applied,type=string,JSONPath=`.status.lastAppliedRevision`
+// +kubebuilder:printcolumn:name=Suspended,type=boolean,JSONPath=`.spec.suspend`
+// +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
+type EnvoySource struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   EnvoySourceSpec   `json:"spec,omitempty"`
+	Status EnvoySourceStatus `json:"status,omitempty"`
+}
+
+// EnvoySourceList is a list of EnvoySource.
+// +kubebuilder:object:root=true
+type EnvoySourceList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []EnvoySource `json:"items"`
+}
