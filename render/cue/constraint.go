@@ -151,15 +151,31 @@ func (c constraint) holdsAtZero() bool {
 	return true
 }
 
-// expr is the generated schema of one value: its CUE text and, when every
-// part of it has a Go check, the fast path's check (nil: CUE decides).
+// expr is the generated schema of one value: its CUE text and what its
+// fast-path check is made of (a base type and constraints), compiled only
+// when a leaf of the fast path needs it.
 type expr struct {
 	text string
-	pass passFunc
+	// checked: every part has a Go check; base and cons are its parts.
+	checked bool
+	base    string
+	cons    []constraint
 }
 
 // raw is an expression only CUE checks.
 func raw(text string) expr { return expr{text: text} }
+
+// pass compiles the fast path's check of e; nil when CUE must decide.
+func (e expr) pass() passFunc {
+	if !e.checked {
+		return nil
+	}
+	checks := []passFunc{baseCheck(e.base)}
+	for _, c := range e.cons {
+		checks = append(checks, c.check())
+	}
+	return allOf(checks)
+}
 
 // baseCheck is the Go check of a base type, or nil.
 func baseCheck(base string) passFunc {
@@ -191,20 +207,18 @@ func baseCheck(base string) passFunc {
 // value is accepted as it is (and CUE decides).
 func withRules(base string, cons []constraint, ignoreEmpty bool, empty string) expr {
 	if len(cons) == 0 {
-		return expr{text: base, pass: baseCheck(base)}
+		return expr{text: base, checked: true, base: base}
 	}
 	parts := make([]string, 0, len(cons)+1)
 	parts = append(parts, base)
-	checks := []passFunc{baseCheck(base)}
 	for _, c := range cons {
 		parts = append(parts, c.cue())
-		checks = append(checks, c.check())
 	}
 	text := strings.Join(parts, " & ")
 	if ignoreEmpty {
 		return raw(empty + " | (" + text + ")")
 	}
-	return expr{text: text, pass: allOf(checks)}
+	return expr{text: text, checked: true, base: base, cons: cons}
 }
 
 // allOf is the check that every one of checks passes; nil if one is nil.

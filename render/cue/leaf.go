@@ -67,7 +67,7 @@ func (c *schemaCache) leaf(e expr, imports map[string]bool) *leaf {
 	if l, ok := c.leaves[key]; ok {
 		return l
 	}
-	l := &leaf{expr: e.text, imports: names, pass: e.pass}
+	l := &leaf{expr: e.text, imports: names, pass: e.pass()}
 	c.leaves[key] = l
 	return l
 }
