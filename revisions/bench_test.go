@@ -85,7 +85,7 @@ func BenchmarkApply(b *testing.B) {
 		for b.Loop() {
 			cfg := cfgs[i%len(cfgs)]
 			rev := &revisions.Revision{Node: node, Hash: cfg.Hash, Origin: origin, Config: cfg}
-			rec := revisions.NodeRecord{Node: node, History: []string{cfg.Hash}, Published: cfg.Hash, Generation: uint64(i)}
+			rec := revisions.NodeRecord{Node: node, History: []string{cfg.Hash}, Published: cfg.Hash, Generation: uint64(i), Revision: uint64(i + 1)}
 			require.NoError(b, st.Commit(ctx, revisions.Update{Record: rec, Put: []*revisions.Revision{rev}}))
 			i++
 		}

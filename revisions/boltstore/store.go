@@ -42,10 +42,11 @@ const FileName = "legate.db"
 
 var (
 	bucketMeta       = []byte("meta")
-	bucketNodes      = []byte("nodes")     // node ID -> JSON NodeRecord
-	bucketRevisions  = []byte("revisions") // node ID -> bucket of hash -> JSON Revision (content, and its state when written)
-	bucketStates     = []byte("states")    // node ID -> bucket of hash -> JSON RevisionState, newer than the content's
-	bucketOutbox     = []byte("outbox")    // 8-byte big-endian seq -> JSON outboxValue
+	bucketNodes      = []byte("nodes")           // node ID -> JSON NodeRecord
+	bucketRevisions  = []byte("revisions")       // node ID -> bucket of hash -> JSON Revision (content, and its state when written)
+	bucketStates     = []byte("states")          // node ID -> bucket of hash -> JSON RevisionState, newer than the content's
+	bucketRecordRevs = []byte("recordRevisions") // node ID -> 8-byte big-endian NodeRecord.Revision
+	bucketOutbox     = []byte("outbox")          // 8-byte big-endian seq -> JSON outboxValue
 	bucketOutboxKeys = []byte("outboxKeys")
 	keySchema        = []byte("schema")
 )
@@ -140,7 +141,7 @@ func initSchema(tx *bolt.Tx) error {
 	if err := meta.Put(keySchema, u64(SchemaVersion)); err != nil {
 		return err
 	}
-	for _, b := range [][]byte{bucketNodes, bucketRevisions, bucketStates, bucketOutbox, bucketOutboxKeys} {
+	for _, b := range [][]byte{bucketNodes, bucketRevisions, bucketStates, bucketRecordRevs, bucketOutbox, bucketOutboxKeys} {
 		if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 			return err
 		}
@@ -223,17 +224,23 @@ func (s *Store) Commit(_ context.Context, u revisions.Update) error {
 		if err != nil {
 			return err
 		}
-		sb, err := tx.Bucket(bucketStates).CreateBucketIfNotExists(node)
-		if err != nil {
-			return err
+		// The states bucket of the node is made when a state is first
+		// written apart; until then there is nothing to delete in it.
+		sb := tx.Bucket(bucketStates).Bucket(node)
+		if sb == nil && len(u.States) > 0 {
+			if sb, err = tx.Bucket(bucketStates).CreateBucket(node); err != nil {
+				return err
+			}
 		}
 		for i, r := range u.Put {
 			// The content carries its state: a separate one is older.
 			if err := b.Put([]byte(r.Hash), vals[i]); err != nil {
 				return err
 			}
-			if err := sb.Delete([]byte(r.Hash)); err != nil {
-				return err
+			if sb != nil {
+				if err := sb.Delete([]byte(r.Hash)); err != nil {
+					return err
+				}
 			}
 		}
 		for i, st := range u.States {
@@ -248,8 +255,10 @@ func (s *Store) Commit(_ context.Context, u revisions.Update) error {
 			if err := b.Delete([]byte(h)); err != nil {
 				return err
 			}
-			if err := sb.Delete([]byte(h)); err != nil {
-				return err
+			if sb != nil {
+				if err := sb.Delete([]byte(h)); err != nil {
+					return err
+				}
 			}
 		}
 		return tx.Bucket(bucketNodes).Put(node, rec)
@@ -265,18 +274,19 @@ type outboxValue struct {
 	Value []byte `json:"value"`
 }
 
-// checkRevision refuses a record that is not the next of the stored one.
+// checkRevision refuses a record that is not the next of the stored one,
+// and records its revision. A record written before revisions were kept
+// is at 0.
 func checkRevision(tx *bolt.Tx, rec revisions.NodeRecord) error {
-	var stored revisions.NodeRecord
-	if v := tx.Bucket(bucketNodes).Get([]byte(rec.Node)); v != nil {
-		if err := json.Unmarshal(v, &stored); err != nil {
-			return fmt.Errorf("decode record of node %q: %w", rec.Node, err)
-		}
+	b := tx.Bucket(bucketRecordRevs)
+	var stored uint64
+	if v := b.Get([]byte(rec.Node)); len(v) == 8 {
+		stored = binary.BigEndian.Uint64(v)
 	}
-	if rec.Revision != stored.Revision+1 {
-		return fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, rec.Node, stored.Revision, rec.Revision-1)
+	if rec.Revision != stored+1 {
+		return fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, rec.Node, stored, rec.Revision-1)
 	}
-	return nil
+	return b.Put([]byte(rec.Node), u64(rec.Revision))
 }
 
 // MaxRevisionBytes implements revisions.SizeLimit.
