@@ -4,8 +4,9 @@
 // of the node's xDS snapshot.
 //
 // A Resolver reads the material of one external secret: Files reads it
-// from a directory (`legate serve --secrets-dir`); the Kubernetes home
-// will read Secrets. A Server sits between the revision engine and the xDS
+// from a directory (`legate serve --secrets-dir`); kubesecrets.Resolver
+// reads Kubernetes Secrets, for the Kubernetes home. Both build the secret
+// from a secret's entries with Build. A Server sits between the revision engine and the xDS
 // server: it is the engine's Publisher, turning a publication and its
 // resolved secrets into the snapshot served, and it pushes new material to
 // the nodes that use it when told that material may have changed

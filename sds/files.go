@@ -1,7 +1,6 @@
 package sds
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"path"
@@ -99,16 +98,51 @@ func (f Files) Resolve(ext render.ExternalSecret) (render.Resource, error) {
 		return render.Resource{}, revisions.NotReady(fmt.Errorf("open secrets directory: %w", err))
 	}
 	defer func() { _ = root.Close() }()
-	read := func(file string) ([]byte, error) {
-		rel := path.Join(dir, file)
-		data, err := root.ReadFile(rel)
+	return Build(ext, fileEntries{root: root, base: f.Dir, dir: dir})
+}
+
+// fileEntries are the files of one secret's directory.
+type fileEntries struct {
+	root      *os.Root
+	base, dir string
+}
+
+func (e fileEntries) Read(key string) ([]byte, error) {
+	rel := path.Join(e.dir, key)
+	data, err := e.root.ReadFile(rel)
+	if err != nil {
+		// The os error names the file and the cause, never content.
+		return nil, fmt.Errorf("read %s: %w", filepath.Join(e.base, filepath.FromSlash(rel)), err)
+	}
+	if len(data) == 0 {
+		return nil, fmt.Errorf("%s is empty", filepath.Join(e.base, filepath.FromSlash(rel)))
+	}
+	return data, nil
+}
+
+func (e fileEntries) Has(key string) bool {
+	_, err := e.root.Stat(path.Join(e.dir, key))
+	return err == nil
+}
+
+// Entries are the entries of one secret: the files of its directory, the
+// keys of a Kubernetes Secret. Errors name the entry, never its content.
+type Entries interface {
+	// Read returns a non-empty entry, or an error.
+	Read(key string) ([]byte, error)
+	// Has reports whether the entry exists.
+	Has(key string) bool
+}
+
+// Build makes the SDS secret of ext from its entries: tls.crt and tls.key
+// (kind tls), ca.crt or else tls.crt (kind validation), the key's entry
+// (kind opaque). An entry that cannot be read makes a NotReady error (it
+// may appear later); a wrong kind or key is a fault of the configuration.
+func Build(ext render.ExternalSecret, e Entries) (render.Resource, error) {
+	read := func(key string) ([]byte, error) {
+		data, err := e.Read(key)
 		if err != nil {
-			// The os error names the file and the cause, never content.
-			// A missing or unreadable file may appear later: wait for it.
-			return nil, revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s): read %s: %w", ext.Name, ext.Ref, ext.Source, filepath.Join(f.Dir, filepath.FromSlash(rel)), err))
-		}
-		if len(data) == 0 {
-			return nil, revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s): %s is empty", ext.Name, ext.Ref, ext.Source, filepath.Join(f.Dir, filepath.FromSlash(rel))))
+			return nil, revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s): %w", ext.Name, ext.Ref, ext.Source, err))
 		}
 		return data, nil
 	}
@@ -125,12 +159,11 @@ func (f Files) Resolve(ext render.ExternalSecret) (render.Resource, error) {
 		}
 		sec.Type = &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{CertificateChain: inline(crt), PrivateKey: inline(key)}}
 	case "validation":
-		ca, err := read(CACertFile)
-		if errors.Is(err, os.ErrNotExist) {
-			if _, serr := root.Stat(path.Join(dir, TLSCertFile)); serr == nil {
-				ca, err = read(TLSCertFile)
-			}
+		key := CACertFile
+		if !e.Has(CACertFile) && e.Has(TLSCertFile) {
+			key = TLSCertFile
 		}
+		ca, err := read(key)
 		if err != nil {
 			return render.Resource{}, err
 		}
