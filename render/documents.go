@@ -59,10 +59,8 @@ func (r *renderer) classify(file string, doc *yaml.Node, fileNodes []string) {
 	switch {
 	case apiVersion != "" && kindV != "":
 		switch {
-		case kindV == "EnvoyConfig" && apiVersion == "legate.dev/v1alpha1":
-			r.envoyConfig(file, doc, false)
-		case kindV == "EnvoyConfig" && apiVersion == "marin3r.3scale.net/v1alpha1":
-			r.envoyConfig(file, doc, true)
+		case kindV == "EnvoyConfig" && (apiVersion == "legate.dev/v1alpha1" || apiVersion == "marin3r.3scale.net/v1alpha1"):
+			r.envoyConfig(file, doc)
 		default:
 			// Another Kubernetes object (a Deployment, a kustomization…)
 			// sitting next to the configuration: not ours.

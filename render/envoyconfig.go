@@ -7,10 +7,12 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// envoyConfig takes an EnvoyConfig document: legate.dev/v1alpha1, or
-// marin3r.3scale.net/v1alpha1 exactly as MARIN3R accepts it (spec.resources
-// or the older spec.envoyResources with serialized string values).
-func (r *renderer) envoyConfig(file string, doc *yaml.Node, marin3r bool) {
+// envoyConfig takes an EnvoyConfig document, legate.dev/v1alpha1 or
+// marin3r.3scale.net/v1alpha1: the same spec, exactly as MARIN3R accepts
+// it (spec.resources or the older spec.envoyResources with serialized
+// string values), so that a MARIN3R manifest with its apiVersion changed
+// renders the same.
+func (r *renderer) envoyConfig(file string, doc *yaml.Node) {
 	spec := mapValue(doc, "spec")
 	if spec == nil || resolveAlias(spec).Kind != yaml.MappingNode {
 		r.addf(nodePos(file, doc), RuleDocument, "EnvoyConfig needs a spec mapping")
@@ -30,13 +32,9 @@ func (r *renderer) envoyConfig(file string, doc *yaml.Node, marin3r bool) {
 	}
 	r.envoyConfigs[nodeID] = envoyConfigRef{name: name, pos: nodePos(file, doc)}
 	nodes := []string{nodeID}
-	if marin3r {
-		r.checkKeys(file, spec, "nodeID", "serialization", "envoyAPI", "envoyResources", "resources")
-		if api := scalar(mapValue(spec, "envoyAPI")); api != "" && api != "v3" {
-			r.addf(nodePos(file, mapValue(spec, "envoyAPI")), RuleDocument, "envoyAPI %q: Envoy's v2 API was removed (Envoy 1.18 reads only v3): set envoyAPI: v3 and write v3 resources", api)
-		}
-	} else {
-		r.checkKeys(file, spec, "nodeID", "resources")
+	r.checkKeys(file, spec, "nodeID", "serialization", "envoyAPI", "envoyResources", "resources")
+	if api := scalar(mapValue(spec, "envoyAPI")); api != "" && api != "v3" {
+		r.addf(nodePos(file, mapValue(spec, "envoyAPI")), RuleDocument, "envoyAPI %q: Envoy's v2 API was removed (Envoy 1.18 reads only v3): set envoyAPI: v3 and write v3 resources", api)
 	}
 	res, old := mapValue(spec, "resources"), mapValue(spec, "envoyResources")
 	switch {
