@@ -17,6 +17,10 @@ type EnvoyConfigRevisionSpec struct {
 	// Resources are the rendered resources, by type URL.
 	// +optional
 	Resources []RevisionResources `json:"resources,omitempty"`
+	// ExternalSecrets name the secrets whose key material the home
+	// supplies when the revision is served.
+	// +optional
+	ExternalSecrets []RevisionExternalSecret `json:"externalSecrets,omitempty"`
 	// CreatedAt is when the content was first applied.
 	CreatedAt metav1.Time `json:"createdAt"`
 }
@@ -24,7 +28,9 @@ type EnvoyConfigRevisionSpec struct {
 // RevisionResources are the resources of one type, each the Envoy message
 // in its protobuf wire form (base64 in JSON).
 type RevisionResources struct {
-	TypeURL   string             `json:"typeURL"`
+	TypeURL string `json:"typeURL"`
+	// Hash is the content hash of the set.
+	Hash      string             `json:"hash"`
 	Resources []RevisionResource `json:"resources"`
 }
 
@@ -32,9 +38,30 @@ type RevisionResources struct {
 type RevisionResource struct {
 	Name string `json:"name"`
 	Body []byte `json:"body"`
-	// Source is the file:line it was defined at.
+	// Source is where it was defined.
 	// +optional
-	Source string `json:"source,omitempty"`
+	Source SourcePosition `json:"source,omitempty"`
+}
+
+// SourcePosition is a place in a configuration file.
+type SourcePosition struct {
+	// +optional
+	File string `json:"file,omitempty"`
+	// +optional
+	Line int `json:"line,omitempty"`
+	// +optional
+	Column int `json:"column,omitempty"`
+}
+
+// RevisionExternalSecret names one secret the home supplies.
+type RevisionExternalSecret struct {
+	Name string `json:"name"`
+	Ref  string `json:"ref"`
+	// +optional
+	Key  string `json:"key,omitempty"`
+	Kind string `json:"kind"`
+	// +optional
+	Source SourcePosition `json:"source,omitempty"`
 }
 
 // EnvoyConfigRevisionStatus is what changes about a revision.
@@ -62,12 +89,35 @@ type EnvoyConfigRevisionStatus struct {
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
 
-// RevisionOrigin is where a revision's content came from.
+// RevisionOrigin is where a revision's content came from last.
 type RevisionOrigin struct {
+	// Kind is git, oci or kube.
+	// +optional
+	Kind string `json:"kind,omitempty"`
 	// +optional
 	Source string `json:"source,omitempty"`
 	// +optional
+	URL string `json:"url,omitempty"`
+	// +optional
+	Ref string `json:"ref,omitempty"`
+	// +optional
+	Path string `json:"path,omitempty"`
+	// +optional
 	Commit string `json:"commit,omitempty"`
+	// +optional
+	Digest string `json:"digest,omitempty"`
+	// +optional
+	Author string `json:"author,omitempty"`
+	// +optional
+	Message string `json:"message,omitempty"`
+	// Namespace, Name and Generation identify an EnvoyConfig object.
+	// +optional
+	Namespace string `json:"namespace,omitempty"`
+	// +optional
+	Name string `json:"name,omitempty"`
+	// +optional
+	Generation int64 `json:"generation,omitempty"`
+	// Revision is the origin in Flux's form, for display.
 	// +optional
 	Revision string `json:"revision,omitempty"`
 }

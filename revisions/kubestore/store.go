@@ -1,0 +1,300 @@
+// Package kubestore is the revisions.Store of the Kubernetes home: every
+// revision is an EnvoyConfigRevision object (its content in the spec,
+// written once; its state — origin, publication, taint — in the status),
+// and every node's record (history, publication, versions) is a ConfigMap,
+// whose resourceVersion makes a write by a stale writer fail with
+// revisions.ErrConflict. All objects live in one namespace, named after a
+// hash of the node ID (node IDs need not be valid object names) and
+// labelled with it.
+//
+// The package must not import a home.
+package kubestore
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/sources"
+)
+
+// Labels of the objects the store writes.
+const (
+	LabelNode      = "legate.dev/node-hash"
+	LabelComponent = "app.kubernetes.io/component"
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	recordKey      = "record"
+)
+
+// MaxRevisionBytes keeps an EnvoyConfigRevision under the API server's
+// limit of about 1.5 MiB per object, with room for its metadata and status.
+const MaxRevisionBytes = 1_400_000
+
+// Store keeps revisions in the API server. Client must read what it wrote
+// (a direct client, not a lagging cache) for Commit's checks.
+type Store struct {
+	Client    client.Client
+	Namespace string
+}
+
+var (
+	_ revisions.Store     = Store{}
+	_ revisions.SizeLimit = Store{}
+)
+
+// MaxRevisionBytes implements revisions.SizeLimit.
+func (Store) MaxRevisionBytes() int { return MaxRevisionBytes }
+
+// nodeHash names a node's objects.
+func nodeHash(node string) string {
+	sum := sha256.Sum256([]byte(node))
+	return hex.EncodeToString(sum[:8])
+}
+
+func recordName(node string) string { return "legate-node-" + nodeHash(node) }
+
+func revisionName(node, hash string) string {
+	if len(hash) > 16 {
+		hash = hash[:16]
+	}
+	return "legate-" + nodeHash(node) + "-" + hash
+}
+
+func labels(node, component string) map[string]string {
+	return map[string]string{LabelNode: nodeHash(node), LabelComponent: component, LabelManagedBy: "legate"}
+}
+
+// Load implements revisions.Store: every node record with its revisions.
+// It may be called again at any time (a follower reads what the leader
+// wrote).
+func (s Store) Load(ctx context.Context) ([]revisions.NodeData, error) {
+	var cms corev1.ConfigMapList
+	if err := s.Client.List(ctx, &cms, client.InNamespace(s.Namespace), client.MatchingLabels{LabelComponent: "node-record", LabelManagedBy: "legate"}); err != nil {
+		return nil, fmt.Errorf("list node records in %s: %w", s.Namespace, err)
+	}
+	out := make([]revisions.NodeData, 0, len(cms.Items))
+	for _, cm := range cms.Items {
+		var d revisions.NodeData
+		if err := json.Unmarshal([]byte(cm.Data[recordKey]), &d.Record); err != nil {
+			return nil, fmt.Errorf("decode node record ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+		}
+		var revs v1alpha1.EnvoyConfigRevisionList
+		if err := s.Client.List(ctx, &revs, client.InNamespace(s.Namespace), client.MatchingLabels{LabelNode: cm.Labels[LabelNode], LabelComponent: "revision"}); err != nil {
+			return nil, fmt.Errorf("list revisions of node %q: %w", d.Record.Node, err)
+		}
+		for i := range revs.Items {
+			d.Revisions = append(d.Revisions, fromObject(&revs.Items[i]))
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// Commit implements revisions.Store, in the contract's order: new content,
+// then states, then the record (the point of commit, refused on a
+// conflict), then deletions. A failure part way leaves content no history
+// names yet, which a later prune deletes.
+func (s Store) Commit(ctx context.Context, u revisions.Update) error {
+	node := u.Record.Node
+	if node == "" {
+		return errors.New("commit needs a node ID")
+	}
+	cm, stored, err := s.record(ctx, node)
+	if err != nil {
+		return err
+	}
+	if u.Record.Revision != stored.Revision+1 {
+		return fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, node, stored.Revision, u.Record.Revision-1)
+	}
+	for _, r := range u.Put {
+		obj := toObject(r, s.Namespace)
+		err := s.Client.Create(ctx, obj)
+		if apierrors.IsAlreadyExists(err) {
+			err = nil // content is written once: the same hash is the same content
+		}
+		if err != nil {
+			return fmt.Errorf("create revision %s of node %q: %w", r.Hash, node, err)
+		}
+		if err := s.writeState(ctx, node, revisions.StateOf(r)); err != nil {
+			return err
+		}
+	}
+	for _, st := range u.States {
+		if err := s.writeState(ctx, node, st); err != nil {
+			return err
+		}
+	}
+	data, err := json.Marshal(u.Record)
+	if err != nil {
+		return fmt.Errorf("encode record of node %q: %w", node, err)
+	}
+	if cm == nil {
+		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordName(node), Namespace: s.Namespace, Labels: labels(node, "node-record")}}
+		cm.Data = map[string]string{recordKey: string(data)}
+		err = s.Client.Create(ctx, cm)
+	} else {
+		cm.Data = map[string]string{recordKey: string(data)}
+		err = s.Client.Update(ctx, cm)
+	}
+	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("%w: node %q: %w", revisions.ErrConflict, node, err)
+	}
+	if err != nil {
+		return fmt.Errorf("write record of node %q: %w", node, err)
+	}
+	if u.Record.Published != stored.Published {
+		s.markPublished(ctx, node, stored.Published, false)
+		s.markPublished(ctx, node, u.Record.Published, true)
+	}
+	for _, h := range u.Delete {
+		obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: revisionName(node, h), Namespace: s.Namespace}}
+		if err := s.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete revision %s of node %q: %w", h, node, err)
+		}
+	}
+	return nil
+}
+
+// record reads a node's record ConfigMap; nil and a zero record when none.
+func (s Store) record(ctx context.Context, node string) (*corev1.ConfigMap, revisions.NodeRecord, error) {
+	var cm corev1.ConfigMap
+	err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: recordName(node)}, &cm)
+	if apierrors.IsNotFound(err) {
+		return nil, revisions.NodeRecord{Node: node}, nil
+	}
+	if err != nil {
+		return nil, revisions.NodeRecord{}, fmt.Errorf("read record of node %q: %w", node, err)
+	}
+	var rec revisions.NodeRecord
+	if err := json.Unmarshal([]byte(cm.Data[recordKey]), &rec); err != nil {
+		return nil, revisions.NodeRecord{}, fmt.Errorf("decode record ConfigMap %s/%s of node %q: %w", cm.Namespace, cm.Name, node, err)
+	}
+	return &cm, rec, nil
+}
+
+// writeState writes a revision's state into its object's status.
+func (s Store) writeState(ctx context.Context, node string, st revisions.RevisionState) error {
+	var obj v1alpha1.EnvoyConfigRevision
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: revisionName(node, st.Hash)}, &obj); err != nil {
+		return fmt.Errorf("state of revision %s of node %q: %w", st.Hash, node, err)
+	}
+	published := obj.Status.Published
+	obj.Status = statusOf(st)
+	obj.Status.Published = published
+	if err := s.Client.Status().Update(ctx, &obj); err != nil {
+		return fmt.Errorf("write the state of revision %s of node %q: %w", st.Hash, node, err)
+	}
+	return nil
+}
+
+// markPublished sets the status.published flag of a revision, for
+// kubectl; the record stays the source of truth, so a failure is ignored.
+func (s Store) markPublished(ctx context.Context, node, hash string, published bool) {
+	if hash == "" {
+		return
+	}
+	var obj v1alpha1.EnvoyConfigRevision
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: revisionName(node, hash)}, &obj); err != nil {
+		return
+	}
+	if obj.Status.Published != published {
+		obj.Status.Published = published
+		_ = s.Client.Status().Update(ctx, &obj)
+	}
+}
+
+func position(p render.Position) v1alpha1.SourcePosition {
+	return v1alpha1.SourcePosition{File: p.File, Line: p.Line, Column: p.Column}
+}
+
+func renderPosition(p v1alpha1.SourcePosition) render.Position {
+	return render.Position{File: p.File, Line: p.Line, Column: p.Column}
+}
+
+// toObject is the EnvoyConfigRevision of r: content in the spec.
+func toObject(r *revisions.Revision, namespace string) *v1alpha1.EnvoyConfigRevision {
+	v3 := "v3"
+	obj := &v1alpha1.EnvoyConfigRevision{
+		ObjectMeta: metav1.ObjectMeta{Name: revisionName(r.Node, r.Hash), Namespace: namespace, Labels: labels(r.Node, "revision")},
+		Spec: v1alpha1.EnvoyConfigRevisionSpec{
+			NodeID: r.Node, Hash: r.Hash, EnvoyAPI: &v3, CreatedAt: metav1.NewTime(r.CreatedAt),
+		},
+	}
+	for url, set := range r.Config.Types {
+		rs := v1alpha1.RevisionResources{TypeURL: url, Hash: set.Hash, Resources: make([]v1alpha1.RevisionResource, 0, len(set.Resources))}
+		for _, res := range set.Resources {
+			rs.Resources = append(rs.Resources, v1alpha1.RevisionResource{Name: res.Name, Body: res.Body, Source: position(res.Source)})
+		}
+		obj.Spec.Resources = append(obj.Spec.Resources, rs)
+	}
+	for _, x := range r.Config.ExternalSecrets {
+		obj.Spec.ExternalSecrets = append(obj.Spec.ExternalSecrets, v1alpha1.RevisionExternalSecret{
+			Name: x.Name, Ref: x.Ref, Key: x.Key, Kind: x.Kind, Source: position(x.Source),
+		})
+	}
+	return obj
+}
+
+func statusOf(st revisions.RevisionState) v1alpha1.EnvoyConfigRevisionStatus {
+	o := st.Origin
+	out := v1alpha1.EnvoyConfigRevisionStatus{Origin: &v1alpha1.RevisionOrigin{
+		Kind: string(o.Kind), Source: o.Source, URL: o.URL, Ref: o.Ref, Path: o.Path, Commit: o.Commit, Digest: o.Digest,
+		Author: o.Author, Message: o.Message, Namespace: o.Namespace, Name: o.Name, Generation: o.Generation, Revision: o.Revision(),
+	}}
+	if !st.PublishedAt.IsZero() {
+		t := metav1.NewTime(st.PublishedAt)
+		out.LastPublishedAt = &t
+	}
+	if st.Taint != nil {
+		out.Tainted = true
+		out.Taint = &v1alpha1.RevisionTaint{At: metav1.NewTime(st.Taint.At), Message: st.Taint.Message}
+		for _, p := range st.Taint.Proxies {
+			out.Taint.Proxies = append(out.Taint.Proxies, v1alpha1.ProxyRejection{Proxy: p.Proxy, Error: p.Error})
+		}
+	}
+	return out
+}
+
+// fromObject is the revision an EnvoyConfigRevision holds.
+func fromObject(obj *v1alpha1.EnvoyConfigRevision) *revisions.Revision {
+	cfg := &render.NodeConfig{NodeID: obj.Spec.NodeID, Hash: obj.Spec.Hash, Types: make(map[string]render.TypeSet, len(obj.Spec.Resources))}
+	for _, rs := range obj.Spec.Resources {
+		set := render.TypeSet{Hash: rs.Hash, Resources: make([]render.Resource, 0, len(rs.Resources))}
+		for _, r := range rs.Resources {
+			set.Resources = append(set.Resources, render.Resource{Name: r.Name, Body: r.Body, Source: renderPosition(r.Source)})
+		}
+		cfg.Types[rs.TypeURL] = set
+	}
+	for _, x := range obj.Spec.ExternalSecrets {
+		cfg.ExternalSecrets = append(cfg.ExternalSecrets, render.ExternalSecret{Name: x.Name, Ref: x.Ref, Key: x.Key, Kind: x.Kind, Source: renderPosition(x.Source)})
+	}
+	r := &revisions.Revision{Node: obj.Spec.NodeID, Hash: obj.Spec.Hash, Config: cfg, CreatedAt: obj.Spec.CreatedAt.Time}
+	st := obj.Status
+	if o := st.Origin; o != nil {
+		r.Origin = sources.Origin{
+			Kind: sources.Kind(o.Kind), Source: o.Source, URL: o.URL, Ref: o.Ref, Path: o.Path, Commit: o.Commit, Digest: o.Digest,
+			Author: o.Author, Message: o.Message, Namespace: o.Namespace, Name: o.Name, Generation: o.Generation,
+		}
+	}
+	if st.LastPublishedAt != nil {
+		r.PublishedAt = st.LastPublishedAt.Time
+	}
+	if st.Taint != nil {
+		r.Taint = &revisions.Taint{At: st.Taint.At.Time, Message: st.Taint.Message}
+		for _, p := range st.Taint.Proxies {
+			r.Taint.Proxies = append(r.Taint.Proxies, revisions.ProxyRejection{Proxy: p.Proxy, Error: p.Error})
+		}
+	}
+	return r
+}

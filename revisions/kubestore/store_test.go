@@ -1,0 +1,172 @@
+package kubestore_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/test/envtest"
+)
+
+const (
+	node = "edge.example/one" // not a valid object name on purpose
+	cds  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+)
+
+type recorder struct {
+	mu   sync.Mutex
+	pubs []revisions.Publication
+}
+
+func (r *recorder) Publish(_ string, p revisions.Publication) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.pubs = append(r.pubs, p)
+	return nil
+}
+
+func (r *recorder) last() revisions.Publication {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.pubs[len(r.pubs)-1]
+}
+
+func config(body string) *render.NodeConfig {
+	sum := sha256.Sum256([]byte(body))
+	h := hex.EncodeToString(sum[:])
+	return &render.NodeConfig{NodeID: node, Hash: h, Types: map[string]render.TypeSet{
+		cds: {Hash: h, Resources: []render.Resource{{Name: "c", Body: []byte(body), Source: render.Position{File: "c.yaml", Line: 2, Column: 3}}}},
+	}, ExternalSecrets: []render.ExternalSecret{{Name: "cert", Ref: "default/cert", Kind: "tls", Source: render.Position{File: "c.yaml", Line: 9}}}}
+}
+
+func origin(commit string) sources.Origin {
+	return sources.Origin{Kind: sources.KindGit, Source: "cfg", URL: "https://git.example/cfg.git", Ref: "main", Path: "envoy", Commit: commit}
+}
+
+type clock struct{ now time.Time }
+
+func (c *clock) Now() time.Time { return c.now }
+
+func start(t *testing.T, c client.Client) (*revisions.Engine, *recorder) {
+	t.Helper()
+	pub := &recorder{}
+	e, err := revisions.New(revisions.Options{
+		Store: kubestore.Store{Client: c, Namespace: "default"}, Publisher: pub,
+		// the API server keeps times to the second
+		Clock: &clock{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)},
+	})
+	require.NoError(t, err)
+	require.NoError(t, e.Restore(context.Background()))
+	return e, pub
+}
+
+// The engine runs on the API server: revisions become objects with their
+// content in the spec and their state in the status, a taint survives a
+// restart, the restarted engine serves the last good revision, and a
+// follower rebuilds exactly what was published from the objects.
+func TestEngineOnTheAPIServer(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c, err := client.New(envtest.Start(t).Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	ctx := context.Background()
+
+	e, pub := start(t, c)
+	good, bad := config("good"), config("bad")
+	require.NoError(t, e.Apply(ctx, node, good, origin("sha1")))
+	require.NoError(t, e.Apply(ctx, node, bad, origin("sha2")))
+
+	var list v1alpha1.EnvoyConfigRevisionList
+	require.NoError(t, c.List(ctx, &list, client.InNamespace("default")))
+	require.Len(t, list.Items, 2)
+	for _, obj := range list.Items {
+		assert.Equal(t, node, obj.Spec.NodeID)
+		assert.True(t, strings.HasPrefix(obj.Name, "legate-"))
+		require.NotNil(t, obj.Status.Origin)
+		assert.Equal(t, obj.Spec.Hash == bad.Hash, obj.Status.Published, "only the revision served is marked published")
+	}
+
+	e.ObserveProxy(revisions.ProxyEvent{Kind: revisions.ProxyConnected, Node: node, Proxy: "p"})
+	e.ObserveProxy(revisions.ProxyEvent{Kind: revisions.ProxyNACK, Node: node, Proxy: "p", SnapshotVersion: pub.last().Version, Error: "cluster c: bad"})
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(runCtx) }()
+	require.Eventually(t, func() bool {
+		n, _ := e.Node(node)
+		return n.State == revisions.StateRollback
+	}, 30*time.Second, 10*time.Millisecond)
+	cancel()
+	<-done
+
+	var badObj v1alpha1.EnvoyConfigRevision
+	for _, obj := range list.Items {
+		if obj.Spec.Hash == bad.Hash {
+			require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(&obj), &badObj))
+		}
+	}
+	assert.True(t, badObj.Status.Tainted)
+	require.NotNil(t, badObj.Status.Taint)
+	assert.Contains(t, badObj.Status.Taint.Message, "cluster c: bad")
+	assert.Equal(t, "sha2", badObj.Status.Origin.Commit)
+
+	// A follower reads the objects and serves what the writer published.
+	data, err := kubestore.Store{Client: c, Namespace: "default"}.Load(ctx)
+	require.NoError(t, err)
+	require.Len(t, data, 1)
+	var served *revisions.Revision
+	for _, r := range data[0].Revisions {
+		if r.Hash == data[0].Record.Published {
+			served = r
+		}
+	}
+	require.NotNil(t, served)
+	rebuilt, err := revisions.PublicationOf(data[0].Record, served)
+	require.NoError(t, err)
+	assert.Equal(t, pub.last(), rebuilt)
+	assert.Equal(t, good.ExternalSecrets, served.Config.ExternalSecrets)
+	assert.Equal(t, origin("sha1"), served.Origin)
+
+	// A restarted engine serves the last good revision, never the tainted one.
+	e2, pub2 := start(t, c)
+	n, ok := e2.Node(node)
+	require.True(t, ok)
+	assert.Equal(t, good.Hash, n.Published.Hash)
+	assert.Equal(t, good.Types[cds].Resources, pub2.last().Types[cds].Resources)
+	require.NotNil(t, n.History[0].Taint)
+
+	// The first engine's view of the record is now stale: its next write
+	// is a conflict, not an overwrite.
+	err = e.Apply(ctx, node, config("third"), origin("sha3"))
+	require.ErrorIs(t, err, revisions.ErrConflict)
+}
+
+// A configuration larger than an object may hold is refused before it is
+// served.
+func TestRevisionsLargerThanAnObjectAreRefused(t *testing.T) {
+	scheme := runtime.NewScheme()
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	c, err := client.New(envtest.Start(t).Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	e, pub := start(t, c)
+	err = e.Apply(context.Background(), node, config(strings.Repeat("x", kubestore.MaxRevisionBytes)), origin("sha1"))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "at most 1400000")
+	assert.Empty(t, pub.pubs)
+}
