@@ -104,3 +104,96 @@ func TestDeltaPushesEveryChangedType(t *testing.T) {
 	}
 	assert.Equal(t, map[string]bool{resourcev3.ClusterType: true, resourcev3.ListenerType: true}, got)
 }
+
+// A delta stream that leaves the wildcard for one name gets only that
+// name's changes from then on.
+func TestDeltaLeavesTheWildcard(t *testing.T) {
+	ts := startServer(t, Options{})
+	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v1", 2, 0)))
+	st := deltaStreamTo(t, ts.addr)
+	require.NoError(t, st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode("n", "pod-d"), TypeUrl: resourcev3.ClusterType}))
+	r1 := recvTimeout(t, st.Recv)
+	require.Len(t, r1.GetResources(), 2, "no names: the wildcard")
+	require.NoError(t, st.Send(deltaACK(r1)))
+	require.NoError(t, st.Send(&discoveryv3.DeltaDiscoveryRequest{
+		TypeUrl: resourcev3.ClusterType, ResourceNamesUnsubscribe: []string{"*"}, ResourceNamesSubscribe: []string{"cluster-0001"},
+	}))
+	r2 := recvTimeout(t, st.Recv)
+	assert.Equal(t, []string{"cluster-0001"}, deltaNames(r2), "a new subscription is answered")
+	require.NoError(t, st.Send(deltaACK(r2)))
+	require.Eventually(t, func() bool { return len(ts.rec.find(isKind(ACK))) >= 2 }, waitFor, pollEvery)
+
+	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v2", 2, 1)))
+	r3 := recvTimeout(t, st.Recv)
+	assert.Equal(t, "v2", r3.GetSystemVersionInfo())
+	assert.Equal(t, []string{"cluster-0001"}, deltaNames(r3), "cluster-0000 is no longer subscribed")
+}
+
+// A delta stream is not sent empty responses for snapshots that change
+// none of its types.
+func TestDeltaSendsNothingForOtherTypes(t *testing.T) {
+	ts := startServer(t, Options{})
+	require.NoError(t, ts.SetSnapshot("n", twoTypes(t, "s1", "c1", 1, "l1")))
+	st := deltaStreamTo(t, ts.addr)
+	require.NoError(t, st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode("n", "pod-d"), TypeUrl: resourcev3.ClusterType}))
+	r1 := recvTimeout(t, st.Recv)
+	require.NoError(t, st.Send(deltaACK(r1)))
+	require.NoError(t, ts.SetSnapshot("n", twoTypes(t, "s2", "c1", 1, "l2"))) // listeners only
+	require.Eventually(t, func() bool {
+		ps := ts.Proxies("n")
+		return len(ps) == 1 && ps[0].Compared == "s2"
+	}, waitFor, pollEvery, "the stream looked at s2")
+	require.NoError(t, ts.SetSnapshot("n", twoTypes(t, "s3", "c3", 3, "l2"))) // clusters
+	r := recvTimeout(t, st.Recv)
+	assert.Equal(t, "c3", r.GetSystemVersionInfo(), "the first response after s1 is the cluster change")
+	assert.Equal(t, []string{"cluster-0000"}, deltaNames(r))
+}
+
+// A state-of-the-world request that answers an older response (a stale
+// nonce) does not change the subscription.
+func TestSotWStaleNonceChangesNothing(t *testing.T) {
+	ts := startServer(t, Options{})
+	eps := func(v string, names ...string) Snapshot {
+		var rs []render.Resource
+		for i, n := range names {
+			rs = append(rs, resource(t, n, assignment(n, "10.0.0.1", uint32(100+i))))
+		}
+		return Snapshot{Version: v, Types: map[string]TypeSnapshot{resourcev3.EndpointType: {Version: v, Resources: rs}}}
+	}
+	require.NoError(t, ts.SetSnapshot("n", eps("e1", "a", "b", "c")))
+	st := sotwStreamTo(t, ts.addr)
+	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode("n", ""), TypeUrl: resourcev3.EndpointType, ResourceNames: []string{"a"}}))
+	r1 := recvTimeout(t, st.Recv)
+	require.NoError(t, ts.SetSnapshot("n", eps("e2", "a", "b", "c")))
+	r2 := recvTimeout(t, st.Recv)
+	require.Equal(t, "e2", r2.GetVersionInfo())
+
+	require.NoError(t, st.Send(ack(r1, "a", "b"))) // stale: r2 was sent since
+	require.NoError(t, st.Send(ack(r2, "a", "c")))
+	r3 := recvTimeout(t, st.Recv)
+	assert.Equal(t, []string{"a", "c"}, assignmentNames(t, r3), "the stale request asked for b; it was ignored")
+}
+
+// A delta stream subscribed to some names is not sent an empty response
+// when only other resources of the type change.
+func TestDeltaSendsNothingForOtherResources(t *testing.T) {
+	ts := startServer(t, Options{})
+	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v1", 2, 0)))
+	st := deltaStreamTo(t, ts.addr)
+	require.NoError(t, st.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode("n", "pod-d"), TypeUrl: resourcev3.ClusterType, ResourceNamesSubscribe: []string{"cluster-0000"}}))
+	r1 := recvTimeout(t, st.Recv)
+	require.Equal(t, []string{"cluster-0000"}, deltaNames(r1))
+	require.NoError(t, st.Send(deltaACK(r1)))
+
+	otherChanged := clusters(t, 2, 0)
+	otherChanged[1] = clusters(t, 2, 5)[1]
+	require.NoError(t, ts.SetSnapshot("n", Snapshot{Version: "v2", Types: map[string]TypeSnapshot{resourcev3.ClusterType: {Version: "v2", Resources: otherChanged}}}))
+	require.Eventually(t, func() bool {
+		ps := ts.Proxies("n")
+		return len(ps) == 1 && ps[0].Compared == "v2"
+	}, waitFor, pollEvery, "the stream looked at v2")
+	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v3", 2, 9)))
+	r := recvTimeout(t, st.Recv)
+	assert.Equal(t, "v3", r.GetSystemVersionInfo(), "nothing was sent for v2, which changed only cluster-0001")
+	assert.Equal(t, []string{"cluster-0000"}, deltaNames(r))
+}
