@@ -64,7 +64,9 @@ func nodeHash(node string) string {
 
 func recordName(node string) string { return "legate-node-" + nodeHash(node) }
 
-func revisionName(node, hash string) string {
+// RevisionName is the name of the EnvoyConfigRevision object of a node's
+// revision.
+func RevisionName(node, hash string) string {
 	if len(hash) > 16 {
 		hash = hash[:16]
 	}
@@ -158,7 +160,7 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		s.markPublished(ctx, node, u.Record.Published, true)
 	}
 	for _, h := range u.Delete {
-		obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: revisionName(node, h), Namespace: s.Namespace}}
+		obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, h), Namespace: s.Namespace}}
 		if err := s.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete revision %s of node %q: %w", h, node, err)
 		}
@@ -186,7 +188,7 @@ func (s Store) record(ctx context.Context, node string) (*corev1.ConfigMap, revi
 // writeState writes a revision's state into its object's status.
 func (s Store) writeState(ctx context.Context, node string, st revisions.RevisionState) error {
 	var obj v1alpha1.EnvoyConfigRevision
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: revisionName(node, st.Hash)}, &obj); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, st.Hash)}, &obj); err != nil {
 		return fmt.Errorf("state of revision %s of node %q: %w", st.Hash, node, err)
 	}
 	published := obj.Status.Published
@@ -205,7 +207,7 @@ func (s Store) markPublished(ctx context.Context, node, hash string, published b
 		return
 	}
 	var obj v1alpha1.EnvoyConfigRevision
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: revisionName(node, hash)}, &obj); err != nil {
+	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, hash)}, &obj); err != nil {
 		return
 	}
 	if obj.Status.Published != published {
@@ -226,7 +228,7 @@ func renderPosition(p v1alpha1.SourcePosition) render.Position {
 func toObject(r *revisions.Revision, namespace string) *v1alpha1.EnvoyConfigRevision {
 	v3 := "v3"
 	obj := &v1alpha1.EnvoyConfigRevision{
-		ObjectMeta: metav1.ObjectMeta{Name: revisionName(r.Node, r.Hash), Namespace: namespace, Labels: labels(r.Node, "revision")},
+		ObjectMeta: metav1.ObjectMeta{Name: RevisionName(r.Node, r.Hash), Namespace: namespace, Labels: labels(r.Node, "revision")},
 		Spec: v1alpha1.EnvoyConfigRevisionSpec{
 			NodeID: r.Node, Hash: r.Hash, EnvoyAPI: &v3, CreatedAt: metav1.NewTime(r.CreatedAt),
 		},

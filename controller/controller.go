@@ -1,0 +1,187 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/sds"
+	"github.com/legate-dev/legate/sds/kubesecrets"
+	kubesrc "github.com/legate-dev/legate/sources/kube"
+	"github.com/legate-dev/legate/xds"
+)
+
+// Options configure a Controller.
+type Options struct {
+	Config *rest.Config
+	// Namespace keeps the revisions and node records (the controller's
+	// own namespace).
+	Namespace string
+	// WatchNamespace limits the EnvoyConfig objects reconciled to one
+	// namespace; "" watches every namespace.
+	WatchNamespace string
+	// XDSAddr is where the ADS server listens (loopback by default).
+	XDSAddr string
+	// Render returns the renderer options of one render (shared with
+	// legate validate); nil renders with the defaults.
+	Render func() render.Options
+	Log    logr.Logger
+}
+
+// Controller is one running Kubernetes home.
+type Controller struct {
+	opts     Options
+	log      logr.Logger
+	mgr      manager.Manager
+	client   client.Client // direct: reads what it writes
+	engine   *revisions.Engine
+	pipeline *pipeline.Pipeline
+	xds      *xds.Server
+	secrets  *sds.Server
+	grpc     *grpc.Server
+	xdsLis   net.Listener
+	events   chan event.GenericEvent
+
+	mu      sync.Mutex
+	sources map[types.NamespacedName]*kubesrc.EnvoyConfigSource
+}
+
+// Scheme holds the types the controller reads and writes.
+func Scheme() (*runtime.Scheme, error) {
+	s := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	if err := v1alpha1.AddToScheme(s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New builds the controller; Run starts it.
+func New(opts Options) (*Controller, error) {
+	if opts.Config == nil || opts.Namespace == "" {
+		return nil, errors.New("the controller needs a Kubernetes configuration and its namespace")
+	}
+	if opts.XDSAddr == "" {
+		opts.XDSAddr = "127.0.0.1:18000"
+	}
+	if opts.Render == nil {
+		opts.Render = func() render.Options { return render.Options{} }
+	}
+	scheme, err := Scheme()
+	if err != nil {
+		return nil, err
+	}
+	mopts := manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: opts.Log}
+	if opts.WatchNamespace != "" {
+		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.WatchNamespace: {}}}
+	}
+	mgr, err := ctrl.NewManager(opts.Config, mopts)
+	if err != nil {
+		return nil, fmt.Errorf("controller manager: %w", err)
+	}
+	direct, err := client.New(opts.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, err
+	}
+	c := &Controller{
+		opts: opts, log: opts.Log, mgr: mgr, client: direct,
+		events: make(chan event.GenericEvent, 256), sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{},
+	}
+	if c.xds, err = xds.New(xds.Options{Log: opts.Log.WithName("xds"), Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}); err != nil {
+		return nil, err
+	}
+	c.secrets = sds.NewServer(kubesecrets.Resolver{Client: mgr.GetAPIReader()}, c.xds.SetSnapshot, opts.Log.WithName("secrets"))
+	if c.engine, err = revisions.New(revisions.Options{
+		Store: kubestore.Store{Client: direct, Namespace: opts.Namespace}, Publisher: c.secrets, Log: opts.Log.WithName("revisions"),
+	}); err != nil {
+		return nil, err
+	}
+	c.engine.Subscribe(c.outcome)
+	if c.pipeline, err = pipeline.New(pipeline.Options{
+		Engine:  c.engine,
+		Render:  func(string) render.Options { return opts.Render() },
+		Prepare: func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
+		Log:     opts.Log.WithName("pipeline"),
+	}); err != nil {
+		return nil, err
+	}
+	err = ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.EnvoyConfig{}).
+		WatchesRawSource(source.Channel(c.events, &handler.EnqueueRequestForObject{})).
+		Complete(c)
+	if err != nil {
+		return nil, fmt.Errorf("EnvoyConfig reconciler: %w", err)
+	}
+	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {
+		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
+	}
+	c.grpc = c.xds.NewGRPCServer()
+	return c, nil
+}
+
+// XDSAddr is where the ADS server listens.
+func (c *Controller) XDSAddr() string { return c.xdsLis.Addr().String() }
+
+// Run restores the published revisions from the API server, serves them
+// and reconciles until ctx ends.
+func (c *Controller) Run(ctx context.Context) error {
+	defer func() { _ = c.xdsLis.Close() }()
+	if err := c.engine.Restore(ctx); err != nil {
+		return err
+	}
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	wg.Go(func() { _ = c.engine.Run(ctx) })
+	wg.Go(func() { _ = c.grpc.Serve(c.xdsLis) })
+	defer c.grpc.Stop()
+	return c.mgr.Start(ctx)
+}
+
+// outcome asks for a status update of the EnvoyConfig whose node an
+// engine outcome concerns (a publication, an answer, a rollback).
+func (c *Controller) outcome(o revisions.Outcome) {
+	if o.Origin.Namespace == "" || o.Origin.Name == "" {
+		return
+	}
+	obj := &v1alpha1.EnvoyConfig{}
+	obj.Namespace, obj.Name = o.Origin.Namespace, o.Origin.Name
+	select {
+	case c.events <- event.GenericEvent{Object: obj}:
+	default: // a status update is already due; the next reconcile reads the latest
+	}
+}
+
+func externalSecrets(r *render.Result) []render.ExternalSecret {
+	var out []render.ExternalSecret
+	for _, n := range r.Nodes {
+		out = append(out, n.ExternalSecrets...)
+	}
+	return out
+}
+
+// requeueAfter re-reads a status that is still settling.
+const requeueAfter = 5 * time.Second

@@ -1,0 +1,109 @@
+package controller_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/test/envtest"
+)
+
+// run starts a controller on a fresh API server and returns a client.
+func run(t *testing.T) (client.Client, *controller.Controller) {
+	t.Helper()
+	cluster := envtest.Start(t)
+	scheme, err := controller.Scheme()
+	require.NoError(t, err)
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	ctl, err := controller.New(controller.Options{Config: cluster.Config, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", Log: logr.Discard()})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("the controller did not stop")
+		}
+	})
+	return c, ctl
+}
+
+// sample is config/samples/envoyconfig.yaml without its TLS secret (no
+// Secret exists in this test).
+func sample(t *testing.T) *v1alpha1.EnvoyConfig {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "config", "samples", "envoyconfig.yaml"))
+	require.NoError(t, err)
+	var ec v1alpha1.EnvoyConfig
+	require.NoError(t, yaml.UnmarshalStrict(data, &ec))
+	ec.Namespace = "default"
+	ec.Spec.Resources = ec.Spec.Resources[:2]
+	return &ec
+}
+
+func get(t *testing.T, c client.Client, ec *v1alpha1.EnvoyConfig) *v1alpha1.EnvoyConfig {
+	t.Helper()
+	var out v1alpha1.EnvoyConfig
+	require.NoError(t, c.Get(context.Background(), client.ObjectKeyFromObject(ec), &out))
+	return &out
+}
+
+// An EnvoyConfig applied with kubectl is validated, stored as a revision
+// object, published and reported InSync; a broken edit is refused with
+// the renderer's file:line message and the last good revision stays
+// published.
+func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
+	c, _ := run(t)
+	ctx := context.Background()
+	ec := sample(t)
+	require.NoError(t, c.Create(ctx, ec))
+
+	var got *v1alpha1.EnvoyConfig
+	require.Eventually(t, func() bool {
+		got = get(t, c, ec)
+		return got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheInSync
+	}, 60*time.Second, 50*time.Millisecond, "the EnvoyConfig is reported InSync")
+	require.NotNil(t, got.Status.PublishedVersion)
+	assert.Equal(t, *got.Status.DesiredVersion, *got.Status.PublishedVersion)
+	assert.Equal(t, "default/edge@1", got.Status.Commit)
+	assert.Equal(t, got.Generation, got.Status.ObservedGeneration)
+	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionReady))
+	require.Len(t, got.Status.ConfigRevisions, 1)
+	var rev v1alpha1.EnvoyConfigRevision
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "legate-system", Name: got.Status.ConfigRevisions[0].Ref.Name}, &rev))
+	assert.Equal(t, "edge", rev.Spec.NodeID)
+	published := *got.Status.PublishedVersion
+
+	// A broken edit: a cluster with a negative timeout.
+	got.Spec.Resources[0].Value.Raw = []byte(`{"name":"backend","type":"STRICT_DNS","connect_timeout":"-1s"}`)
+	require.NoError(t, c.Update(ctx, got))
+	require.Eventually(t, func() bool {
+		got = get(t, c, ec)
+		return got.Status.ObservedGeneration == got.Generation && meta.IsStatusConditionFalse(got.Status.Conditions, v1alpha1.ConditionReady)
+	}, 60*time.Second, 50*time.Millisecond, "the broken edit is reported")
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	assert.Equal(t, "ValidationFailed", ready.Reason)
+	assert.Contains(t, ready.Message, "default/edge.yaml")
+	assert.Contains(t, ready.Message, "connect_timeout")
+	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled))
+	assert.Equal(t, published, *got.Status.PublishedVersion, "the last good revision stays published")
+}
