@@ -17,6 +17,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
@@ -130,7 +131,11 @@ func New(opts Options) (*Controller, error) {
 	}); err != nil {
 		return nil, err
 	}
+	// Several controllers may run in one process (tests, and the replicas
+	// of the HA tests): the metric names they share are the manager's.
+	skip := true
 	err = ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.EnvoyConfig{}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skip}).
 		WatchesRawSource(source.Channel(c.events, &handler.EnqueueRequestForObject{})).
 		Complete(c)
 	if err != nil {

@@ -51,7 +51,7 @@ func run(t *testing.T) (client.Client, *controller.Controller) {
 // Secret exists in this test).
 func sample(t *testing.T) *v1alpha1.EnvoyConfig {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "config", "samples", "envoyconfig.yaml"))
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "envoyconfig.yaml"))
 	require.NoError(t, err)
 	var ec v1alpha1.EnvoyConfig
 	require.NoError(t, yaml.UnmarshalStrict(data, &ec))

@@ -1,0 +1,98 @@
+package controller_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/xdsyaml"
+)
+
+// marin3rType is the resources[].type of an Envoy message.
+var marin3rType = map[string]string{
+	"type.googleapis.com/envoy.config.listener.v3.Listener":              "listener",
+	"type.googleapis.com/envoy.config.route.v3.RouteConfiguration":       "route",
+	"type.googleapis.com/envoy.config.cluster.v3.Cluster":                "cluster",
+	"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": "endpoint",
+}
+
+// envoyConfig makes an EnvoyConfig of node from resource documents
+// (with "@type"), in MARIN3R's {type, value} form.
+func envoyConfig(t *testing.T, node string, docs ...string) *v1alpha1.EnvoyConfig {
+	t.Helper()
+	ec := &v1alpha1.EnvoyConfig{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: "default"}, Spec: v1alpha1.EnvoyConfigSpec{NodeID: node}}
+	for _, doc := range docs {
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &m))
+		typ := marin3rType[m["@type"].(string)]
+		require.NotEmpty(t, typ, m["@type"])
+		delete(m, "@type")
+		raw, err := json.Marshal(m)
+		require.NoError(t, err)
+		ec.Spec.Resources = append(ec.Spec.Resources, v1alpha1.Resource{Type: typ, Value: &runtime.RawExtension{Raw: raw}})
+	}
+	return ec
+}
+
+// A real grpc-go xDS client is served an EnvoyConfig applied to the API
+// server; an edit it rejects is rolled back at once, the client keeps
+// calling the good backend, and the EnvoyConfig says Rollback with
+// grpc-go's own text.
+func TestGRPCClientFollowsAnEnvoyConfig(t *testing.T) {
+	c, ctl := run(t)
+	ctx := context.Background()
+	a, b := backend.Start(t, "a"), backend.Start(t, "b")
+	good := func(route string) []string {
+		return []string{
+			xdsyaml.APIListener("greeter", "greeter", "routes"),
+			xdsyaml.RouteConfiguration("routes", "greeter", xdsyaml.Route{Cluster: route}),
+			xdsyaml.EDSCluster("a"), xdsyaml.Endpoints("a", a.Port),
+			xdsyaml.EDSCluster("b"), xdsyaml.Endpoints("b", b.Port),
+		}
+	}
+	ec := envoyConfig(t, "grpc-client", good("a")...)
+	require.NoError(t, c.Create(ctx, ec))
+	client := backend.Dial(t, ctl.XDSAddr(), "grpc-client", "pod-1", "greeter")
+	require.Eventually(t, func() bool { return client.Call() == "a" }, 60*time.Second, 50*time.Millisecond, "RPCs land on a")
+	require.Eventually(t, func() bool {
+		got := get(t, c, ec)
+		return got.Status.Proxies != nil && got.Status.Proxies.Accepted == 1 && got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheInSync
+	}, 60*time.Second, 50*time.Millisecond, "the proxy's ACK is counted")
+	goodVersion := *get(t, c, ec).Status.PublishedVersion
+
+	// Route to a static cluster: valid Envoy, but grpc-go refuses it.
+	bad := envoyConfig(t, "grpc-client",
+		xdsyaml.APIListener("greeter", "greeter", "routes"),
+		xdsyaml.RouteConfiguration("routes", "greeter", xdsyaml.Route{Cluster: "b"}),
+		xdsyaml.EDSCluster("a"), xdsyaml.Endpoints("a", a.Port),
+		xdsyaml.StaticCluster("b", b.Port),
+	)
+	cur := get(t, c, ec)
+	cur.Spec = bad.Spec
+	require.NoError(t, c.Update(ctx, cur))
+	var got *v1alpha1.EnvoyConfig
+	require.Eventually(t, func() bool {
+		got = get(t, c, ec)
+		return got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheRollback
+	}, 60*time.Second, 50*time.Millisecond, "the rejected revision is rolled back")
+	assert.Equal(t, goodVersion, *got.Status.PublishedVersion, "the last good revision is served again")
+	assert.NotEqual(t, goodVersion, *got.Status.DesiredVersion)
+	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+	require.NotNil(t, ready)
+	assert.Equal(t, "False", string(ready.Status))
+	assert.Contains(t, got.Status.Rejection, "rejected by 1 of 1 proxies")
+	assert.Contains(t, got.Status.Rejection, "pod-1")
+	for range 20 {
+		require.Equal(t, "a", client.Call(), "the client keeps the good configuration")
+	}
+}
