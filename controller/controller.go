@@ -35,6 +35,9 @@ import (
 	"github.com/legate-dev/legate/xds"
 )
 
+// DefaultXDSAddr is where the ADS server listens unless told otherwise.
+const DefaultXDSAddr = "127.0.0.1:18000"
+
 // Options configure a Controller.
 type Options struct {
 	Config *rest.Config
@@ -88,7 +91,10 @@ func New(opts Options) (*Controller, error) {
 		return nil, errors.New("the controller needs a Kubernetes configuration and its namespace")
 	}
 	if opts.XDSAddr == "" {
-		opts.XDSAddr = "127.0.0.1:18000"
+		opts.XDSAddr = DefaultXDSAddr
+	}
+	if xds.BeyondLoopback(opts.XDSAddr) {
+		return nil, fmt.Errorf("xds address %s reaches beyond loopback, and the controller does not serve xDS over mutual TLS yet: anyone who reached it could fetch every node's configuration; listen on 127.0.0.1", opts.XDSAddr)
 	}
 	if opts.Render == nil {
 		opts.Render = func() render.Options { return render.Options{} }

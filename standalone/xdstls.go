@@ -6,6 +6,7 @@ import (
 	"net"
 
 	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/xds"
 )
 
 // XDSTLSConfig serves xDS over TLS. With ClientCAFile it is mutual TLS:
@@ -73,7 +74,7 @@ func xdsExposure(addr net.Addr, cfg *XDSTLSConfig) string {
 // such a port may fetch every node's configuration and answer for its
 // proxies.
 func checkXDSExposure(cfg Config) error {
-	if cfg.XDSInsecure || (cfg.XDSTLS != nil && cfg.XDSTLS.ClientCAFile != "") || !beyondLoopback(cfg.XDSAddr) {
+	if cfg.XDSInsecure || (cfg.XDSTLS != nil && cfg.XDSTLS.ClientCAFile != "") || !xds.BeyondLoopback(cfg.XDSAddr) {
 		return nil
 	}
 	what := "plaintext"
@@ -82,19 +83,4 @@ func checkXDSExposure(cfg Config) error {
 	}
 	return fmt.Errorf("xdsAddr %s reaches beyond loopback and xDS would run over %s: any client that reaches it could fetch every node's configuration and answer for its proxies; "+
 		"set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them), listen on 127.0.0.1, or accept the risk with --xds-insecure", cfg.XDSAddr, what)
-}
-
-// beyondLoopback reports whether a listen address may be reached from
-// another machine: an empty or unspecified host, a non-loopback IP, or a
-// name other than localhost.
-func beyondLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	if err != nil {
-		return true
-	}
-	if host == "localhost" {
-		return false
-	}
-	ip := net.ParseIP(host)
-	return ip == nil || !ip.IsLoopback()
 }

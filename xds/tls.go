@@ -3,6 +3,7 @@ package xds
 import (
 	"crypto/tls"
 	"crypto/x509"
+	"net"
 )
 
 // Certificates supplies the xDS server's key pair and the CA pool that
@@ -33,4 +34,19 @@ func ServerTLS(certs Certificates) *tls.Config {
 			return c, nil
 		},
 	}
+}
+
+// BeyondLoopback reports whether a listen address may be reached from
+// another machine: an empty or unspecified host, a non-loopback IP, or a
+// name other than localhost.
+func BeyondLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return true
+	}
+	if host == "localhost" {
+		return false
+	}
+	ip := net.ParseIP(host)
+	return ip == nil || !ip.IsLoopback()
 }

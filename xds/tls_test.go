@@ -41,3 +41,13 @@ func TestServerTLSTakesCurrentCertificates(t *testing.T) {
 	_, err = cfg.GetConfigForClient(&tls.ClientHelloInfo{})
 	assert.ErrorContains(t, err, "no certificate")
 }
+
+func TestBeyondLoopback(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"127.0.0.1:18000": false, "[::1]:18000": false, "localhost:18000": false, "127.0.0.2:1": false,
+		":18000": true, "0.0.0.0:18000": true, "[::]:18000": true, "10.0.0.1:18000": true,
+		"legate.example:18000": true, "no-port": true,
+	} {
+		assert.Equal(t, want, BeyondLoopback(addr), addr)
+	}
+}

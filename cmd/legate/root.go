@@ -25,7 +25,7 @@ proxies reject it.`,
 	}
 	root.SetVersionTemplate("legate {{.Version}} (commit " + commit + ")\n")
 	root.CompletionOptions.HiddenDefaultCmd = false
-	root.AddCommand(newVersionCommand(), newServeCommand(), newStatusCommand(),
+	root.AddCommand(newVersionCommand(), newServeCommand(), newControllerCommand(), newStatusCommand(),
 		newValidateCommand(), newSchemaCommand(), newUntaintCommand(), newPKICommand(),
 		newGetCommand(), newDiffCommand(), newReconcileCommand(),
 		newSuspendCommand(true), newSuspendCommand(false), newPruneCommand(),
