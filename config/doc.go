@@ -2,7 +2,6 @@
 // legate.dev in config/v1alpha1, the CRDs generated from them into
 // config/crd by `make generate` (controller-gen; `make verify` fails when
 // they drift), and samples in config/samples that the tests apply to a
-// real API server. The controller, its RBAC, manager Deployment, webhook
-// manifests and kustomize bases come with the Kubernetes home, which is
-// not built yet.
+// real API server. The controller's RBAC, manager Deployment, webhook
+// manifests and kustomize bases are not written yet.
 package config

@@ -3,8 +3,9 @@
 // changed applies), EnvoySource (where configuration is fetched from: Git,
 // OCI or a Flux source) and EnvoyConfigRevision (one stored revision of a
 // node's configuration). `make generate` writes the deep copies and the
-// CRDs (config/crd) from the markers here; the controller that acts on
-// these objects is not built yet.
+// CRDs (config/crd) from the markers here. `legate controller`
+// (package controller) reconciles EnvoyConfig objects; EnvoySource is not
+// reconciled yet.
 //
 // +kubebuilder:object:generate=true
 // +groupName=legate.dev
