@@ -106,4 +106,12 @@ func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
 	assert.Contains(t, ready.Message, "connect_timeout")
 	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled))
 	assert.Equal(t, published, *got.Status.PublishedVersion, "the last good revision stays published")
+
+	// Deleting the EnvoyConfig stops serving its node: its revisions go.
+	require.NoError(t, c.Delete(ctx, got))
+	require.Eventually(t, func() bool {
+		var revs v1alpha1.EnvoyConfigRevisionList
+		require.NoError(t, c.List(ctx, &revs, client.InNamespace("legate-system")))
+		return len(revs.Items) == 0
+	}, 60*time.Second, 50*time.Millisecond, "the deleted EnvoyConfig's revisions are removed")
 }
