@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -68,6 +69,7 @@ type Controller struct {
 	grpc     *grpc.Server
 	xdsLis   net.Listener
 	events   chan event.GenericEvent
+	recorder events.EventRecorder
 
 	mu      sync.Mutex
 	sources map[types.NamespacedName]*kubesrc.EnvoyConfigSource
@@ -116,7 +118,7 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c := &Controller{
-		opts: opts, log: opts.Log, mgr: mgr, client: direct,
+		opts: opts, log: opts.Log, mgr: mgr, client: direct, recorder: mgr.GetEventRecorder("legate"),
 		events: make(chan event.GenericEvent, 256), sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{},
 	}
 	if c.xds, err = xds.New(xds.Options{Log: opts.Log.WithName("xds"), Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}); err != nil {

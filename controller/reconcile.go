@@ -50,7 +50,30 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 		}
 		return ctrl.Result{}, err
 	}
+	c.announce(&ec, before)
 	return c.settled(&ec), nil
+}
+
+// maxEventNote is the longest note an events.k8s.io Event takes.
+const maxEventNote = 1024
+
+// announce records a Kubernetes event when the object's readiness changed
+// its reason: published, rejected by validation, rolled back.
+func (c *Controller) announce(ec *v1alpha1.EnvoyConfig, before *v1alpha1.EnvoyConfigStatus) {
+	now := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionReady)
+	was := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionReady)
+	if now == nil || (was != nil && was.Reason == now.Reason && was.Message == now.Message) || now.Reason == "Progressing" {
+		return
+	}
+	kind := corev1.EventTypeNormal
+	if now.Status != metav1.ConditionTrue {
+		kind = corev1.EventTypeWarning
+	}
+	note := now.Message
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	c.recorder.Eventf(ec, nil, kind, now.Reason, "Reconcile", "%s", note)
 }
 
 // settled asks for another look while the configuration is on its way.

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -106,6 +107,19 @@ func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
 	assert.Contains(t, ready.Message, "connect_timeout")
 	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled))
 	assert.Equal(t, published, *got.Status.PublishedVersion, "the last good revision stays published")
+
+	// Both turns were announced as events on the object.
+	require.Eventually(t, func() bool {
+		var evs eventsv1.EventList
+		require.NoError(t, c.List(ctx, &evs, client.InNamespace("default")))
+		reasons := map[string]string{}
+		for _, ev := range evs.Items {
+			if ev.Regarding.Name == "edge" && ev.Regarding.Kind == "EnvoyConfig" {
+				reasons[ev.Reason] = ev.Type
+			}
+		}
+		return reasons["Published"] == "Normal" && reasons["ValidationFailed"] == "Warning"
+	}, 60*time.Second, 50*time.Millisecond, "events for the publication and the rejected edit")
 
 	// Deleting the EnvoyConfig stops serving its node: its revisions go.
 	require.NoError(t, c.Delete(ctx, got))
