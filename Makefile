@@ -100,7 +100,7 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 	@for spec in $$(./hack/fuzz-targets.sh); do \
 		pkg=$${spec%%:*}; fn=$${spec##*:}; \
 		echo "fuzz $$pkg $$fn ($(FUZZTIME))"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) $$pkg; \
+		GO=$(GO) ./hack/fuzz-one.sh $$pkg $$fn $(FUZZTIME); \
 	done
 
 .PHONY: bench
