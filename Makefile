@@ -129,7 +129,8 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs and RBAC.
 	$(CONTROLLER_GEN) object paths=./config/...
-	$(CONTROLLER_GEN) crd rbac:roleName=legate paths=./config/... output:crd:artifacts:config=config/crd output:rbac:artifacts:config=config/rbac
+	$(CONTROLLER_GEN) crd paths=./config/... output:crd:artifacts:config=config/crd
+	$(CONTROLLER_GEN) rbac:roleName=legate paths=./controller/... output:rbac:artifacts:config=config/rbac
 
 .PHONY: verify
 verify: ## Fail when go mod tidy or make generate would change the tree.

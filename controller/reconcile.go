@@ -21,6 +21,15 @@ import (
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 )
 
+// What the controller needs of the API server (config/rbac, generated).
+// +kubebuilder:rbac:groups=legate.dev,resources=envoyconfigs,verbs=get;list;watch
+// +kubebuilder:rbac:groups=legate.dev,resources=envoyconfigs/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=legate.dev,resources=envoyconfigrevisions,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=legate.dev,resources=envoyconfigrevisions/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
+// +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
+
 // Reconcile runs one EnvoyConfig through the pipeline and writes its status.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	src := c.source(req.NamespacedName)

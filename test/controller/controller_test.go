@@ -14,6 +14,7 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
@@ -31,7 +32,13 @@ func run(t *testing.T) (client.Client, *controller.Controller) {
 	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	ctl, err := controller.New(controller.Options{Config: cluster.Config, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", Log: logr.Discard()})
+	return c, start(t, cluster.Config)
+}
+
+// start runs a controller with cfg until the test ends.
+func start(t *testing.T, cfg *rest.Config) *controller.Controller {
+	t.Helper()
+	ctl, err := controller.New(controller.Options{Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", Log: logr.Discard()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -45,7 +52,7 @@ func run(t *testing.T) (client.Client, *controller.Controller) {
 			t.Error("the controller did not stop")
 		}
 	})
-	return c, ctl
+	return ctl
 }
 
 // sample is config/samples/envoyconfig.yaml without its TLS secret (no

@@ -1,0 +1,82 @@
+package controller_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/yaml"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/test/envtest"
+)
+
+// apply creates every object of config/default (its kustomization's
+// resources), as kubectl apply -k would.
+func apply(t *testing.T, c client.Client) {
+	t.Helper()
+	dir := filepath.Join("..", "..", "config", "default")
+	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	var k struct{ Resources []string }
+	require.NoError(t, yaml.Unmarshal(raw, &k))
+	require.NotEmpty(t, k.Resources)
+	for _, res := range k.Resources {
+		data, err := os.ReadFile(filepath.Join(dir, res))
+		require.NoError(t, err, res)
+		dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+		for {
+			u := &unstructured.Unstructured{}
+			if err := dec.Decode(&u.Object); errors.Is(err, io.EOF) {
+				break
+			} else {
+				require.NoError(t, err, res)
+			}
+			if len(u.Object) == 0 {
+				continue
+			}
+			err := c.Create(context.Background(), u)
+			if !apierrors.IsAlreadyExists(err) { // the CRDs are installed with the API server
+				require.NoError(t, err, "%s: %s %s", res, u.GetKind(), u.GetName())
+			}
+		}
+	}
+}
+
+// The install of config/default applies to a real API server, and the
+// controller does its work as the service account it creates, with exactly
+// the permissions of the generated ClusterRole.
+func TestControllerRunsWithItsOwnRole(t *testing.T) {
+	cluster := envtest.Start(t)
+	scheme, err := controller.Scheme()
+	require.NoError(t, err)
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	apply(t, c)
+
+	asSA := rest.CopyConfig(cluster.Config)
+	asSA.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:legate-system:legate",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:legate-system", "system:authenticated"},
+	}
+	start(t, asSA)
+
+	ec := sample(t)
+	require.NoError(t, c.Create(context.Background(), ec))
+	require.Eventually(t, func() bool {
+		got := get(t, c, ec)
+		return got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheInSync
+	}, 60*time.Second, 50*time.Millisecond, "the controller reconciles as its service account")
+}
