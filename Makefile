@@ -44,10 +44,16 @@ endif
 GOLANGCI_LINT  := $(BIN)/golangci-lint
 CONTROLLER_GEN := $(BIN)/controller-gen
 
+# Flux's GitRepository and OCIRepository CRDs, taken from the pinned
+# source-controller module (the tests install them beside legate's own).
+FLUX_SOURCE_CONTROLLER := v1.9.6
+FLUX_CRDS := $(BIN)/flux-crds/$(FLUX_SOURCE_CONTROLLER)
+
 # Everything the tests read to find the real components.
 TEST_ENV := KUBEBUILDER_ASSETS=$(ENVTEST_ASSETS) \
 	LEGATE_GITEA=$(GITEA) \
 	LEGATE_GITEA_ROOT="$$(cat $(BIN)/gitea.root 2>/dev/null || true)" \
+	LEGATE_FLUX_CRDS=$(FLUX_CRDS) \
 	LEGATE_REQUIRE_TOOLS=1
 
 .PHONY: help
@@ -137,7 +143,7 @@ verify: ## Fail when go mod tidy or make generate would change the tree.
 	./hack/verify.sh
 
 .PHONY: tools
-tools: $(ENVTEST_BINS) $(GITEA_BINS) $(GOLANGCI_LINT) $(CONTROLLER_GEN) browser ## Build the pinned test tools into bin/ (cached).
+tools: $(ENVTEST_BINS) $(GITEA_BINS) $(GOLANGCI_LINT) $(CONTROLLER_GEN) $(FLUX_CRDS) browser ## Build the pinned test tools into bin/ (cached).
 
 # The status page is tested in a real headless browser: Debian's chromium,
 # installed when missing and the machine allows it (root with apt-get).
@@ -168,6 +174,13 @@ $(BIN)/gitea.root: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
 
 $(GOLANGCI_LINT): $(LINT_TOOLS)/go.mod $(LINT_TOOLS)/go.sum
 	cd $(LINT_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+
+$(FLUX_CRDS):
+	@rm -rf $@.tmp && mkdir -p $@.tmp
+	dir=$$(cd / && GOFLAGS= $(GO) mod download -json github.com/fluxcd/source-controller@$(FLUX_SOURCE_CONTROLLER) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",$$/\1/p'); \
+		test -n "$$dir" && for kind in gitrepositories ocirepositories; do \
+			install -m 0644 "$$dir/config/crd/bases/source.toolkit.fluxcd.io_$$kind.yaml" $@.tmp/; done
+	mv $@.tmp $@
 
 $(CONTROLLER_GEN): $(LINT_TOOLS)/go.mod $(LINT_TOOLS)/go.sum
 	cd $(LINT_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen

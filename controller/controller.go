@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -50,6 +53,10 @@ type Options struct {
 	WatchNamespace string
 	// XDSAddr is where the ADS server listens (loopback by default).
 	XDSAddr string
+	// StateDir keeps the clones of the Git repositories EnvoySources
+	// follow (a cache: an empty one is filled again); default
+	// $TMPDIR/legate-controller.
+	StateDir string
 	// Render returns the renderer options of one render (shared with
 	// legate validate); nil renders with the defaults.
 	Render func() render.Options
@@ -68,11 +75,13 @@ type Controller struct {
 	secrets  *sds.Server
 	grpc     *grpc.Server
 	xdsLis   net.Listener
-	events   chan event.GenericEvent
+	events   chan event.GenericEvent // EnvoyConfigs whose status is due
+	sourceEv chan event.GenericEvent // EnvoySources whose status is due
 	recorder events.EventRecorder
 
 	mu      sync.Mutex
 	sources map[types.NamespacedName]*kubesrc.EnvoyConfigSource
+	drivers map[string]*driver // by pipeline source name
 }
 
 // Scheme holds the types the controller reads and writes.
@@ -98,6 +107,9 @@ func New(opts Options) (*Controller, error) {
 	if xds.BeyondLoopback(opts.XDSAddr) {
 		return nil, fmt.Errorf("xds address %s reaches beyond loopback, and the controller does not serve xDS over mutual TLS yet: anyone who reached it could fetch every node's configuration; listen on 127.0.0.1", opts.XDSAddr)
 	}
+	if opts.StateDir == "" {
+		opts.StateDir = filepath.Join(os.TempDir(), "legate-controller")
+	}
 	if opts.Render == nil {
 		opts.Render = func() render.Options { return render.Options{} }
 	}
@@ -119,7 +131,8 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		opts: opts, log: opts.Log, mgr: mgr, client: direct, recorder: mgr.GetEventRecorder("legate"),
-		events: make(chan event.GenericEvent, 256), sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{},
+		events: make(chan event.GenericEvent, 256), sourceEv: make(chan event.GenericEvent, 256),
+		sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}, drivers: map[string]*driver{},
 	}
 	if c.xds, err = xds.New(xds.Options{Log: opts.Log.WithName("xds"), Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}); err != nil {
 		return nil, err
@@ -132,10 +145,12 @@ func New(opts Options) (*Controller, error) {
 	}
 	c.engine.Subscribe(c.outcome)
 	if c.pipeline, err = pipeline.New(pipeline.Options{
-		Engine:  c.engine,
-		Render:  func(string) render.Options { return opts.Render() },
-		Prepare: func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
-		Log:     opts.Log.WithName("pipeline"),
+		Engine:   c.engine,
+		Render:   func(string) render.Options { return opts.Render() },
+		Scope:    secretScope,
+		Prepare:  func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
+		Rerender: c.trigger,
+		Log:      opts.Log.WithName("pipeline"),
 	}); err != nil {
 		return nil, err
 	}
@@ -148,6 +163,9 @@ func New(opts Options) (*Controller, error) {
 		Complete(c)
 	if err != nil {
 		return nil, fmt.Errorf("EnvoyConfig reconciler: %w", err)
+	}
+	if err := c.watchSources(skip); err != nil {
+		return nil, err
 	}
 	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {
 		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
@@ -174,18 +192,47 @@ func (c *Controller) Run(ctx context.Context) error {
 	return c.mgr.Start(ctx)
 }
 
-// outcome asks for a status update of the EnvoyConfig whose node an
-// engine outcome concerns (a publication, an answer, a rollback).
-func (c *Controller) outcome(o revisions.Outcome) {
-	if o.Origin.Namespace == "" || o.Origin.Name == "" {
+// outcome asks for a status update of the object whose node an engine
+// outcome concerns (a publication, an answer, a rollback).
+func (c *Controller) outcome(o revisions.Outcome) { c.trigger(o.Origin.Source) }
+
+// trigger asks for a reconcile of the object a pipeline source name
+// stands for ("envoyconfig/NS/NAME", "envoysource/NS/NAME").
+func (c *Controller) trigger(source string) {
+	kind, rest, _ := strings.Cut(source, "/")
+	ns, name, ok := strings.Cut(rest, "/")
+	if !ok {
 		return
 	}
-	obj := &v1alpha1.EnvoyConfig{}
-	obj.Namespace, obj.Name = o.Origin.Namespace, o.Origin.Name
-	select {
-	case c.events <- event.GenericEvent{Object: obj}:
-	default: // a status update is already due; the next reconcile reads the latest
+	var obj client.Object
+	ch := c.events
+	switch kind {
+	case "envoyconfig":
+		obj = &v1alpha1.EnvoyConfig{}
+	case "envoysource":
+		obj, ch = &v1alpha1.EnvoySource{}, c.sourceEv
+	default:
+		return
 	}
+	obj.SetNamespace(ns)
+	obj.SetName(name)
+	select {
+	case ch <- event.GenericEvent{Object: obj}:
+	default: // a reconcile is already due; it reads the latest
+	}
+}
+
+// secretScope keeps the secrets an object's configuration references in
+// the object's namespace: a bare NAME resolves there, and NAMESPACE/NAME
+// of another namespace is refused, so that nobody reaches a Secret of a
+// namespace they cannot read through legate.
+func secretScope(source string, r *render.Result) []render.Diagnostic {
+	_, rest, _ := strings.Cut(source, "/")
+	ns, _, _ := strings.Cut(rest, "/")
+	return sds.Scope{
+		Source: source, Home: ns,
+		Explain: fmt.Sprintf("a configuration reads the Secrets of its own namespace %q only", ns),
+	}.Apply(r)
 }
 
 func externalSecrets(r *render.Result) []render.ExternalSecret {

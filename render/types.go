@@ -1,6 +1,10 @@
 package render
 
-import "fmt"
+import (
+	"fmt"
+	"path"
+	"strings"
+)
 
 // Position points into an input file. Line and Column are 1-based; zero
 // means unknown.
@@ -8,6 +12,15 @@ type Position struct {
 	File   string `json:"file"`
 	Line   int    `json:"line,omitempty"`
 	Column int    `json:"column,omitempty"`
+}
+
+// InDir names p's file from the repository root when the renderer read
+// the tree under dir (a source's path): an author opens the file named.
+func (p Position) InDir(dir string) Position {
+	if d := strings.Trim(dir, "/"); d != "" && d != "." && p.File != "" {
+		p.File = path.Join(d, p.File)
+	}
+	return p
 }
 
 func (p Position) String() string {

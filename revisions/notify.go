@@ -2,7 +2,6 @@ package revisions
 
 import (
 	"fmt"
-	"path"
 	"slices"
 	"strings"
 	"time"
@@ -89,11 +88,7 @@ func diagnosticsSummary(diags []render.Diagnostic, dir string) string {
 			fmt.Fprintf(&b, "; and %d more", len(diags)-shown)
 			break
 		}
-		pos := d.Pos
-		if p := strings.Trim(dir, "/"); p != "" && p != "." && pos.File != "" {
-			pos.File = path.Join(p, pos.File)
-		}
-		fmt.Fprintf(&b, "; %s: %s", pos, d.Message)
+		fmt.Fprintf(&b, "; %s: %s", d.Pos.InDir(dir), d.Message)
 		if d.Rule != "" {
 			fmt.Fprintf(&b, " [%s]", d.Rule)
 		}

@@ -13,14 +13,23 @@ import (
 type Secret struct {
 	File string `json:"file,omitempty"`
 	Env  string `json:"env,omitempty"`
+	// Value is a credential already read (from a Kubernetes Secret); it
+	// is never encoded.
+	Value string `json:"-"`
 }
 
-// IsSet reports whether the secret names a file or a variable.
-func (s Secret) IsSet() bool { return s.File != "" || s.Env != "" }
+// Literal is a credential already read, e.g. from a Kubernetes Secret.
+func Literal(v string) Secret { return Secret{Value: v} }
+
+// IsSet reports whether the secret names a file or a variable, or holds a
+// value.
+func (s Secret) IsSet() bool { return s.File != "" || s.Env != "" || s.Value != "" }
 
 // Read returns the credential with surrounding white space removed.
 func (s Secret) Read() (string, error) {
 	switch {
+	case s.Value != "":
+		return strings.TrimSpace(s.Value), nil
 	case s.File != "" && s.Env != "":
 		return "", fmt.Errorf("a credential is read from a file or an environment variable, not both (file %q, env %q)", s.File, s.Env)
 	case s.File != "":

@@ -345,7 +345,10 @@ func (s *Server) renderOptions(string) render.Options {
 func (s *Server) secretScope(source string, result *render.Result) []render.Diagnostic {
 	for _, sc := range s.cfg.Sources {
 		if sc.Name == source {
-			return secretScope{source: source, grants: sc.Secrets}.apply(result)
+			return sds.Scope{
+				Source: source, Home: source, Grants: sc.Secrets,
+				Explain: fmt.Sprintf("its refs resolve in the directory %q of secretsDir, and others must be granted in the source's secrets list", source+"/"),
+			}.Apply(result)
 		}
 	}
 	return nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
 	ocisource "github.com/legate-dev/legate/sources/oci"
@@ -91,7 +92,7 @@ func (s SourceConfig) validate(where string) []error {
 		add(where+".interval", "must not be negative")
 	}
 	for i, g := range s.Secrets {
-		if err := grantShape(g); err != nil {
+		if err := sds.GrantShape(g); err != nil {
 			add(fmt.Sprintf("%s.secrets[%d]", where, i), "%v", err)
 		}
 	}

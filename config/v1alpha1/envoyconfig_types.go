@@ -131,6 +131,11 @@ type EnvoyConfigStatus struct {
 	// ObservedGeneration is the generation of the spec last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastHandledReconcileAt is the value of the
+	// reconcile.fluxcd.io/requestedAt annotation last handled, as Flux's
+	// tooling expects.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 	// CacheState: InSync, Rollback or RollbackFailed, as MARIN3R says it.
 	// +optional
 	CacheState *string `json:"cacheState,omitempty"`

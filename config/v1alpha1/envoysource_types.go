@@ -116,6 +116,10 @@ type CommitStatus struct {
 type EnvoySourceStatus struct {
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
+	// LastHandledReconcileAt is the reconcile.fluxcd.io/requestedAt value
+	// last handled.
+	// +optional
+	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
 	// LastAttemptedRevision is the revision last fetched
 	// ("main@sha1:<sha>").
 	// +optional

@@ -26,6 +26,11 @@ func addKnownTypes(s *runtime.Scheme) error {
 	return nil
 }
 
+// ReconcileRequestAnnotation asks for an immediate reconcile, as `flux
+// reconcile` sets it; the status's lastHandledReconcileAt echoes it once
+// handled.
+const ReconcileRequestAnnotation = "reconcile.fluxcd.io/requestedAt"
+
 // Condition types, as Flux and kstatus read them.
 const (
 	// ConditionReady is True when the object's configuration is served as

@@ -16,14 +16,20 @@ type dockerConfigKeychain struct {
 	auths map[string]authn.AuthConfig
 }
 
-func loadDockerConfig(file string) (*dockerConfigKeychain, []string, error) {
+// loadDockerConfig reads the config from data when it is set (a
+// kubernetes.io/dockerconfigjson Secret), else from file.
+func loadDockerConfig(file string, data []byte) (*dockerConfigKeychain, []string, error) {
 	kc := &dockerConfigKeychain{auths: map[string]authn.AuthConfig{}}
-	if file == "" {
+	if data == nil && file == "" {
 		return kc, nil, nil
 	}
-	data, err := os.ReadFile(file)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read docker config: %w", err)
+	if data == nil {
+		var err error
+		if data, err = os.ReadFile(file); err != nil {
+			return nil, nil, fmt.Errorf("read docker config: %w", err)
+		}
+	} else {
+		file = "(from a Secret)"
 	}
 	var cfg struct {
 		Auths map[string]authn.AuthConfig `json:"auths"`

@@ -41,6 +41,9 @@ type Config struct {
 	// DockerConfig is a Docker config.json whose "auths" section holds the
 	// registry credentials (credential helpers are not run). "" is anonymous.
 	DockerConfig string
+	// DockerConfigJSON is the content of such a file, read already (from
+	// a kubernetes.io/dockerconfigjson Secret); it wins over DockerConfig.
+	DockerConfigJSON []byte
 	// Insecure talks plain HTTP to the registry.
 	Insecure bool
 	// Timeout bounds one Fetch.

@@ -11,21 +11,21 @@ import (
 	"strings"
 )
 
-// limits bound what one archive may unpack to.
-type limits struct {
-	compressed int64 // bytes read from the layer
-	extracted  int64 // bytes of all regular files
-	files      int
+// Limits bound what one archive may unpack to.
+type Limits struct {
+	Compressed int64 // bytes read from the stream
+	Extracted  int64 // bytes of all regular files
+	Files      int
 }
 
-// extract unpacks a tar or tar+gzip stream (detected by its magic bytes)
+// Extract unpacks a tar or tar+gzip stream (detected by its magic bytes)
 // into memory, keeping the regular files under dir ("." for all) relative
 // to it. It rejects, naming the entry: absolute paths and paths with ".."
 // elements, symbolic and hard links, devices and FIFOs, and archives over
 // the limits. The stream is read to its end so that the caller's digest
 // check sees every byte.
-func extract(r io.Reader, dir string, lim limits) (map[string][]byte, error) {
-	counted := &limitedReader{r: r, left: lim.compressed}
+func Extract(r io.Reader, dir string, lim Limits) (map[string][]byte, error) {
+	counted := &limitedReader{r: r, left: lim.Compressed}
 	br := bufio.NewReader(counted)
 	var tr *tar.Reader
 	var gz *gzip.Reader
@@ -66,11 +66,11 @@ func extract(r io.Reader, dir string, lim limits) (map[string][]byte, error) {
 			return nil, fmt.Errorf("archive entry %q has unsupported type %q", hdr.Name, hdr.Typeflag)
 		}
 		count++
-		if count > lim.files {
-			return nil, fmt.Errorf("archive has more than %d files, the limit", lim.files)
+		if count > lim.Files {
+			return nil, fmt.Errorf("archive has more than %d files, the limit", lim.Files)
 		}
-		if hdr.Size < 0 || hdr.Size > lim.extracted-total {
-			return nil, fmt.Errorf("archive unpacks to more than %d bytes, the limit (at entry %q): raise the extracted size limit if this artifact is legitimate", lim.extracted, hdr.Name)
+		if hdr.Size < 0 || hdr.Size > lim.Extracted-total {
+			return nil, fmt.Errorf("archive unpacks to more than %d bytes, the limit (at entry %q): raise the extracted size limit if this artifact is legitimate", lim.Extracted, hdr.Name)
 		}
 		total += hdr.Size
 		data := make([]byte, hdr.Size)
@@ -152,9 +152,9 @@ func (l *limitedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func wrapLimit(l *limitedReader, lim limits, err error) error {
+func wrapLimit(l *limitedReader, lim Limits, err error) error {
 	if l.exceeded {
-		return fmt.Errorf("artifact layer is larger than %d bytes, the limit: raise the artifact size limit if it is legitimate", lim.compressed)
+		return fmt.Errorf("artifact layer is larger than %d bytes, the limit: raise the artifact size limit if it is legitimate", lim.Compressed)
 	}
 	return err
 }

@@ -11,7 +11,7 @@ import (
 )
 
 func TestExtractRejectsUnsafeArchives(t *testing.T) {
-	lim := limits{compressed: 1 << 20, extracted: 1 << 20, files: 3}
+	lim := Limits{Compressed: 1 << 20, Extracted: 1 << 20, Files: 3}
 	bomb := func() []byte {
 		var buf bytes.Buffer
 		zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
@@ -26,7 +26,7 @@ func TestExtractRejectsUnsafeArchives(t *testing.T) {
 	tests := []struct {
 		name    string
 		archive []byte
-		lim     limits
+		lim     Limits
 		wantErr string
 	}{
 		{"parent path", tarball(t, true, entry{name: "a/../../x", body: "x"}), lim, "leaves the archive root"},
@@ -37,13 +37,13 @@ func TestExtractRejectsUnsafeArchives(t *testing.T) {
 		{"fifo", tarball(t, true, entry{name: "p", typeflag: tar.TypeFifo}), lim, "device or FIFO"},
 		{"too many files", tarball(t, true, entry{name: "1", body: "1"}, entry{name: "2", body: "2"}, entry{name: "3", body: "3"}, entry{name: "4", body: "4"}), lim, "more than 3 files"},
 		{"decompression bomb", bomb(), lim, "unpacks to more than 1048576 bytes"},
-		{"compressed size", tarball(t, false, entry{name: "big", body: string(make([]byte, 4096))}), limits{compressed: 1024, extracted: 1 << 20, files: 3}, "larger than 1024 bytes"},
+		{"compressed size", tarball(t, false, entry{name: "big", body: string(make([]byte, 4096))}), Limits{Compressed: 1024, Extracted: 1 << 20, Files: 3}, "larger than 1024 bytes"},
 		{"duplicate", tarball(t, true, entry{name: "a", body: "1"}, entry{name: "./a", body: "2"}), lim, "twice"},
 		{"not a tar", []byte("this is not an archive at all, just text......................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................................"), lim, "read archive"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := extract(bytes.NewReader(tt.archive), ".", tt.lim)
+			_, err := Extract(bytes.NewReader(tt.archive), ".", tt.lim)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
@@ -58,7 +58,7 @@ func TestExtractKeepsFilesUnderPath(t *testing.T) {
 		entry{name: "envoy2/c.yaml", body: "c"},
 		entry{name: "top.yaml", body: "t"},
 	)
-	files, err := extract(bytes.NewReader(archive), "envoy", limits{compressed: 1 << 20, extracted: 1 << 20, files: 10})
+	files, err := Extract(bytes.NewReader(archive), "envoy", Limits{Compressed: 1 << 20, Extracted: 1 << 20, Files: 10})
 	require.NoError(t, err)
 	assert.Equal(t, map[string][]byte{"a.yaml": []byte("a"), "sub/b.yaml": []byte("b")}, files)
 }

@@ -92,18 +92,18 @@ func FuzzExtract(f *testing.F) {
 	f.Add(tarOf(f, tar.Header{Name: "envoy/big.yaml", Typeflag: tar.TypeReg, Size: 5000}))
 	f.Add(gzipOf(f, bytes.Repeat([]byte{0}, 1<<16))) // a small gzip of zeros
 	f.Add([]byte{0x1f, 0x8b})
-	lim := limits{compressed: 64 << 10, extracted: 4096, files: 8}
+	lim := Limits{Compressed: 64 << 10, Extracted: 4096, Files: 8}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, dir := range []string{".", "envoy"} {
-			files, err := extract(bytes.NewReader(data), dir, lim)
+			files, err := Extract(bytes.NewReader(data), dir, lim)
 			if err != nil {
 				if files != nil {
 					t.Fatalf("files returned with an error: %v", err)
 				}
 				continue
 			}
-			if len(files) > lim.files {
-				t.Fatalf("%d files over the limit of %d", len(files), lim.files)
+			if len(files) > lim.Files {
+				t.Fatalf("%d files over the limit of %d", len(files), lim.Files)
 			}
 			var total int64
 			for name, body := range files {
@@ -112,8 +112,8 @@ func FuzzExtract(f *testing.F) {
 					t.Fatalf("unclean name %q accepted", name)
 				}
 			}
-			if total > lim.extracted {
-				t.Fatalf("%d bytes extracted over the limit of %d", total, lim.extracted)
+			if total > lim.Extracted {
+				t.Fatalf("%d bytes extracted over the limit of %d", total, lim.Extracted)
 			}
 			if typ, ok := onlyFilesAndDirs(data); !ok {
 				t.Fatalf("an archive with an entry of type %q was accepted", typ)

@@ -2,11 +2,12 @@ package oci
 
 import "strings"
 
-// parseRevision reads the org.opencontainers.image.revision annotation in
+// ParseRevision reads a revision (the org.opencontainers.image.revision
+// annotation, a Flux artifact's revision) in
 // the forms Flux and CI tools write: "main@sha1:<sha>", "sha1:<sha>",
 // "main/<sha>" (Flux before v2.1) and a bare "<sha>". It returns the ref
 // (possibly "") and the commit, or ok false when no commit SHA is found.
-func parseRevision(v string) (ref, commit string, ok bool) {
+func ParseRevision(v string) (ref, commit string, ok bool) {
 	v = strings.TrimSpace(v)
 	if r, c, found := strings.Cut(v, "@sha1:"); found && isHexSHA(c) {
 		return r, strings.ToLower(c), true

@@ -23,7 +23,7 @@ func TestParseRevision(t *testing.T) {
 		{"", "", "", false},
 	}
 	for _, tt := range tests {
-		ref, commit, ok := parseRevision(tt.in)
+		ref, commit, ok := ParseRevision(tt.in)
 		assert.Equal(t, tt.ok, ok, tt.in)
 		assert.Equal(t, tt.ref, ref, tt.in)
 		assert.Equal(t, tt.commit, commit, tt.in)

@@ -52,7 +52,7 @@ func (s *Source) URL() string { return "oci://" + s.repo.Name() }
 func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	kc, secrets, err := loadDockerConfig(s.cfg.DockerConfig)
+	kc, secrets, err := loadDockerConfig(s.cfg.DockerConfig, s.cfg.DockerConfigJSON)
 	if err != nil {
 		return nil, fmt.Errorf("oci source %q: %w", s.cfg.Name, err)
 	}
@@ -111,7 +111,7 @@ func (s *Source) fetch(ctx context.Context, kc *dockerConfigKeychain) (*sources.
 		return nil, fmt.Errorf("download layer %s of %s: %w", layerDesc.Digest, ref, err)
 	}
 	defer rc.Close()
-	files, err := extract(rc, s.path, limits{compressed: s.cfg.MaxArtifactSize, extracted: s.cfg.MaxExtractedSize, files: s.cfg.MaxFiles})
+	files, err := Extract(rc, s.path, Limits{Compressed: s.cfg.MaxArtifactSize, Extracted: s.cfg.MaxExtractedSize, Files: s.cfg.MaxFiles})
 	if err != nil {
 		return nil, fmt.Errorf("artifact %s: %w", ref, err)
 	}
@@ -133,7 +133,7 @@ func (s *Source) fetch(ctx context.Context, kc *dockerConfigKeychain) (*sources.
 		Path:   s.path,
 		Digest: desc.Digest.String(),
 	}
-	if _, commit, ok := parseRevision(manifest.Annotations[RevisionAnnotation]); ok {
+	if _, commit, ok := ParseRevision(manifest.Annotations[RevisionAnnotation]); ok {
 		origin.Commit = commit
 	}
 	if src := manifest.Annotations[SourceAnnotation]; src != "" {

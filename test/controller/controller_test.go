@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,17 +29,26 @@ import (
 func run(t *testing.T) (client.Client, *controller.Controller) {
 	t.Helper()
 	cluster := envtest.Start(t)
+	c := clusterClient(t, cluster.Config)
+	return c, start(t, cluster.Config)
+}
+
+// clusterClient is a client of the API server at cfg that knows legate's
+// types, with the controller's namespace created.
+func clusterClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
 	scheme, err := controller.Scheme()
 	require.NoError(t, err)
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	return c, start(t, cluster.Config)
+	return c
 }
 
 // start runs a controller with cfg until the test ends.
 func start(t *testing.T, cfg *rest.Config) *controller.Controller {
 	t.Helper()
+	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
 	ctl, err := controller.New(controller.Options{Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", Log: logr.Discard()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -101,6 +112,14 @@ func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
 	assert.Equal(t, "edge", rev.Spec.NodeID)
 	published := *got.Status.PublishedVersion
 
+	// A reconcile asked for the way `flux reconcile` asks is handled and
+	// echoed.
+	requestReconcile(t, c, got, "2026-11-24T12:00:00Z")
+	require.Eventually(t, func() bool {
+		return get(t, c, ec).Status.LastHandledReconcileAt == "2026-11-24T12:00:00Z"
+	}, 60*time.Second, 50*time.Millisecond, "lastHandledReconcileAt echoes the request")
+	got = get(t, c, ec)
+
 	// A broken edit: a cluster with a negative timeout.
 	got.Spec.Resources[0].Value.Raw = []byte(`{"name":"backend","type":"STRICT_DNS","connect_timeout":"-1s"}`)
 	require.NoError(t, c.Update(ctx, got))
@@ -109,7 +128,7 @@ func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
 		return got.Status.ObservedGeneration == got.Generation && meta.IsStatusConditionFalse(got.Status.Conditions, v1alpha1.ConditionReady)
 	}, 60*time.Second, 50*time.Millisecond, "the broken edit is reported")
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
-	assert.Equal(t, "ValidationFailed", ready.Reason)
+	assert.Equal(t, controller.ReasonValidationFailed, ready.Reason)
 	assert.Contains(t, ready.Message, "default/edge.yaml")
 	assert.Contains(t, ready.Message, "connect_timeout")
 	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled))
@@ -125,7 +144,7 @@ func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
 				reasons[ev.Reason] = ev.Type
 			}
 		}
-		return reasons["Published"] == "Normal" && reasons["ValidationFailed"] == "Warning"
+		return reasons[controller.EventPublished] == "Normal" && reasons[controller.EventRejected] == "Warning"
 	}, 60*time.Second, 50*time.Millisecond, "events for the publication and the rejected edit")
 
 	// Deleting the EnvoyConfig stops serving its node: its revisions go.

@@ -30,8 +30,28 @@ func assetsDir() string {
 	return tooling.BinDir()
 }
 
-// Start runs a fresh API server for the test and stops it in t.Cleanup.
-func Start(t testing.TB) *Cluster {
+// FluxCRDs returns the directory of Flux's GitRepository and
+// OCIRepository CRDs that `make tools` takes from the pinned
+// source-controller module (LEGATE_FLUX_CRDS, else the newest under
+// bin/flux-crds).
+func FluxCRDs(t testing.TB) string {
+	t.Helper()
+	dir := os.Getenv("LEGATE_FLUX_CRDS")
+	if dir == "" {
+		found, _ := filepath.Glob(filepath.Join(tooling.BinDir(), "flux-crds", "v*"))
+		if len(found) > 0 {
+			dir = found[len(found)-1]
+		}
+	}
+	if st, err := os.Stat(dir); dir == "" || err != nil || !st.IsDir() {
+		tooling.Missing(t, "Flux's source CRDs", "no directory "+dir)
+	}
+	return dir
+}
+
+// Start runs a fresh API server for the test and stops it in t.Cleanup,
+// with legate's CRDs and those of crdDirs installed.
+func Start(t testing.TB, crdDirs ...string) *Cluster {
 	t.Helper()
 	dir := assetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
@@ -46,7 +66,7 @@ func Start(t testing.TB) *Cluster {
 	if err != nil {
 		t.Fatalf("find the repository root for config/crd: %v", err)
 	}
-	env.CRDDirectoryPaths = []string{filepath.Join(root, "config", "crd")}
+	env.CRDDirectoryPaths = append([]string{filepath.Join(root, "config", "crd")}, crdDirs...)
 	env.ErrorIfCRDPathMissing = true
 	cfg, err := env.Start()
 	if err != nil {

@@ -1,0 +1,194 @@
+package controller
+
+import (
+	"fmt"
+	"strings"
+
+	fluxmeta "github.com/fluxcd/pkg/apis/meta"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/revisions"
+)
+
+// Reasons of the Ready condition beyond Flux's own (fluxmeta): what went
+// wrong, in the words an author searches for.
+const (
+	ReasonSucceeded        = fluxmeta.SucceededReason
+	ReasonValidationFailed = "ValidationFailed"
+	ReasonConflict         = "NodeConflict"
+	ReasonFetchFailed      = "FetchFailed"
+	ReasonDigestMismatch   = "DigestMismatch"
+	ReasonInvalidSpec      = "InvalidSpec"
+	ReasonRollback         = "Rollback"
+	ReasonRollbackFailed   = "RollbackFailed"
+)
+
+// Event reasons: what happened, once per change.
+const (
+	EventPublished  = "Published"
+	EventRejected   = "Rejected"
+	EventRolledBack = "RolledBack"
+	EventConflict   = "NodeConflict"
+	EventFailed     = "Failed"
+)
+
+// nodeVerdict is where one node a source renders stands: the revision the
+// source wants served (the newest from it) and what is served.
+type nodeVerdict struct {
+	node    revisions.NodeStatus
+	desired *revisions.RevisionStatus
+}
+
+func verdictOf(node revisions.NodeStatus, source string) nodeVerdict {
+	v := nodeVerdict{node: node}
+	for i := range node.History {
+		if node.History[i].Source == source {
+			v.desired = &node.History[i]
+			break
+		}
+	}
+	return v
+}
+
+// inSync is MARIN3R's meaning: the desired revision is what is served.
+func (v nodeVerdict) inSync() bool {
+	return v.desired != nil && v.node.Published != nil && v.node.Published.Hash == v.desired.Hash
+}
+
+func (v nodeVerdict) rolledBack() bool {
+	return v.node.State == revisions.StateRollback || v.node.State == revisions.StateRollbackFailed
+}
+
+// rejection is the proxies' text on the desired revision, if they
+// rejected it.
+func (v nodeVerdict) rejection() string {
+	if v.desired != nil && v.desired.Taint != nil {
+		return v.desired.Taint.Message
+	}
+	return ""
+}
+
+// readiness is the Ready, Reconciling and Stalled conditions of an object
+// whose source had status st (nil when the fetch failed with fetchErr) and
+// whose nodes stand as verdicts say.
+type readiness struct {
+	ready, reconciling, stalled metav1.Condition
+}
+
+func judge(gen int64, st *pipeline.Status, fetchReason string, fetchErr error, verdicts []nodeVerdict) readiness {
+	r := readiness{
+		ready:       metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: gen},
+		reconciling: metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: fluxmeta.SucceededReason, ObservedGeneration: gen},
+		stalled:     metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionFalse, Reason: fluxmeta.SucceededReason, ObservedGeneration: gen},
+	}
+	notReady := func(reason, msg string) {
+		r.ready.Status, r.ready.Reason, r.ready.Message = metav1.ConditionFalse, reason, msg
+	}
+	stall := func(reason, msg string) {
+		notReady(reason, msg)
+		r.stalled.Status, r.stalled.Reason, r.stalled.Message = metav1.ConditionTrue, reason, msg
+	}
+	progress := func(reason, msg string) {
+		notReady(reason, msg)
+		r.reconciling.Status, r.reconciling.Reason, r.reconciling.Message = metav1.ConditionTrue, reason, msg
+	}
+	var rolled, waiting []string
+	synced := 0
+	for _, v := range verdicts {
+		switch {
+		case v.rolledBack():
+			rolled = append(rolled, fmt.Sprintf("node %s: %s (%s)", v.node.NodeID, v.rejection(), v.node.State))
+		case v.node.Waiting != nil:
+			waiting = append(waiting, fmt.Sprintf("node %s: %s", v.node.NodeID, v.node.Waiting.Message))
+		case v.inSync():
+			synced++
+		}
+	}
+	switch {
+	case fetchErr != nil && fetchReason == ReasonInvalidSpec:
+		stall(fetchReason, fetchErr.Error())
+	case fetchErr != nil:
+		progress(fetchReason, fetchErr.Error())
+		r.reconciling.Reason = fluxmeta.ProgressingWithRetryReason
+	case st.Invalid:
+		stall(ReasonValidationFailed, st.Summary())
+	case len(st.Conflicts) > 0:
+		stall(ReasonConflict, st.Summary())
+	case len(st.ApplyErrors) > 0:
+		progress(fluxmeta.FailedReason, st.Summary())
+		r.reconciling.Reason = fluxmeta.ProgressingWithRetryReason
+	case len(rolled) > 0:
+		reason := ReasonRollback
+		for _, v := range verdicts {
+			if v.node.State == revisions.StateRollbackFailed {
+				reason = ReasonRollbackFailed
+			}
+		}
+		stall(reason, "the proxies rejected the newest revision: "+strings.Join(rolled, "; "))
+	case len(waiting) > 0:
+		progress(fluxmeta.DependencyNotReadyReason, strings.Join(waiting, "; "))
+	case synced == len(verdicts):
+		r.ready.Status, r.ready.Reason, r.ready.Message = metav1.ConditionTrue, fluxmeta.SucceededReason, servedMessage(verdicts)
+	default:
+		progress(fluxmeta.ProgressingReason, "the configuration is on its way to the xDS server")
+	}
+	return r
+}
+
+// servedMessage says what is served, node by node (a few of them).
+func servedMessage(verdicts []nodeVerdict) string {
+	if len(verdicts) == 0 {
+		return "the source renders no node"
+	}
+	const most = 5
+	parts := make([]string, 0, most)
+	for i, v := range verdicts {
+		if i == most {
+			parts = append(parts, fmt.Sprintf("and %d more", len(verdicts)-most))
+			break
+		}
+		parts = append(parts, fmt.Sprintf("revision %s is served to node %s (%s)", revisions.Short(v.node.Published.Hash), v.node.NodeID, v.node.State))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func (r readiness) set(conds *[]metav1.Condition) {
+	for _, c := range []metav1.Condition{r.ready, r.reconciling, r.stalled} {
+		meta.SetStatusCondition(conds, c)
+	}
+}
+
+// maxEventNote is the longest note an events.k8s.io Event takes.
+const maxEventNote = 1024
+
+// eventOf is the event a change of the Ready condition from was to now
+// deserves; ok is false when it deserves none (nothing changed, or work
+// in progress).
+func eventOf(was, now *metav1.Condition) (kind, reason, note string, ok bool) {
+	if now == nil || (was != nil && was.Reason == now.Reason && was.Message == now.Message) {
+		return "", "", "", false
+	}
+	switch now.Reason {
+	case fluxmeta.SucceededReason:
+		kind, reason = corev1.EventTypeNormal, EventPublished
+	case ReasonValidationFailed:
+		kind, reason = corev1.EventTypeWarning, EventRejected
+	case ReasonRollback, ReasonRollbackFailed:
+		kind, reason = corev1.EventTypeWarning, EventRolledBack
+	case ReasonConflict:
+		kind, reason = corev1.EventTypeWarning, EventConflict
+	case ReasonFetchFailed, ReasonDigestMismatch, ReasonInvalidSpec, fluxmeta.FailedReason:
+		kind, reason = corev1.EventTypeWarning, EventFailed
+	default: // progress: the outcome gets its own event
+		return "", "", "", false
+	}
+	note = now.Message
+	if len(note) > maxEventNote {
+		note = note[:maxEventNote-3] + "..."
+	}
+	return kind, reason, note, true
+}
