@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -24,6 +26,7 @@ import (
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/source"
@@ -53,6 +56,12 @@ type Options struct {
 	WatchNamespace string
 	// XDSAddr is where the ADS server listens (loopback by default).
 	XDSAddr string
+	// HTTPAddr is where the read-only status API, status page and
+	// /metrics listen (DefaultHTTPAddr by default; "0" turns them off).
+	HTTPAddr string
+	// ProbeAddr is where /healthz and /readyz answer the kubelet alone
+	// (no data; "" or "0": off).
+	ProbeAddr string
 	// StateDir keeps the clones of the Git repositories EnvoySources
 	// follow (a cache: an empty one is filled again); default
 	// $TMPDIR/legate-controller.
@@ -75,6 +84,8 @@ type Controller struct {
 	secrets  *sds.Server
 	grpc     *grpc.Server
 	xdsLis   net.Listener
+	httpLis  net.Listener
+	http     *httpAPI
 	events   chan event.GenericEvent // EnvoyConfigs whose status is due
 	sourceEv chan event.GenericEvent // EnvoySources whose status is due
 	recorder events.EventRecorder
@@ -117,7 +128,13 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	mopts := manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: "0", Logger: opts.Log}
+	if opts.HTTPAddr == "" {
+		opts.HTTPAddr = DefaultHTTPAddr
+	}
+	if opts.ProbeAddr == "" {
+		opts.ProbeAddr = "0"
+	}
+	mopts := manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: opts.ProbeAddr, Logger: opts.Log}
 	if opts.WatchNamespace != "" {
 		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.WatchNamespace: {}}}
 	}
@@ -134,23 +151,39 @@ func New(opts Options) (*Controller, error) {
 		events: make(chan event.GenericEvent, 256), sourceEv: make(chan event.GenericEvent, 256),
 		sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}, drivers: map[string]*driver{},
 	}
-	if c.xds, err = xds.New(xds.Options{Log: opts.Log.WithName("xds"), Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}); err != nil {
+	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
+	if opts.ProbeAddr != "0" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return nil, err
+		}
+		if err := mgr.AddReadyzCheck("restored", func(*http.Request) error {
+			if !c.http.ready.Load() {
+				return errors.New("restoring the published revisions and filling the caches")
+			}
+			return nil
+		}); err != nil {
+			return nil, err
+		}
+	}
+	if c.xds, err = xds.New(xds.Options{Log: opts.Log.WithName("xds"), Registerer: c.http.reg, Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}); err != nil {
 		return nil, err
 	}
 	c.secrets = sds.NewServer(kubesecrets.Resolver{Client: mgr.GetAPIReader()}, c.xds.SetSnapshot, opts.Log.WithName("secrets"))
 	if c.engine, err = revisions.New(revisions.Options{
 		Store: kubestore.Store{Client: direct, Namespace: opts.Namespace}, Publisher: c.secrets, Log: opts.Log.WithName("revisions"),
+		Registerer: c.http.reg,
 	}); err != nil {
 		return nil, err
 	}
 	c.engine.Subscribe(c.outcome)
 	if c.pipeline, err = pipeline.New(pipeline.Options{
-		Engine:   c.engine,
-		Render:   func(string) render.Options { return opts.Render() },
-		Scope:    secretScope,
-		Prepare:  func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
-		Rerender: c.trigger,
-		Log:      opts.Log.WithName("pipeline"),
+		Engine:     c.engine,
+		Render:     func(string) render.Options { return opts.Render() },
+		Scope:      secretScope,
+		Prepare:    func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
+		Rerender:   c.trigger,
+		Registerer: c.http.reg,
+		Log:        opts.Log.WithName("pipeline"),
 	}); err != nil {
 		return nil, err
 	}
@@ -171,7 +204,21 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
 	}
 	c.grpc = c.xds.NewGRPCServer()
+	if opts.HTTPAddr != "0" {
+		if c.httpLis, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
+			_ = c.xdsLis.Close()
+			return nil, fmt.Errorf("listen for the status API on %s: %w", opts.HTTPAddr, err)
+		}
+	}
 	return c, nil
+}
+
+// HTTPAddr is where the status API listens ("" when it is off).
+func (c *Controller) HTTPAddr() string {
+	if c.httpLis == nil {
+		return ""
+	}
+	return c.httpLis.Addr().String()
 }
 
 // XDSAddr is where the ADS server listens.
@@ -181,6 +228,9 @@ func (c *Controller) XDSAddr() string { return c.xdsLis.Addr().String() }
 // and reconciles until ctx ends.
 func (c *Controller) Run(ctx context.Context) error {
 	defer func() { _ = c.xdsLis.Close() }()
+	if c.httpLis != nil {
+		defer func() { _ = c.httpLis.Close() }()
+	}
 	if err := c.engine.Restore(ctx); err != nil {
 		return err
 	}
@@ -189,6 +239,18 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Go(func() { _ = c.engine.Run(ctx) })
 	wg.Go(func() { _ = c.grpc.Serve(c.xdsLis) })
 	defer c.grpc.Stop()
+	if c.httpLis != nil {
+		wg.Go(func() {
+			if err := c.http.serve(ctx, c.httpLis); err != nil {
+				c.log.Error(err, "the status API stopped")
+			}
+		})
+	}
+	wg.Go(func() {
+		if c.mgr.GetCache().WaitForCacheSync(ctx) {
+			c.http.ready.Store(true)
+		}
+	})
 	return c.mgr.Start(ctx)
 }
 

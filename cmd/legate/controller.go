@@ -1,50 +1,76 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/signal"
 	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/logging"
 )
 
+// restConfig reads kubeconfig when it is set, else finds the cluster as
+// kubectl does.
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		return ctrl.GetConfig()
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("--kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}
+
 func newControllerCommand() *cobra.Command {
-	var namespace, watchNamespace, xdsAddr, logLevel, logFormat string
+	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use: "controller",
 		Example: `  # with the CRDs installed (kubectl apply -f config/crd/), as the current kubectl context
   legate controller --namespace legate-system
   # only the EnvoyConfig objects of one namespace
-  legate controller --watch-namespace team-a`,
-		Short: "Run the Kubernetes home: EnvoyConfig objects served over xDS, revisions in the API server",
-		Long: `controller reconciles the EnvoyConfig objects of the cluster (or of
---watch-namespace) through the same renderer, revision engine and xDS server
-as legate serve. Revisions are EnvoyConfigRevision objects and node records
-ConfigMaps in --namespace; each EnvoyConfig's status says whether it is
+  legate controller --watch-namespace team-a
+  # outside a cluster, against a given API server
+  legate controller --kubeconfig ~/.kube/config --xds-addr 127.0.0.1:18000 --http-addr 127.0.0.1:8080`,
+		Short: "Run the Kubernetes home: EnvoyConfig and EnvoySource objects served over xDS, revisions in the API server",
+		Long: `controller reconciles the EnvoyConfig and EnvoySource objects of the
+cluster (or of --watch-namespace) through the same renderer, revision engine
+and xDS server as legate serve. An EnvoySource follows a Git repository, an
+OCI artifact or a Flux GitRepository/OCIRepository (its artifact verified
+against its digest). Revisions are EnvoyConfigRevision objects and node
+records ConfigMaps in --namespace; each object's status says whether it is
 served (cacheState, publishedVersion, desiredVersion, conditions) and, when
 proxies reject it, their own text. Install the CRDs first:
-kubectl apply -f config/crd/. It reads the cluster configuration as kubectl
-does (KUBECONFIG, or the pod's service account in a cluster).
+kubectl apply -f config/crd/. It reads the cluster configuration from
+--kubeconfig, else as kubectl does (KUBECONFIG, or the pod's service account
+in a cluster).
 
-Not built yet: EnvoySource, Flux sources, EndpointSlices, leader election,
-xDS over mutual TLS; until then xDS listens on loopback only.`,
+--http-addr serves a read-only status page, /api/v1/nodes, /api/v1/sources
+and /metrics (loopback by default); --probe-addr answers only /healthz and
+/readyz, for the kubelet.
+
+Not built yet: EndpointSlices, leader election, xDS over mutual TLS; until
+then xDS listens on loopback only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logging.New(cmd.ErrOrStderr(), logLevel, logFormat)
 			if err != nil {
 				return err
 			}
-			cfg, err := ctrl.GetConfig()
+			cfg, err := restConfig(kubeconfig)
 			if err != nil {
 				return err
 			}
 			ctl, err := controller.New(controller.Options{
 				Config: cfg, Namespace: namespace, WatchNamespace: watchNamespace, XDSAddr: xdsAddr,
+				HTTPAddr: httpAddr, ProbeAddr: probeAddr, StateDir: stateDir,
 				Render: newRenderOptions(), Log: log,
 			})
 			if err != nil {
@@ -52,7 +78,7 @@ xDS over mutual TLS; until then xDS listens on loopback only.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), syscall.SIGTERM, os.Interrupt)
 			defer stop()
-			log.Info("serving", "xds", ctl.XDSAddr(), "namespace", namespace, "watchNamespace", watchNamespace)
+			log.Info("serving", "xds", ctl.XDSAddr(), "http", ctl.HTTPAddr(), "namespace", namespace, "watchNamespace", watchNamespace)
 			return ctl.Run(ctx)
 		},
 	}
@@ -64,6 +90,10 @@ xDS over mutual TLS; until then xDS listens on loopback only.`,
 	fl.StringVar(&namespace, "namespace", defaultNS, "namespace of the revisions and node records (default: $POD_NAMESPACE, else legate-system)")
 	fl.StringVar(&watchNamespace, "watch-namespace", "", "reconcile the EnvoyConfig objects of this namespace only (default: every namespace)")
 	fl.StringVar(&xdsAddr, "xds-addr", controller.DefaultXDSAddr, "address of the xDS (ADS) server; loopback only until xDS over mutual TLS is built here")
+	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
+	fl.StringVar(&httpAddr, "http-addr", controller.DefaultHTTPAddr, `address of the read-only status page, JSON API and /metrics ("0": off)`)
+	fl.StringVar(&probeAddr, "probe-addr", "0", `address of /healthz and /readyz for the kubelet, nothing else ("0": off)`)
+	fl.StringVar(&stateDir, "state-dir", "", "directory of the Git clones EnvoySources follow, a cache (default: $TMPDIR/legate-controller)")
 	fl.StringVar(&logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
 	fl.StringVar(&logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", "))
 	return cmd

@@ -49,7 +49,7 @@ func clusterClient(t *testing.T, cfg *rest.Config) client.Client {
 func start(t *testing.T, cfg *rest.Config) *controller.Controller {
 	t.Helper()
 	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
-	ctl, err := controller.New(controller.Options{Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", Log: logr.Discard()})
+	ctl, err := controller.New(controller.Options{Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), Log: logr.Discard()})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

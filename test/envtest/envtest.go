@@ -19,6 +19,9 @@ import (
 type Cluster struct {
 	Config *rest.Config
 	Client client.Client
+	// KubeConfig is a kubeconfig file's content that reaches the API
+	// server as its administrator.
+	KubeConfig []byte
 }
 
 // assetsDir returns the directory holding kube-apiserver and etcd:
@@ -81,5 +84,5 @@ func Start(t testing.TB, crdDirs ...string) *Cluster {
 	if err != nil {
 		t.Fatalf("client for envtest API server: %v", err)
 	}
-	return &Cluster{Config: cfg, Client: c}
+	return &Cluster{Config: cfg, Client: c, KubeConfig: env.KubeConfig}
 }
