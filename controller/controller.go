@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -32,6 +33,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
@@ -62,6 +64,9 @@ type Options struct {
 	// ProbeAddr is where /healthz and /readyz answer the kubelet alone
 	// (no data; "" or "0": off).
 	ProbeAddr string
+	// PublicURL is where people reach the status API; commit statuses
+	// link to <PublicURL>/api/v1/nodes/<node> when it is set.
+	PublicURL string
 	// StateDir keeps the clones of the Git repositories EnvoySources
 	// follow (a cache: an empty one is filled again); default
 	// $TMPDIR/legate-controller.
@@ -90,9 +95,14 @@ type Controller struct {
 	sourceEv chan event.GenericEvent // EnvoySources whose status is due
 	recorder events.EventRecorder
 
-	mu      sync.Mutex
-	sources map[types.NamespacedName]*kubesrc.EnvoyConfigSource
-	drivers map[string]*driver // by pipeline source name
+	statuses *forge.Dispatcher
+	feedback *forge.Feedback
+
+	mu            sync.Mutex
+	sources       map[types.NamespacedName]*kubesrc.EnvoyConfigSource
+	drivers       map[string]*driver        // by pipeline source name
+	reporters     map[string]forge.Reporter // by pipeline source name
+	reporterSpecs map[string]reporterOf
 }
 
 // Scheme holds the types the controller reads and writes.
@@ -150,6 +160,7 @@ func New(opts Options) (*Controller, error) {
 		opts: opts, log: opts.Log, mgr: mgr, client: direct, recorder: mgr.GetEventRecorder("legate"),
 		events: make(chan event.GenericEvent, 256), sourceEv: make(chan event.GenericEvent, 256),
 		sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}, drivers: map[string]*driver{},
+		reporters: map[string]forge.Reporter{}, reporterSpecs: map[string]reporterOf{},
 	}
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
 	if opts.ProbeAddr != "0" {
@@ -169,13 +180,19 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.secrets = sds.NewServer(kubesecrets.Resolver{Client: mgr.GetAPIReader()}, c.xds.SetSnapshot, opts.Log.WithName("secrets"))
+	store := kubestore.Store{Client: direct, Namespace: opts.Namespace}
 	if c.engine, err = revisions.New(revisions.Options{
-		Store: kubestore.Store{Client: direct, Namespace: opts.Namespace}, Publisher: c.secrets, Log: opts.Log.WithName("revisions"),
+		Store: store, Publisher: c.secrets, Log: opts.Log.WithName("revisions"),
 		Registerer: c.http.reg,
 	}); err != nil {
 		return nil, err
 	}
+	c.statuses = forge.NewDispatcher(store, nil, forge.DispatcherOptions{
+		Lookup: c.lookupReporter, Logger: slog.New(logr.ToSlogHandler(opts.Log.WithName("commit-status"))),
+	})
+	c.feedback = forge.NewFeedback(c.statuses, nil, opts.PublicURL, opts.Log.WithName("commit-status"))
 	c.engine.Subscribe(c.outcome)
+	c.engine.Subscribe(c.feedback.Observe)
 	if c.pipeline, err = pipeline.New(pipeline.Options{
 		Engine:     c.engine,
 		Render:     func(string) render.Options { return opts.Render() },
@@ -234,9 +251,11 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.engine.Restore(ctx); err != nil {
 		return err
 	}
+	c.feedback.Seed(c.engine.Nodes())
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	wg.Go(func() { _ = c.engine.Run(ctx) })
+	wg.Go(func() { _ = c.statuses.Run(ctx) })
 	wg.Go(func() { _ = c.grpc.Serve(c.xdsLis) })
 	defer c.grpc.Stop()
 	if c.httpLis != nil {

@@ -100,6 +100,11 @@ func (c *Controller) reconcileSource(ctx context.Context, req ctrl.Request) (ctr
 			s.ArtifactDigest = res.Origin.Digest
 		}
 	}
+	if es.Spec.CommitStatus == nil || es.Spec.Git != nil || res != nil {
+		if err := c.configureStatuses(&es, name, repositoryOf(&es, res)); err != nil {
+			c.recorder.Eventf(&es, nil, corev1.EventTypeWarning, "CommitStatusMisconfigured", "Reconcile", "%s", err.Error())
+		}
+	}
 	var verdicts []nodeVerdict
 	if st != nil && !st.Invalid {
 		for _, id := range st.Nodes {
@@ -187,6 +192,18 @@ func (c *Controller) driverOf(ctx context.Context, es *v1alpha1.EnvoySource, nam
 	return d, nil
 }
 
+// repositoryOf is the URL of the repository es's commits come from: its
+// Git URL, or what the last fetch said (a Flux object's spec.url).
+func repositoryOf(es *v1alpha1.EnvoySource, res *sources.Result) string {
+	switch {
+	case es.Spec.Git != nil:
+		return es.Spec.Git.URL
+	case res != nil && res.Origin.Kind == sources.KindGit:
+		return res.Origin.URL
+	}
+	return ""
+}
+
 func credentialsOf(es *v1alpha1.EnvoySource) string {
 	switch {
 	case es.Spec.Git != nil && es.Spec.Git.SecretRef != nil:
@@ -262,6 +279,7 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 // sourceGone stops serving the nodes a deleted EnvoySource rendered.
 func (c *Controller) sourceGone(ctx context.Context, name string) {
 	c.forgetSource(ctx, name)
+	c.dropReporter(name)
 	c.mu.Lock()
 	delete(c.drivers, name)
 	c.mu.Unlock()

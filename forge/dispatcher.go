@@ -2,6 +2,7 @@ package forge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -43,7 +44,17 @@ type DispatcherOptions struct {
 	// (default and upper bound MaxBackoff). A low cap makes statuses arrive
 	// within that time of a forge coming back from an outage.
 	MaxBackoff time.Duration
+	// Lookup finds the Reporter of a target not in the static map (a home
+	// whose sources come and go, such as the Kubernetes controller). It
+	// returns an error wrapping ErrUnknownTarget for a target that is gone
+	// for good (its statuses are dropped); any other error keeps them
+	// queued and retries with backoff (the target is not known yet, e.g.
+	// right after a restart).
+	Lookup func(target string) (Reporter, error)
 }
+
+// ErrUnknownTarget says that a target has no reporter and never will.
+var ErrUnknownTarget = errors.New("no commit status reporter for this target")
 
 // Dispatcher delivers commit statuses through an Outbox to Reporters keyed
 // by target name. Statuses of one target are delivered in the order they
@@ -53,6 +64,7 @@ type DispatcherOptions struct {
 type Dispatcher struct {
 	outbox    statusQueue
 	reporters map[string]Reporter
+	lookup    func(string) (Reporter, error)
 	clock     Clock
 	maxWait   time.Duration
 	log       *slog.Logger
@@ -77,6 +89,7 @@ func NewDispatcher(outbox revisions.Outbox, reporters map[string]Reporter, opts 
 	d := &Dispatcher{
 		outbox:    statusQueue{outbox},
 		reporters: reporters,
+		lookup:    opts.Lookup,
 		clock:     opts.Clock,
 		log:       opts.Logger,
 		maxWait:   opts.MaxBackoff,
@@ -100,8 +113,8 @@ func NewDispatcher(outbox revisions.Outbox, reporters map[string]Reporter, opts 
 // status enqueued for the same target, commit and context. The description
 // is scrubbed of secrets before it is stored.
 func (d *Dispatcher) Enqueue(ctx context.Context, target string, st Status) error {
-	if _, ok := d.reporters[target]; !ok {
-		return fmt.Errorf("no commit status reporter named %q", target)
+	if _, err := d.reporter(target); errors.Is(err, ErrUnknownTarget) {
+		return fmt.Errorf("target %q: %w", target, err)
 	}
 	st, err := prepare(st, 1024)
 	if err != nil {
@@ -164,13 +177,15 @@ func (d *Dispatcher) Flush(ctx context.Context) (time.Time, error) {
 			blocked[e.Target] = true
 			continue
 		}
-		rep, ok := d.reporters[e.Target]
-		if !ok {
+		rep, err := d.reporter(e.Target)
+		if errors.Is(err, ErrUnknownTarget) {
 			d.log.Error("dropping commit status for an unknown target", "target", e.Target, "commit", e.Status.Commit)
 			_ = d.outbox.delete(ctx, e.Seq)
 			continue
 		}
-		err := rep.Post(ctx, e.Status)
+		if err == nil {
+			err = rep.Post(ctx, e.Status)
+		}
 		switch {
 		case err == nil:
 			d.succeeded(e.Target)
@@ -188,6 +203,17 @@ func (d *Dispatcher) Flush(ctx context.Context) (time.Time, error) {
 		}
 	}
 	return d.nextRetry(), nil
+}
+
+// reporter is target's Reporter: from the static map, else from Lookup.
+func (d *Dispatcher) reporter(target string) (Reporter, error) {
+	if rep, ok := d.reporters[target]; ok {
+		return rep, nil
+	}
+	if d.lookup == nil {
+		return nil, ErrUnknownTarget
+	}
+	return d.lookup(target)
 }
 
 func (d *Dispatcher) waiting(target string, now time.Time) bool {

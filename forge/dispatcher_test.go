@@ -2,6 +2,8 @@ package forge
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"sync"
 	"testing"
@@ -135,6 +137,50 @@ func TestDispatcherDeliversWhatAnEarlierRunLeft(t *testing.T) {
 	require.NoError(t, d.Enqueue(ctx, "cfg", Status{Commit: sha, State: StateSuccess, Context: "legate/a"}))
 	require.Eventually(t, func() bool { return len(srv.requests()) == 2 }, 10*time.Second, 10*time.Millisecond)
 	assert.Equal(t, []string{"legate/a=failure", "legate/a=success"}, states(srv.requests()))
+}
+
+// A home whose sources come and go finds reporters through Lookup: the
+// statuses of a target not known yet (right after a restart) wait with
+// backoff and are delivered once it is, those of a target gone for good
+// are dropped, and nothing is posted twice.
+func TestDispatcherLooksUpReportersOfChangingTargets(t *testing.T) {
+	ctx := context.Background()
+	srv := startForge(t, http.StatusCreated)
+	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	known := map[string]Reporter{}
+	lookup := func(target string) (Reporter, error) {
+		switch rep, ok := known[target]; {
+		case ok:
+			return rep, nil
+		case target == "gone":
+			return nil, fmt.Errorf("EnvoySource deleted: %w", ErrUnknownTarget)
+		default:
+			return nil, errors.New("not reconciled yet")
+		}
+	}
+	outbox := NewMemOutbox()
+	d := NewDispatcher(outbox, nil, DispatcherOptions{Clock: clock, Lookup: lookup})
+	require.NoError(t, d.Enqueue(ctx, "later", Status{Commit: sha, State: StatePending, Context: "legate/a"}))
+	assert.ErrorIs(t, d.Enqueue(ctx, "gone", Status{Commit: sha, State: StatePending, Context: "legate/a"}), ErrUnknownTarget)
+	_, err := statusQueue{outbox}.put(ctx, Entry{Target: "gone", Status: Status{Commit: sha, State: StateSuccess, Context: "legate/b"}})
+	require.NoError(t, err)
+
+	next, err := d.Flush(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, clock.Now().Add(MinBackoff), next, "the unknown target is retried")
+	entries, err := statusQueue{outbox}.list(ctx)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "the gone target's status is dropped, the other kept")
+	assert.Equal(t, "later", entries[0].Target)
+
+	known["later"] = githubReporter(t, srv)
+	clock.advance(MinBackoff)
+	_, err = d.Flush(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"legate/a=pending"}, states(srv.requests()))
+	_, err = d.Flush(ctx)
+	require.NoError(t, err)
+	assert.Len(t, srv.requests(), 1, "delivered once")
 }
 
 func TestBackoff(t *testing.T) {

@@ -42,9 +42,24 @@ type queued struct {
 }
 
 func NewFeedback(d *Dispatcher, targets map[string]bool, publicURL string, log logr.Logger) *Feedback {
+	if targets == nil {
+		targets = map[string]bool{}
+	}
 	return &Feedback{
 		dispatcher: d, targets: targets, publicURL: publicURL, log: log,
 		nodeSource: map[string]string{}, inflight: map[string]inflight{},
+	}
+}
+
+// SetTarget says whether the statuses of source's commits are posted (a
+// home whose sources come and go calls it as they do).
+func (f *Feedback) SetTarget(source string, on bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if on {
+		f.targets[source] = true
+	} else {
+		delete(f.targets, source)
 	}
 }
 

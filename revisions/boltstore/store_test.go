@@ -13,6 +13,7 @@ import (
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/boltstore"
+	"github.com/legate-dev/legate/revisions/outboxtest"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -104,45 +105,13 @@ func TestSecondOpenFails(t *testing.T) {
 }
 
 func TestOutbox(t *testing.T) {
-	ctx := context.Background()
 	dir := t.TempDir()
-	s := open(t, dir)
-
-	seqA, err := s.OutboxPut(ctx, "sha1/edge", []byte("pending"))
-	require.NoError(t, err)
-	_, err = s.OutboxPut(ctx, "sha2/edge", []byte("pending"))
-	require.NoError(t, err)
-	seqA2, err := s.OutboxPut(ctx, "sha1/edge", []byte("success"))
-	require.NoError(t, err)
-	assert.Greater(t, seqA2, seqA)
-
-	list, err := s.OutboxList(ctx, 0)
-	require.NoError(t, err)
-	require.Len(t, list, 2, "the same key replaces")
-	assert.Equal(t, "sha2/edge", list[0].Key, "the replaced entry moves to the end")
-	assert.Equal(t, "sha1/edge", list[1].Key)
-	assert.Equal(t, []byte("success"), list[1].Value)
-
-	require.NoError(t, s.OutboxDelete(ctx, seqA), "deleting a replaced entry is a no-op")
-	list, err = s.OutboxList(ctx, 1)
-	require.NoError(t, err)
-	require.Len(t, list, 1)
-	assert.Equal(t, "sha2/edge", list[0].Key)
-
-	require.NoError(t, s.OutboxDelete(ctx, list[0].Seq))
-	require.NoError(t, s.Close())
-	s = open(t, dir)
-	list, err = s.OutboxList(ctx, 0)
-	require.NoError(t, err)
-	require.Len(t, list, 1, "the outbox persists")
-	assert.Equal(t, seqA2, list[0].Seq)
-
-	// A key whose entry was delivered can be queued again.
-	require.NoError(t, s.OutboxDelete(ctx, seqA2))
-	_, err = s.OutboxPut(ctx, "sha1/edge", []byte("failure"))
-	require.NoError(t, err)
-	list, err = s.OutboxList(ctx, 0)
-	require.NoError(t, err)
-	require.Len(t, list, 1)
-	assert.Equal(t, []byte("failure"), list[0].Value)
+	var s *boltstore.Store
+	outboxtest.Run(t, func(t *testing.T) revisions.Outbox {
+		if s != nil {
+			require.NoError(t, s.Close())
+		}
+		s = open(t, dir)
+		return s
+	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +20,7 @@ import (
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/revisions/outboxtest"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/envtest"
 )
@@ -62,6 +64,17 @@ type clock struct{ now time.Time }
 
 func (c *clock) Now() time.Time { return c.now }
 
+// newClient is a client of a fresh API server that knows legate's types.
+func newClient(t *testing.T) client.Client {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	require.NoError(t, clientgoscheme.AddToScheme(scheme))
+	require.NoError(t, v1alpha1.AddToScheme(scheme))
+	c, err := client.New(envtest.Start(t).Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	return c
+}
+
 func start(t *testing.T, c client.Client) (*revisions.Engine, *recorder) {
 	t.Helper()
 	pub := &recorder{}
@@ -80,11 +93,7 @@ func start(t *testing.T, c client.Client) (*revisions.Engine, *recorder) {
 // restart, the restarted engine serves the last good revision, and a
 // follower rebuilds exactly what was published from the objects.
 func TestEngineOnTheAPIServer(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c, err := client.New(envtest.Start(t).Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	c := newClient(t)
 	ctx := context.Background()
 
 	e, pub := start(t, c)
@@ -159,14 +168,47 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 // A configuration larger than an object may hold is refused before it is
 // served.
 func TestRevisionsLargerThanAnObjectAreRefused(t *testing.T) {
-	scheme := runtime.NewScheme()
-	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	require.NoError(t, clientgoscheme.AddToScheme(scheme))
-	c, err := client.New(envtest.Start(t).Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	c := newClient(t)
 	e, pub := start(t, c)
-	err = e.Apply(context.Background(), node, config(strings.Repeat("x", kubestore.MaxRevisionBytes)), origin("sha1"))
+	err := e.Apply(context.Background(), node, config(strings.Repeat("x", kubestore.MaxRevisionBytes)), origin("sha1"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at most 1400000")
 	assert.Empty(t, pub.pubs)
+}
+
+// The outbox of undelivered commit statuses lives in the API server, so
+// it survives a controller restart (a new Store on the same cluster).
+func TestOutboxInTheAPIServer(t *testing.T) {
+	c := newClient(t)
+	outboxtest.Run(t, func(*testing.T) revisions.Outbox { return kubestore.Store{Client: c, Namespace: "default"} })
+}
+
+// Writers that race on the outbox lose none of each other's entries, and
+// the bound refuses more than MaxOutboxEntries with an error.
+func TestOutboxConcurrentWritersAndBound(t *testing.T) {
+	c := newClient(t)
+	s := kubestore.Store{Client: c, Namespace: "default"}
+	ctx := context.Background()
+	var wg sync.WaitGroup
+	for i := range 4 {
+		wg.Go(func() {
+			for j := range 5 {
+				_, err := s.OutboxPut(ctx, fmt.Sprintf("w%d/%d", i, j), []byte("x"))
+				assert.NoError(t, err)
+			}
+		})
+	}
+	wg.Wait()
+	list, err := s.OutboxList(ctx, 0)
+	require.NoError(t, err)
+	assert.Len(t, list, 20, "no entry lost to a concurrent write")
+
+	for i := len(list); i < kubestore.MaxOutboxEntries; i++ {
+		_, err := s.OutboxPut(ctx, fmt.Sprintf("fill/%d", i), []byte("x"))
+		require.NoError(t, err)
+	}
+	_, err = s.OutboxPut(ctx, "one/too/many", []byte("x"))
+	assert.ErrorContains(t, err, "its limit")
+	_, err = s.OutboxPut(ctx, "w0/0", []byte("replaced"))
+	assert.NoError(t, err, "replacing a queued entry needs no room")
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/gitea"
@@ -80,16 +81,22 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea-auth", Namespace: "default"},
 		Data:       map[string][]byte{"username": []byte(gitea.AdminUser), "password": []byte(srv.Token)},
 	}))
+	require.NoError(t, c.Create(ctx, &corev1.Secret{
+		ObjectMeta: metav1.ObjectMeta{Name: "gitea-token", Namespace: "default"},
+		Data:       map[string][]byte{controller.TokenKey: []byte(srv.Token)},
+	}))
 	es := &v1alpha1.EnvoySource{
 		ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: "default"},
 		Spec: v1alpha1.EnvoySourceSpec{
-			Git:      &v1alpha1.GitSource{URL: repo.CloneURL, Ref: &v1alpha1.GitRef{Branch: "main"}, SecretRef: &v1alpha1.LocalObjectReference{Name: "gitea-auth"}},
-			Path:     "./envoy",
-			Interval: metav1.Duration{Duration: time.Hour},
+			Git:          &v1alpha1.GitSource{URL: repo.CloneURL, Ref: &v1alpha1.GitRef{Branch: "main"}, SecretRef: &v1alpha1.LocalObjectReference{Name: "gitea-auth"}},
+			Path:         "./envoy",
+			Interval:     metav1.Duration{Duration: time.Hour},
+			CommitStatus: &v1alpha1.CommitStatus{Provider: "gitea", TokenSecretRef: v1alpha1.LocalObjectReference{Name: "gitea-token"}},
 		},
 	}
 	require.NoError(t, c.Create(ctx, es))
 	key := client.ObjectKeyFromObject(es)
+	check := forge.ContextFor("grpc-client")
 
 	grpcClient := backend.Dial(t, ctl.XDSAddr(), "grpc-client", "pod-1", "greeter")
 	require.Eventually(t, func() bool { return grpcClient.Call() == "a" }, 90*time.Second, 50*time.Millisecond, "RPCs land on a")
@@ -109,6 +116,8 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 	require.Len(t, revs.Items, 1)
 	require.NotNil(t, revs.Items[0].Status.Origin)
 	assert.Equal(t, c1, revs.Items[0].Status.Origin.Commit, "the revision records the commit it came from")
+	st := srv.WaitStatus(t, repo, c1, check, "success", 60*time.Second)
+	assert.Contains(t, st.Description, "accepted by 1 of 1 proxies")
 
 	// A new commit, fetched at once because `flux reconcile` asked (the
 	// interval is an hour).
@@ -139,6 +148,10 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 	assert.Contains(t, got.Status.Diagnostics[0], "envoy/greeter.yaml:")
 	assert.Contains(t, got.Status.Diagnostics[0], "no_such_field")
 	assert.Equal(t, "b", grpcClient.Call(), "the client keeps the last good configuration")
+	st = srv.WaitStatus(t, repo, c3, check, "failure", 60*time.Second)
+	assert.Contains(t, st.Description, "envoy/greeter.yaml:", "the failure names the file from the repository root")
+	assert.NotContains(t, st.Description, srv.Token)
+	srv.WaitStatus(t, repo, c2, check, "success", 60*time.Second)
 }
 
 // requestReconcile sets the annotation `flux reconcile` sets, as a merge

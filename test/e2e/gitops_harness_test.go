@@ -163,47 +163,15 @@ func (s *gitopsBuffer) String() string {
 }
 
 // gitopsStatus is one commit status as Gitea's API returns it.
-type gitopsStatus struct {
-	State       string `json:"status"`
-	Context     string `json:"context"`
-	Description string `json:"description"`
-	TargetURL   string `json:"target_url"`
-}
+type gitopsStatus = gitea.CommitStatus
 
-// gitopsAllStatuses lists every status posted on sha, newest first.
 func gitopsAllStatuses(t testing.TB, srv *gitea.Server, repo *gitea.Repository, sha string) []gitopsStatus {
-	t.Helper()
-	var out []gitopsStatus
-	require.NoError(t, srv.API(http.MethodGet, "api/v1/repos/"+repo.FullName+"/statuses/"+sha+"?limit=50", nil, &out))
-	return out
+	return srv.Statuses(t, repo, sha)
 }
 
-// gitopsLatestStatus is the newest status of context on sha (zero when none).
-func gitopsLatestStatus(t testing.TB, srv *gitea.Server, repo *gitea.Repository, sha, context string) gitopsStatus {
-	t.Helper()
-	var combined struct {
-		Statuses []gitopsStatus `json:"statuses"`
-	}
-	if err := srv.API(http.MethodGet, "api/v1/repos/"+repo.FullName+"/commits/"+sha+"/status", nil, &combined); err != nil {
-		return gitopsStatus{}
-	}
-	for _, s := range combined.Statuses {
-		if s.Context == context {
-			return s
-		}
-	}
-	return gitopsStatus{}
-}
-
-// gitopsWaitStatus waits until the newest status of context on sha has state.
 func gitopsWaitStatus(t testing.TB, srv *gitea.Server, repo *gitea.Repository, sha, context, state string) gitopsStatus {
 	t.Helper()
-	var got gitopsStatus
-	require.Eventually(t, func() bool {
-		got = gitopsLatestStatus(t, srv, repo, sha, context)
-		return got.State == state
-	}, gitopsWait, 100*time.Millisecond, "commit %s never got %s status %q (last: %+v)", sha, context, state, &got)
-	return got
+	return srv.WaitStatus(t, repo, sha, context, state, gitopsWait)
 }
 
 // gitopsHeldProxy is a raw ADS stream of the node that subscribes to the route
