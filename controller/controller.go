@@ -146,7 +146,8 @@ func New(opts Options) (*Controller, error) {
 	}
 	mopts := manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: opts.ProbeAddr, Logger: opts.Log}
 	if opts.WatchNamespace != "" {
-		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.WatchNamespace: {}}}
+		// the watched namespace, and the controller's own for its revisions
+		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.WatchNamespace: {}, opts.Namespace: {}}}
 	}
 	mgr, err := ctrl.NewManager(opts.Config, mopts)
 	if err != nil {
@@ -215,6 +216,9 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("EnvoyConfig reconciler: %w", err)
 	}
 	if err := c.watchSources(skip); err != nil {
+		return nil, err
+	}
+	if err := c.watchUntaints(skip); err != nil {
 		return nil, err
 	}
 	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {

@@ -63,6 +63,9 @@ type driver struct {
 // ReconcileSource fetches one EnvoySource, runs it through the pipeline
 // and writes its status.
 func (c *Controller) reconcileSource(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !c.watches(req.Namespace) {
+		return ctrl.Result{}, nil
+	}
 	name := sourceKey(req.NamespacedName)
 	var es v1alpha1.EnvoySource
 	if err := c.client.Get(ctx, req.NamespacedName, &es); err != nil {

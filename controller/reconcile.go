@@ -33,6 +33,9 @@ import (
 
 // Reconcile runs one EnvoyConfig through the pipeline and writes its status.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !c.watches(req.Namespace) {
+		return ctrl.Result{}, nil
+	}
 	src := c.source(req.NamespacedName)
 	res, err := src.Fetch(ctx)
 	switch {
@@ -62,6 +65,12 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	c.announce(&ec, meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionReady), meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionReady))
 	return c.settled(ec.Status.Conditions), nil
+}
+
+// watches reports whether objects of namespace are reconciled (the cache
+// also holds the controller's own namespace, for its revisions).
+func (c *Controller) watches(namespace string) bool {
+	return c.opts.WatchNamespace == "" || namespace == c.opts.WatchNamespace
 }
 
 // announce records a Kubernetes event when the object's readiness changed

@@ -31,6 +31,11 @@ func addKnownTypes(s *runtime.Scheme) error {
 // handled.
 const ReconcileRequestAnnotation = "reconcile.fluxcd.io/requestedAt"
 
+// UntaintAnnotation on an EnvoyConfigRevision asks legate to clear its
+// taint (kubectl annotate ecr NAME legate.dev/untaint=true); legate
+// removes the annotation once done and records an event.
+const UntaintAnnotation = "legate.dev/untaint"
+
 // Condition types, as Flux and kstatus read them.
 const (
 	// ConditionReady is True when the object's configuration is served as

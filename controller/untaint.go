@@ -1,0 +1,111 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/revisions"
+)
+
+// watchUntaints registers the reconciler that clears a revision's taint
+// when its EnvoyConfigRevision carries v1alpha1.UntaintAnnotation: the
+// kubectl-native untaint (kubectl annotate ecr NAME legate.dev/untaint=true).
+func (c *Controller) watchUntaints(skipNameValidation bool) error {
+	asked := predicate.NewPredicateFuncs(func(obj client.Object) bool {
+		_, ok := obj.GetAnnotations()[v1alpha1.UntaintAnnotation]
+		return ok && obj.GetNamespace() == c.opts.Namespace
+	})
+	err := ctrl.NewControllerManagedBy(c.mgr).Named("untaint").
+		For(&v1alpha1.EnvoyConfigRevision{}, builder.WithPredicates(asked)).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
+		Complete(reconcile.Func(c.reconcileUntaint))
+	if err != nil {
+		return fmt.Errorf("untaint reconciler: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) reconcileUntaint(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var rev v1alpha1.EnvoyConfigRevision
+	if err := c.client.Get(ctx, req.NamespacedName, &rev); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	if _, ok := rev.Annotations[v1alpha1.UntaintAnnotation]; !ok {
+		return ctrl.Result{}, nil
+	}
+	was := rev.Status.Tainted
+	err := c.engine.ClearTaint(ctx, rev.Spec.NodeID, rev.Spec.Hash)
+	switch {
+	case errors.Is(err, revisions.ErrNotFound):
+		c.recorder.Eventf(&rev, nil, corev1.EventTypeWarning, "UntaintFailed", "Untaint", "node %s has no revision %s any more", rev.Spec.NodeID, revisions.Short(rev.Spec.Hash))
+	case err != nil:
+		return ctrl.Result{}, err // retried
+	case was:
+		c.recorder.Eventf(&rev, nil, corev1.EventTypeNormal, "Untainted", "Untaint", "the taint of revision %s of node %s is cleared; it may be published again", revisions.Short(rev.Spec.Hash), rev.Spec.NodeID)
+	default:
+		c.recorder.Eventf(&rev, nil, corev1.EventTypeNormal, "Untainted", "Untaint", "revision %s of node %s was not tainted; nothing to clear", revisions.Short(rev.Spec.Hash), rev.Spec.NodeID)
+	}
+	// The request is handled: take the annotation away, so that a later
+	// taint is not cleared by the same request.
+	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.UntaintAnnotation + `":null}}}`)
+	if err := c.client.Patch(ctx, &rev, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// RequestUntaint asks the controller that keeps its revisions in namespace
+// to clear the taint of node's revision whose hash starts with prefix, the
+// way kubectl annotate does, and waits until it has (ctx bounds the
+// wait). It returns the revision's full hash.
+func RequestUntaint(ctx context.Context, c client.Client, namespace, node, prefix string) (string, error) {
+	var list v1alpha1.EnvoyConfigRevisionList
+	if err := c.List(ctx, &list, client.InNamespace(namespace)); err != nil {
+		return "", fmt.Errorf("list the EnvoyConfigRevisions of namespace %s: %w", namespace, err)
+	}
+	var found []v1alpha1.EnvoyConfigRevision
+	for _, r := range list.Items {
+		if r.Spec.NodeID == node && len(prefix) > 0 && len(r.Spec.Hash) >= len(prefix) && r.Spec.Hash[:len(prefix)] == prefix {
+			found = append(found, r)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "", fmt.Errorf("node %s has no revision %s in namespace %s", node, prefix, namespace)
+	case 1:
+	default:
+		return "", fmt.Errorf("revision %s of node %s is ambiguous: %d revisions start with it; give more of the hash", prefix, node, len(found))
+	}
+	rev := found[0]
+	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.UntaintAnnotation + `":"true"}}}`)
+	if err := c.Patch(ctx, &rev, client.RawPatch(types.MergePatchType, patch)); err != nil {
+		return "", fmt.Errorf("annotate EnvoyConfigRevision %s/%s: %w", namespace, rev.Name, err)
+	}
+	key := client.ObjectKeyFromObject(&rev)
+	for {
+		if err := c.Get(ctx, key, &rev); err != nil {
+			return "", fmt.Errorf("read EnvoyConfigRevision %s: %w", key, err)
+		}
+		if _, pending := rev.Annotations[v1alpha1.UntaintAnnotation]; !pending {
+			return rev.Spec.Hash, nil
+		}
+		select {
+		case <-ctx.Done():
+			return "", fmt.Errorf("the controller has not handled the untaint of %s yet (is legate controller running?): %w", key, ctx.Err())
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
