@@ -112,7 +112,11 @@ fuzz: ## Run each fuzz target for FUZZTIME.
 .PHONY: bench
 bench: build tools ## Run every benchmark: go test -bench of the packages, then the harnesses below.
 	$(GO) test -run '^$$' -bench . -benchmem -benchtime 3x ./render/... ./revisions/... ./sources/git/...
-	@$(MAKE) --no-print-directory bench-commit bench-push bench-fanout
+	@$(MAKE) --no-print-directory bench-commit bench-push bench-kube bench-fanout
+
+.PHONY: bench-kube
+bench-kube: tools ## The Kubernetes home on envtest: EnvoyConfig update-to-ACK, NACK-to-Rollback condition, API server writes per publication.
+	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench . -benchtime 50x -timeout 30m
 
 .PHONY: bench-fanout
 bench-fanout: ## xDS fan-out vs bare go-control-plane (slow: ~20 min), writes docs/bench-fanout.svg.

@@ -16,6 +16,8 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
@@ -72,9 +74,13 @@ type Options struct {
 	// $TMPDIR/legate-controller.
 	StateDir string
 	// Render returns the renderer options of one render (shared with
-	// legate validate); nil renders with the defaults.
-	Render func() render.Options
-	Log    logr.Logger
+	// legate validate) that obeys policies (path → CUE source) besides
+	// the rendered tree's own; nil renders with the defaults.
+	Render func(policies map[string][]byte) render.Options
+	// PolicyDir holds CUE policies (*.cue) every configuration obeys,
+	// besides those of ConfigMaps labelled PolicyLabel.
+	PolicyDir string
+	Log       logr.Logger
 }
 
 // Controller is one running Kubernetes home.
@@ -103,6 +109,10 @@ type Controller struct {
 	drivers       map[string]*driver        // by pipeline source name
 	reporters     map[string]forge.Reporter // by pipeline source name
 	reporterSpecs map[string]reporterOf
+	// policySet is what every render obeys: dirPolicies and the policy
+	// ConfigMaps' entries.
+	policySet   map[string][]byte
+	dirPolicies map[string][]byte
 }
 
 // Scheme holds the types the controller reads and writes.
@@ -132,7 +142,7 @@ func New(opts Options) (*Controller, error) {
 		opts.StateDir = filepath.Join(os.TempDir(), "legate-controller")
 	}
 	if opts.Render == nil {
-		opts.Render = func() render.Options { return render.Options{} }
+		opts.Render = func(map[string][]byte) render.Options { return render.Options{} }
 	}
 	scheme, err := Scheme()
 	if err != nil {
@@ -145,9 +155,16 @@ func New(opts Options) (*Controller, error) {
 		opts.ProbeAddr = "0"
 	}
 	mopts := manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: opts.ProbeAddr, Logger: opts.Log}
+	policyLabel, err := labels.Parse(PolicyLabel)
+	if err != nil {
+		return nil, err
+	}
+	// The only ConfigMaps cached are the policy ones (the store reads its
+	// own directly).
+	mopts.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: policyLabel}}
 	if opts.WatchNamespace != "" {
 		// the watched namespace, and the controller's own for its revisions
-		mopts.Cache = cache.Options{DefaultNamespaces: map[string]cache.Config{opts.WatchNamespace: {}, opts.Namespace: {}}}
+		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.WatchNamespace: {}, opts.Namespace: {}}
 	}
 	mgr, err := ctrl.NewManager(opts.Config, mopts)
 	if err != nil {
@@ -196,7 +213,7 @@ func New(opts Options) (*Controller, error) {
 	c.engine.Subscribe(c.feedback.Observe)
 	if c.pipeline, err = pipeline.New(pipeline.Options{
 		Engine:     c.engine,
-		Render:     func(string) render.Options { return opts.Render() },
+		Render:     func(string) render.Options { return opts.Render(c.policies()) },
 		Scope:      secretScope,
 		Prepare:    func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
 		Rerender:   c.trigger,
@@ -219,6 +236,13 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if err := c.watchUntaints(skip); err != nil {
+		return nil, err
+	}
+	if c.dirPolicies, err = readPolicyDir(opts.PolicyDir); err != nil {
+		return nil, err
+	}
+	c.policySet = c.dirPolicies
+	if err := c.watchPolicies(skip); err != nil {
 		return nil, err
 	}
 	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {

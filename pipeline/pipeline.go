@@ -250,6 +250,21 @@ func (p *Pipeline) apply(ctx context.Context, log logr.Logger, nodes []string, r
 	return applied, tainted, failed
 }
 
+// Invalidate makes the next Sync of every source render again though its
+// content is unchanged (the rules it is judged by changed: a home's
+// policies), and returns the sources, sorted, for the home to schedule.
+func (p *Pipeline) Invalidate() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	names := make([]string, 0, len(p.sources))
+	for name, st := range p.sources {
+		st.content = ""
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	return names
+}
+
 // Status returns the status of source; a source never synced has only its
 // name.
 func (p *Pipeline) Status(source string) Status {

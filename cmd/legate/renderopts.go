@@ -11,9 +11,17 @@ import (
 // stage holds the policies of one render); the stages share one generated
 // schema, built once.
 func newRenderOptions() func() render.Options {
+	with := newPolicyRenderOptions()
+	return func() render.Options { return with(nil) }
+}
+
+// newPolicyRenderOptions is newRenderOptions for a home that imposes
+// policies of its own (path → CUE source) on every render besides those of
+// the rendered tree: the Kubernetes controller's.
+func newPolicyRenderOptions() func(policies map[string][]byte) render.Options {
 	schema := legatecue.NewSchema()
-	return func() render.Options {
-		stage := legatecue.NewStage(schema)
+	return func(policies map[string][]byte) render.Options {
+		stage := legatecue.NewStage(schema).WithPolicies(policies)
 		return render.Options{
 			Generators: []render.Generator{stage},
 			Checks:     []render.Check{stage},

@@ -26,6 +26,9 @@ type Stage struct {
 	schemas  *schemaCache
 	fast     *Schema
 	policies []*policy
+	// fixed are policies every render obeys besides the tree's own (the
+	// cluster's, on Kubernetes): path → source.
+	fixed map[string][]byte
 }
 
 // New returns a Stage with no policies loaded and a Schema of its own.
@@ -40,6 +43,14 @@ func NewStage(schema *Schema) *Stage {
 	return &Stage{ctx: ctx, gen: gen, schemas: newSchemaCache(ctx, gen), fast: schema}
 }
 
+// WithPolicies makes every render of the stage obey policies (path →
+// source) besides those of its tree, so that a configuration cannot leave
+// out the rules its home imposes. It returns s.
+func (s *Stage) WithPolicies(policies map[string][]byte) *Stage {
+	s.fixed = policies
+	return s
+}
+
 // Generate loads the policies under policy/ of the tree and evaluates the
 // CUE packages of the tree (see docs/cue.md): it returns one JSON document
 // per configuration document their concrete values hold, whose positions
@@ -48,10 +59,11 @@ func NewStage(schema *Schema) *Stage {
 // renderer hands it the tree before decoding.
 func (s *Stage) Generate(fsys fs.FS) ([]render.Document, []render.Diagnostic) {
 	s.policies = nil
+	diags := s.compilePolicies(s.fixed)
 	if fsys == nil {
-		return nil, nil
+		return nil, diags
 	}
-	diags := s.loadPolicies(fsys, PolicyDir)
+	diags = append(diags, s.loadPolicies(fsys, PolicyDir)...)
 	docs, more := s.packages(fsys)
 	return docs, append(diags, more...)
 }

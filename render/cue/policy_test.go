@@ -279,3 +279,22 @@ func TestFirstExprCutsTheRuleText(t *testing.T) {
 		assert.Equal(t, want, firstExpr(in), "%s", in)
 	}
 }
+
+// Policies a home imposes (WithPolicies) apply to a tree that has none of
+// its own, are reported under their own name, and apply beside the tree's
+// policies, render after render of the same stage.
+func TestPoliciesImposedByTheHome(t *testing.T) {
+	fsys := exampleTree(t, "", nil)
+	for name := range fsys {
+		if strings.HasPrefix(name, "policy/") {
+			delete(fsys, name)
+		}
+	}
+	s := New().WithPolicies(map[string][]byte{"configmap/legate-system/rules/timeouts.cue": []byte("cluster: connect_timeout: <=1\n")})
+	opts := render.Options{Generators: []render.Generator{s}, Checks: []render.Check{s}}
+	for range 2 {
+		res := render.Render(fsys, opts)
+		assert.Contains(t, diagLines(res.Diagnostics), `connect_timeout: 2s breaks policy (configmap/legate-system/rules/timeouts.cue:1:27: <=1)`)
+	}
+	assert.Empty(t, renderWithStage(fsys).Diagnostics, "without the imposed policy the tree passes")
+}

@@ -4,8 +4,11 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
+
+	legatecue "github.com/legate-dev/legate/render/cue"
 
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
@@ -22,6 +25,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/test/envtest"
 )
 
@@ -45,11 +49,25 @@ func clusterClient(t *testing.T, cfg *rest.Config) client.Client {
 	return c
 }
 
+// schema is the generated CUE schema, shared by every render as legate
+// controller shares it.
+var schema = sync.OnceValue(legatecue.NewSchema)
+
+// renderOptions are legate controller's: the CUE stage with the policies
+// the controller imposes.
+func renderOptions(policies map[string][]byte) render.Options {
+	stage := legatecue.NewStage(schema()).WithPolicies(policies)
+	return render.Options{Generators: []render.Generator{stage}, Checks: []render.Check{stage}}
+}
+
 // start runs a controller with cfg until the test ends.
 func start(t *testing.T, cfg *rest.Config) *controller.Controller {
 	t.Helper()
 	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
-	ctl, err := controller.New(controller.Options{Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(), Log: logr.Discard()})
+	ctl, err := controller.New(controller.Options{
+		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
+		Render: renderOptions, Log: logr.Discard(),
+	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

@@ -1,0 +1,223 @@
+// Package kube measures the Kubernetes home: a real API server (envtest),
+// `legate controller` in process and a real grpc-go xDS client.
+//
+//	make bench-kube
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/yaml"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/stats"
+	"github.com/legate-dev/legate/test/internal/xdsyaml"
+)
+
+const node = "grpc-client"
+
+var marin3rType = map[string]string{
+	"type.googleapis.com/envoy.config.listener.v3.Listener":              "listener",
+	"type.googleapis.com/envoy.config.route.v3.RouteConfiguration":       "route",
+	"type.googleapis.com/envoy.config.cluster.v3.Cluster":                "cluster",
+	"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": "endpoint",
+}
+
+// spec is the EnvoyConfig spec of node from resource documents.
+func spec(b *testing.B, docs ...string) v1alpha1.EnvoyConfigSpec {
+	s := v1alpha1.EnvoyConfigSpec{NodeID: node}
+	for _, doc := range docs {
+		var m map[string]any
+		require.NoError(b, yaml.Unmarshal([]byte(doc), &m))
+		typ := marin3rType[m["@type"].(string)]
+		delete(m, "@type")
+		raw, err := json.Marshal(m)
+		require.NoError(b, err)
+		s.Resources = append(s.Resources, v1alpha1.Resource{Type: typ, Value: &runtime.RawExtension{Raw: raw}})
+	}
+	return s
+}
+
+// start runs a controller on cfg until the benchmark ends.
+func start(b *testing.B, cfg *rest.Config) *controller.Controller {
+	crlog.SetLogger(logr.Discard())
+	ctl, err := controller.New(controller.Options{
+		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "0", StateDir: b.TempDir(), Log: logr.Discard(),
+	})
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctl.Run(ctx) }()
+	b.Cleanup(func() {
+		cancel()
+		require.NoError(b, <-done)
+	})
+	return ctl
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+func report(b *testing.B, name string, lat []time.Duration) {
+	slices.Sort(lat)
+	b.ReportMetric(ms(stats.Percentile(lat, 50)), name+"-p50-ms")
+	b.ReportMetric(ms(stats.Percentile(lat, 99)), name+"-p99-ms")
+}
+
+// BenchmarkEnvoyConfig times, in one run, an EnvoyConfig update until
+// grpc-go routes by it (the update is ACKed and in use), and an update
+// grpc-go rejects until the Rollback condition is visible through the API
+// server (what `kubectl get ec` shows), each iteration one of each.
+func BenchmarkEnvoyConfig(b *testing.B) {
+	cluster := envtest.Start(b)
+	scheme, err := controller.Scheme()
+	require.NoError(b, err)
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(b, err)
+	ctx := context.Background()
+	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	ctl := start(b, cluster.Config)
+	x, y := backend.Start(b, "x"), backend.Start(b, "y")
+	good := func(to string) v1alpha1.EnvoyConfigSpec {
+		return spec(b, xdsyaml.APIListener("greeter", "greeter", "routes"),
+			xdsyaml.RouteConfiguration("routes", "greeter", xdsyaml.Route{Cluster: to}),
+			xdsyaml.EDSCluster("x"), xdsyaml.Endpoints("x", x.Port),
+			xdsyaml.EDSCluster("y"), xdsyaml.Endpoints("y", y.Port))
+	}
+	bad := spec(b, xdsyaml.APIListener("greeter", "greeter", "routes"),
+		xdsyaml.RouteConfiguration("routes", "greeter", xdsyaml.Route{Cluster: "y"}),
+		xdsyaml.EDSCluster("x"), xdsyaml.Endpoints("x", x.Port),
+		xdsyaml.StaticCluster("y", y.Port)) // valid Envoy, refused by grpc-go
+	ec := &v1alpha1.EnvoyConfig{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: "default"}, Spec: good("x")}
+	require.NoError(b, c.Create(ctx, ec))
+	grpcClient := backend.Dial(b, ctl.XDSAddr(), node, "pod-1", "greeter")
+	require.Eventually(b, func() bool { return grpcClient.Call() == "x" }, time.Minute, 5*time.Millisecond)
+
+	update := func(s v1alpha1.EnvoyConfigSpec) {
+		for {
+			cur := &v1alpha1.EnvoyConfig{}
+			require.NoError(b, c.Get(ctx, client.ObjectKeyFromObject(ec), cur))
+			cur.Spec = s
+			if err := c.Update(ctx, cur); err == nil {
+				return
+			}
+		}
+	}
+	state := func() (string, bool) {
+		cur := &v1alpha1.EnvoyConfig{}
+		require.NoError(b, c.Get(ctx, client.ObjectKeyFromObject(ec), cur))
+		ready := meta.FindStatusCondition(cur.Status.Conditions, v1alpha1.ConditionReady)
+		if cur.Status.CacheState == nil || ready == nil {
+			return "", false
+		}
+		return *cur.Status.CacheState, ready.Status == metav1.ConditionTrue
+	}
+	toACK := make([]time.Duration, 0, b.N)
+	toRollback := make([]time.Duration, 0, b.N)
+	routes := []string{"y", "x"}
+	b.ResetTimer()
+	for i := range b.N {
+		to := routes[i%2]
+		start := time.Now()
+		update(good(to))
+		require.Eventually(b, func() bool { return grpcClient.Call() == to }, time.Minute, time.Millisecond)
+		toACK = append(toACK, time.Since(start))
+		require.Eventually(b, func() bool { s, ok := state(); return ok && s == v1alpha1.CacheInSync }, time.Minute, 5*time.Millisecond)
+
+		start = time.Now()
+		update(bad)
+		require.Eventually(b, func() bool { s, _ := state(); return s == v1alpha1.CacheRollback }, time.Minute, time.Millisecond)
+		toRollback = append(toRollback, time.Since(start))
+		require.Equal(b, to, grpcClient.Call(), "the client stays on the last good configuration")
+	}
+	b.StopTimer()
+	report(b, "update-to-ack", toACK)
+	report(b, "nack-to-rollback-condition", toRollback)
+}
+
+// BenchmarkAPIServerWritesPerPublication counts the API server writes of
+// the revision store when one node of many publishes a new revision
+// (first publication of each node in setup): O(changed nodes) means the
+// count does not grow with the number of nodes.
+func BenchmarkAPIServerWritesPerPublication(b *testing.B) {
+	cluster := envtest.Start(b)
+	scheme, err := controller.Scheme()
+	require.NoError(b, err)
+	direct, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(b, err)
+	ctx := context.Background()
+	for _, nodes := range []int{10, 1000} {
+		b.Run(fmt.Sprintf("nodes-%d", nodes), func(b *testing.B) {
+			ns := fmt.Sprintf("writes-%d", nodes)
+			require.NoError(b, direct.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+			var writes int
+			counting, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+			require.NoError(b, err)
+			count := func() { writes++ }
+			store := kubestore.Store{Namespace: ns, Client: interceptor.NewClient(counting.(client.WithWatch), interceptor.Funcs{
+				Create: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.CreateOption) error {
+					count()
+					return c.Create(ctx, obj, opts...)
+				},
+				Update: func(ctx context.Context, c client.WithWatch, obj client.Object, opts ...client.UpdateOption) error {
+					count()
+					return c.Update(ctx, obj, opts...)
+				},
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+					count()
+					return c.Patch(ctx, obj, p, opts...)
+				},
+				SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+					count()
+					return c.SubResource(sub).Update(ctx, obj, opts...)
+				},
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					count()
+					return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+				},
+			})}
+			engine, err := revisions.New(revisions.Options{Store: store, Publisher: revisions.PublisherFunc(func(string, revisions.Publication) error { return nil })})
+			require.NoError(b, err)
+			require.NoError(b, engine.Restore(ctx))
+			cfg := func(id string, gen int) *render.NodeConfig {
+				nc := &render.NodeConfig{NodeID: id, Types: map[string]render.TypeSet{
+					"type.googleapis.com/envoy.config.cluster.v3.Cluster": {Resources: []render.Resource{{Name: fmt.Sprintf("c%d", gen), Body: []byte(fmt.Sprintf(`{"name":"c%d"}`, gen))}}},
+				}}
+				nc.Hash = render.HashNode(nc)
+				return nc
+			}
+			for i := range nodes {
+				id := fmt.Sprintf("node-%04d", i)
+				require.NoError(b, engine.Apply(ctx, id, cfg(id, 0), sources.Origin{Kind: sources.KindKube, Namespace: ns, Name: id, Generation: 1}))
+			}
+			writes = 0
+			b.ResetTimer()
+			for i := range b.N {
+				require.NoError(b, engine.Apply(ctx, "node-0000", cfg("node-0000", i+1), sources.Origin{Kind: sources.KindKube, Namespace: ns, Name: "node-0000", Generation: int64(i + 2)}))
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(writes)/float64(b.N), "writes/publication")
+		})
+	}
+}
