@@ -88,7 +88,7 @@ then xDS listens on loopback only.`,
 		defaultNS = "legate-system"
 	}
 	fl.StringVar(&namespace, "namespace", defaultNS, "namespace of the revisions and node records (default: $POD_NAMESPACE, else legate-system)")
-	fl.StringVar(&watchNamespace, "watch-namespace", "", "reconcile the EnvoyConfig objects of this namespace only (default: every namespace)")
+	fl.StringVar(&watchNamespace, "watch-namespace", os.Getenv("LEGATE_WATCH_NAMESPACE"), "reconcile the EnvoyConfigs and EnvoySources of this namespace only (default: $LEGATE_WATCH_NAMESPACE, else every namespace)")
 	fl.StringVar(&xdsAddr, "xds-addr", controller.DefaultXDSAddr, "address of the xDS (ADS) server; loopback only until xDS over mutual TLS is built here")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	fl.StringVar(&httpAddr, "http-addr", controller.DefaultHTTPAddr, `address of the read-only status page, JSON API and /metrics ("0": off)`)

@@ -63,10 +63,17 @@ func renderOptions(policies map[string][]byte) render.Options {
 // start runs a controller with cfg until the test ends.
 func start(t *testing.T, cfg *rest.Config) *controller.Controller {
 	t.Helper()
+	return startWatching(t, cfg, "")
+}
+
+// startWatching runs a controller that reconciles the objects of
+// namespace only ("" for every namespace).
+func startWatching(t *testing.T, cfg *rest.Config, namespace string) *controller.Controller {
+	t.Helper()
 	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
 	ctl, err := controller.New(controller.Options{
 		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
-		Render: renderOptions, Log: logr.Discard(),
+		WatchNamespace: namespace, Render: renderOptions, Log: logr.Discard(),
 	})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
@@ -23,11 +24,11 @@ import (
 	"github.com/legate-dev/legate/test/envtest"
 )
 
-// apply creates every object of config/default (its kustomization's
+// apply creates every object of config/<install> (its kustomization's
 // resources), as kubectl apply -k would.
-func apply(t *testing.T, c client.Client) {
+func apply(t *testing.T, c client.Client, install string) {
 	t.Helper()
-	dir := filepath.Join("..", "..", "config", "default")
+	dir := filepath.Join("..", "..", "config", install)
 	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
 	require.NoError(t, err)
 	var k struct{ Resources []string }
@@ -55,6 +56,17 @@ func apply(t *testing.T, c client.Client) {
 	}
 }
 
+// asServiceAccount is cfg impersonating the service account the installs
+// create.
+func asServiceAccount(cfg *rest.Config) *rest.Config {
+	asSA := rest.CopyConfig(cfg)
+	asSA.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:legate-system:legate",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:legate-system", "system:authenticated"},
+	}
+	return asSA
+}
+
 // The install of config/default applies to a real API server, and the
 // controller does its work as the service account it creates, with exactly
 // the permissions of the generated ClusterRole.
@@ -64,14 +76,8 @@ func TestControllerRunsWithItsOwnRole(t *testing.T) {
 	require.NoError(t, err)
 	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	apply(t, c)
-
-	asSA := rest.CopyConfig(cluster.Config)
-	asSA.Impersonate = rest.ImpersonationConfig{
-		UserName: "system:serviceaccount:legate-system:legate",
-		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:legate-system", "system:authenticated"},
-	}
-	start(t, asSA)
+	apply(t, c, "default")
+	start(t, asServiceAccount(cluster.Config))
 
 	ec := sample(t)
 	require.NoError(t, c.Create(context.Background(), ec))
@@ -79,4 +85,27 @@ func TestControllerRunsWithItsOwnRole(t *testing.T) {
 		got := get(t, c, ec)
 		return got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheInSync
 	}, 60*time.Second, 50*time.Millisecond, "the controller reconciles as its service account")
+}
+
+// The namespaced install (config/namespaced) grants the generated role in
+// two namespaces only; the controller, watching team-a as the install's
+// ConfigMap says, serves an EnvoyConfig there as its service account.
+func TestNamespacedInstall(t *testing.T) {
+	cluster := envtest.Start(t)
+	scheme, err := controller.Scheme()
+	require.NoError(t, err)
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	apply(t, c, "namespaced")
+	var watch corev1.ConfigMap
+	require.NoError(t, c.Get(context.Background(), client.ObjectKey{Namespace: "legate-system", Name: "legate-watch"}, &watch))
+	startWatching(t, asServiceAccount(cluster.Config), watch.Data["namespace"])
+
+	ec := sample(t)
+	ec.Namespace = watch.Data["namespace"]
+	require.NoError(t, c.Create(context.Background(), ec))
+	require.Eventually(t, func() bool {
+		got := get(t, c, ec)
+		return got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheInSync
+	}, 60*time.Second, 50*time.Millisecond, "the controller reconciles its namespace with RoleBindings only")
 }
