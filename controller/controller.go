@@ -77,6 +77,9 @@ type Options struct {
 	// legate validate) that obeys policies (path → CUE source) besides
 	// the rendered tree's own; nil renders with the defaults.
 	Render func(policies map[string][]byte) render.Options
+	// XDSInsecureSecrets names the secrets whose key material is served
+	// although xDS runs without mutual TLS ("*": all); by default none is.
+	XDSInsecureSecrets []string
 	// PolicyDir holds CUE policies (*.cue) every configuration obeys,
 	// besides those of ConfigMaps labelled PolicyLabel.
 	PolicyDir string
@@ -197,7 +200,10 @@ func New(opts Options) (*Controller, error) {
 	if c.xds, err = xds.New(xds.Options{Log: opts.Log.WithName("xds"), Registerer: c.http.reg, Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}); err != nil {
 		return nil, err
 	}
-	c.secrets = sds.NewServer(kubesecrets.Resolver{Client: mgr.GetAPIReader()}, c.xds.SetSnapshot, opts.Log.WithName("secrets"))
+	c.secrets = sds.NewServer(kubesecrets.Resolver{Client: mgr.GetAPIReader(), Plaintext: sds.Plaintext{
+		Insecure: true, Allowed: opts.XDSInsecureSecrets,
+		MutualTLS: "the controller serves xDS over mutual TLS once that is built; until then keep it to loopback",
+	}}, c.xds.SetSnapshot, opts.Log.WithName("secrets"))
 	store := kubestore.Store{Client: direct, Namespace: opts.Namespace}
 	if c.engine, err = revisions.New(revisions.Options{
 		Store: store, Publisher: c.secrets, Log: opts.Log.WithName("revisions"),
@@ -236,6 +242,9 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if err := c.watchUntaints(skip); err != nil {
+		return nil, err
+	}
+	if err := c.watchSecrets(skip); err != nil {
 		return nil, err
 	}
 	if c.dirPolicies, err = readPolicyDir(opts.PolicyDir); err != nil {

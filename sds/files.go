@@ -1,6 +1,7 @@
 package sds
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path"
@@ -48,11 +49,30 @@ var refSegment = regexp.MustCompile(`^[A-Za-z0-9_][A-Za-z0-9._-]*$`)
 // file outside it is ever read, not even through a symbolic link.
 type Files struct {
 	Dir string
-	// Plaintext is set when xDS runs without mutual TLS: then secrets that
-	// hold key material (TLS keys, opaque values) are served only when
-	// PlaintextOK names them ("*" names all).
-	Plaintext   bool
-	PlaintextOK []string
+	Plaintext
+}
+
+// Plaintext says whether xDS runs without mutual TLS (Insecure): then
+// secrets that hold key material (TLS keys, opaque values) are served only
+// when Allowed names them ("*" names all), for any client that reaches the
+// server could fetch them. Every Resolver of a home checks it.
+type Plaintext struct {
+	Insecure bool
+	Allowed  []string
+	// MutualTLS tells how this home serves xDS over mutual TLS, for the
+	// refusal's message.
+	MutualTLS string
+}
+
+// Refused says why secret ext may not be served, or returns nil. Its
+// error is NotReady: the revision waits until the home is configured to
+// serve it.
+func (p Plaintext) Refused(ext render.ExternalSecret) error {
+	if !p.Insecure || ext.Kind == "validation" || slices.Contains(p.Allowed, "*") || slices.Contains(p.Allowed, ext.Name) {
+		return nil
+	}
+	return revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s) holds key material and xDS runs without mutual TLS, so legate does not serve it: "+
+		"%s, or allow it over plaintext with --xds-insecure-secrets %s", ext.Name, ext.Ref, ext.Source, cmp.Or(p.MutualTLS, "serve xDS over mutual TLS"), ext.Name))
 }
 
 // RefDir is the directory of ext relative to a Files Dir. Anything but NAME or
@@ -71,15 +91,6 @@ func RefDir(ext render.ExternalSecret) (string, error) {
 	return path.Join(segs...), nil
 }
 
-// keyMaterialRefused says why secret ext may not be served, or returns nil.
-func (f Files) keyMaterialRefused(ext render.ExternalSecret) error {
-	if !f.Plaintext || ext.Kind == "validation" || slices.Contains(f.PlaintextOK, "*") || slices.Contains(f.PlaintextOK, ext.Name) {
-		return nil
-	}
-	return revisions.NotReady(fmt.Errorf("secret %q (ref %q, %s) holds key material and xDS runs without mutual TLS, so legate does not serve it: "+
-		"set --xds-client-ca (legate pki init), or allow it over plaintext with --xds-insecure-secrets %s", ext.Name, ext.Ref, ext.Source, ext.Name))
-}
-
 // Resolve implements Resolver.
 func (f Files) Resolve(ext render.ExternalSecret) (render.Resource, error) {
 	if f.Dir == "" {
@@ -90,7 +101,7 @@ func (f Files) Resolve(ext render.ExternalSecret) (render.Resource, error) {
 	if err != nil {
 		return render.Resource{}, err
 	}
-	if err := f.keyMaterialRefused(ext); err != nil {
+	if err := f.Refused(ext); err != nil {
 		return render.Resource{}, err
 	}
 	root, err := os.OpenRoot(f.Dir)

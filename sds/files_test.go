@@ -271,12 +271,12 @@ func TestKeyMaterialRefusedOnlyOverPlaintext(t *testing.T) {
 	tlsSecret := render.ExternalSecret{Name: "edge-cert", Ref: "edge-cert", Kind: "tls"}
 	opaque := render.ExternalSecret{Name: "token", Ref: "tokens", Key: "t", Kind: "opaque"}
 	ca := render.ExternalSecret{Name: "ca", Ref: "ca", Kind: "validation"}
-	plain := Files{Plaintext: true}
-	assert.ErrorIs(t, plain.keyMaterialRefused(tlsSecret), revisions.ErrNotReady)
-	assert.ErrorIs(t, plain.keyMaterialRefused(opaque), revisions.ErrNotReady)
-	assert.NoError(t, plain.keyMaterialRefused(ca), "a CA bundle is public")
-	assert.NoError(t, Files{Plaintext: true, PlaintextOK: []string{"edge-cert"}}.keyMaterialRefused(tlsSecret))
-	assert.Error(t, Files{Plaintext: true, PlaintextOK: []string{"edge-cert"}}.keyMaterialRefused(opaque))
-	assert.NoError(t, Files{Plaintext: true, PlaintextOK: []string{"*"}}.keyMaterialRefused(opaque))
-	assert.NoError(t, Files{}.keyMaterialRefused(tlsSecret), "mutual TLS serves keys")
+	plain := Plaintext{Insecure: true}
+	assert.ErrorIs(t, plain.Refused(tlsSecret), revisions.ErrNotReady)
+	assert.ErrorIs(t, plain.Refused(opaque), revisions.ErrNotReady)
+	assert.NoError(t, plain.Refused(ca), "a CA bundle is public")
+	assert.NoError(t, Plaintext{Insecure: true, Allowed: []string{"edge-cert"}}.Refused(tlsSecret))
+	assert.Error(t, Plaintext{Insecure: true, Allowed: []string{"edge-cert"}}.Refused(opaque))
+	assert.NoError(t, Plaintext{Insecure: true, Allowed: []string{"*"}}.Refused(opaque))
+	assert.NoError(t, Plaintext{}.Refused(tlsSecret), "mutual TLS serves keys")
 }

@@ -67,6 +67,27 @@ func NewServer(resolver Resolver, set func(node string, snap xds.Snapshot) error
 	}
 }
 
+// References reports whether a served or warm configuration refers to the
+// secret ref (as resolved: NAMESPACE/NAME on Kubernetes), so that a home
+// refreshes only for the secrets it serves.
+func (s *Server) References(ref string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ext := range s.read {
+		if ext.Ref == ref {
+			return true
+		}
+	}
+	for _, sp := range s.served {
+		for _, ext := range sp.pub.ExternalSecrets {
+			if ext.Ref == ref {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // Warm reads the secrets of a render before it is applied, so that the
 // engine's Publish finds them read. Call it outside any lock.
 func (s *Server) Warm(exts []render.ExternalSecret) {

@@ -145,9 +145,12 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		return nil, err
 	}
 	s.secrets = sds.NewServer(sds.Files{
-		Dir:         cfg.SecretsDir,
-		Plaintext:   cfg.XDSTLS == nil || cfg.XDSTLS.ClientCAFile == "",
-		PlaintextOK: cfg.XDSInsecureSecrets,
+		Dir: cfg.SecretsDir,
+		Plaintext: sds.Plaintext{
+			Insecure:  cfg.XDSTLS == nil || cfg.XDSTLS.ClientCAFile == "",
+			Allowed:   cfg.XDSInsecureSecrets,
+			MutualTLS: "set --xds-client-ca (legate pki init)",
+		},
 	}, s.xds.SetSnapshot, log.WithName("secrets"))
 	s.engine, err = revisions.New(revisions.Options{
 		Store:      s.store,

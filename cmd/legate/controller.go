@@ -30,6 +30,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 func newControllerCommand() *cobra.Command {
+	var insecureSecrets []string
 	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir, logLevel, logFormat string
 	cmd := &cobra.Command{
 		Use: "controller",
@@ -71,7 +72,8 @@ then xDS listens on loopback only.`,
 			ctl, err := controller.New(controller.Options{
 				Config: cfg, Namespace: namespace, WatchNamespace: watchNamespace, XDSAddr: xdsAddr,
 				HTTPAddr: httpAddr, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,
-				Render: newPolicyRenderOptions(), Log: log,
+				XDSInsecureSecrets: insecureSecrets,
+				Render:             newPolicyRenderOptions(), Log: log,
 			})
 			if err != nil {
 				return err
@@ -94,6 +96,7 @@ then xDS listens on loopback only.`,
 	fl.StringVar(&httpAddr, "http-addr", controller.DefaultHTTPAddr, `address of the read-only status page, JSON API and /metrics ("0": off)`)
 	fl.StringVar(&probeAddr, "probe-addr", "0", `address of /healthz and /readyz for the kubelet, nothing else ("0": off)`)
 	fl.StringVar(&stateDir, "state-dir", "", "directory of the Git clones EnvoySources follow, a cache (default: $TMPDIR/legate-controller)")
+	fl.StringSliceVar(&insecureSecrets, "xds-insecure-secrets", nil, `secrets (by their SDS name; "*": all) whose key material is served over plaintext xDS; by default none is, and a revision that needs one waits`)
 	fl.StringVar(&policyDir, "policy-dir", "", "directory of CUE policies (*.cue) every configuration obeys, besides the ConfigMaps of --namespace labelled "+controller.PolicyLabel)
 	fl.StringVar(&logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
 	fl.StringVar(&logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", "))

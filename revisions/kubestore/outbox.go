@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"slices"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -25,8 +27,11 @@ const (
 	// down long enough to fill it gets newer statuses refused with an
 	// error, never silently dropped.
 	MaxOutboxEntries = 500
-	// outboxAttempts bounds the retries of a write that met another.
-	outboxAttempts = 8
+	// outboxAttempts bounds the retries of a write that met another; each
+	// waits a random time up to outboxBackoff × the attempt number, so
+	// that racing writers fall out of step.
+	outboxAttempts = 32
+	outboxBackoff  = 5 * time.Millisecond
 )
 
 var _ revisions.Outbox = Store{}
@@ -108,7 +113,14 @@ func (s Store) readOutbox(ctx context.Context) (*corev1.ConfigMap, outboxState, 
 // modifyOutbox applies change to the stored state, again on a fresh read
 // when another writer got there first.
 func (s Store) modifyOutbox(ctx context.Context, change func(*outboxState) error) error {
-	for range outboxAttempts {
+	for attempt := range outboxAttempts {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(rand.N(outboxBackoff * time.Duration(attempt))):
+			}
+		}
 		cm, st, err := s.readOutbox(ctx)
 		if err != nil {
 			return err

@@ -32,6 +32,8 @@ type Resolver struct {
 	Client client.Reader
 	// Namespace of refs that name none.
 	Namespace string
+	// Plaintext keeps key material off xDS without mutual TLS.
+	sds.Plaintext
 }
 
 // Resolve implements sds.Resolver. A Secret that does not exist (yet), or
@@ -43,6 +45,9 @@ func (r Resolver) Resolve(ext render.ExternalSecret) (render.Resource, error) {
 	}
 	if ns == "" || name == "" || strings.Contains(name, "/") {
 		return render.Resource{}, fmt.Errorf("secret %q (%s): ref %q must be NAME or NAMESPACE/NAME", ext.Name, ext.Source, ext.Ref)
+	}
+	if err := r.Refused(ext); err != nil {
+		return render.Resource{}, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), readTimeout)
 	defer cancel()

@@ -70,11 +70,20 @@ func start(t *testing.T, cfg *rest.Config) *controller.Controller {
 // namespace only ("" for every namespace).
 func startWatching(t *testing.T, cfg *rest.Config, namespace string) *controller.Controller {
 	t.Helper()
+	return startWith(t, cfg, func(o *controller.Options) { o.WatchNamespace = namespace })
+}
+
+// startWith runs a controller with the tests' options as change leaves
+// them.
+func startWith(t *testing.T, cfg *rest.Config, change func(*controller.Options)) *controller.Controller {
+	t.Helper()
 	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
-	ctl, err := controller.New(controller.Options{
+	opts := controller.Options{
 		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
-		WatchNamespace: namespace, Render: renderOptions, Log: logr.Discard(),
-	})
+		Render: renderOptions, Log: logr.Discard(),
+	}
+	change(&opts)
+	ctl, err := controller.New(opts)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -92,15 +101,22 @@ func startWatching(t *testing.T, cfg *rest.Config, namespace string) *controller
 }
 
 // sample is config/samples/envoyconfig.yaml without its TLS secret (no
-// Secret exists in this test).
+// Secret exists in most tests).
 func sample(t *testing.T) *v1alpha1.EnvoyConfig {
+	t.Helper()
+	ec := sampleFull(t)
+	ec.Spec.Resources = ec.Spec.Resources[:2]
+	return ec
+}
+
+// sampleFull is config/samples/envoyconfig.yaml as it is.
+func sampleFull(t *testing.T) *v1alpha1.EnvoyConfig {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "envoyconfig.yaml"))
 	require.NoError(t, err)
 	var ec v1alpha1.EnvoyConfig
 	require.NoError(t, yaml.UnmarshalStrict(data, &ec))
 	ec.Namespace = "default"
-	ec.Spec.Resources = ec.Spec.Resources[:2]
 	return &ec
 }
 
