@@ -92,6 +92,14 @@ func (c *Controller) reconcileSource(ctx context.Context, req ctrl.Request) (ctr
 
 	var st *pipeline.Status
 	res, reason, err := c.fetchSource(ctx, &es, name)
+	// The reporter is in place before the pipeline runs: the outcomes of
+	// this pass (published, then answered, possibly within milliseconds)
+	// get their statuses.
+	if es.Spec.CommitStatus == nil || es.Spec.Git != nil || res != nil {
+		if err := c.configureStatuses(&es, name, repositoryOf(&es, res)); err != nil {
+			c.recorder.Eventf(&es, nil, corev1.EventTypeWarning, "CommitStatusMisconfigured", "Reconcile", "%s", err.Error())
+		}
+	}
 	if err == nil {
 		sync := c.pipeline.Sync(ctx, name, res)
 		st = &sync
@@ -101,11 +109,6 @@ func (c *Controller) reconcileSource(ctx context.Context, req ctrl.Request) (ctr
 		s.Diagnostics = diagnosticsOf(sync, res.Origin.Path)
 		if es.Spec.SourceRef != nil {
 			s.ArtifactDigest = res.Origin.Digest
-		}
-	}
-	if es.Spec.CommitStatus == nil || es.Spec.Git != nil || res != nil {
-		if err := c.configureStatuses(&es, name, repositoryOf(&es, res)); err != nil {
-			c.recorder.Eventf(&es, nil, corev1.EventTypeWarning, "CommitStatusMisconfigured", "Reconcile", "%s", err.Error())
 		}
 	}
 	var verdicts []nodeVerdict

@@ -96,20 +96,19 @@ const DefaultMaxRevisionBytes = 64 << 20
 
 // checkSize refuses a configuration larger than the store can hold.
 func (e *Engine) checkSize(node string, cfg *render.NodeConfig) error {
-	limit := DefaultMaxRevisionBytes
+	size, limit := EncodedSize(cfg), DefaultMaxRevisionBytes
 	if l, ok := e.store.(SizeLimit); ok {
-		limit = l.MaxRevisionBytes()
+		size, limit = l.RevisionSize(cfg)
 	}
-	size := encodedSize(cfg)
 	if size > limit {
 		return fmt.Errorf("the configuration of node %q takes %d bytes encoded; the revision store holds at most %d per revision: split the node's configuration or shrink it", node, size, limit)
 	}
 	return nil
 }
 
-// encodedSize estimates, from above, the size of cfg as a store encodes
+// EncodedSize estimates, from above, the size of cfg as a store encodes
 // it (JSON, bodies in base64), without encoding it.
-func encodedSize(cfg *render.NodeConfig) int {
+func EncodedSize(cfg *render.NodeConfig) int {
 	const overhead = 96 // field names, quotes, position numbers
 	size := overhead + len(cfg.NodeID) + len(cfg.Hash)
 	for url, set := range cfg.Types {

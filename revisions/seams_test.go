@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/boltstore"
 )
@@ -117,7 +118,9 @@ func (c *countingStore) Commit(ctx context.Context, u revisions.Update) error {
 	return c.Store.Commit(ctx, u)
 }
 
-func (c *countingStore) MaxRevisionBytes() int { return c.limit }
+func (c *countingStore) RevisionSize(cfg *render.NodeConfig) (size, limit int) {
+	return revisions.EncodedSize(cfg), c.limit
+}
 
 func (c *countingStore) last() revisions.Update {
 	c.mu.Lock()

@@ -17,6 +17,11 @@ type EnvoyConfigRevisionSpec struct {
 	// Resources are the rendered resources, by type URL.
 	// +optional
 	Resources []RevisionResources `json:"resources,omitempty"`
+	// CompressedResources holds the resources instead, as gzip-compressed
+	// JSON of the same list, when they would not fit in an object as
+	// they are (a configuration of many thousand routes).
+	// +optional
+	CompressedResources []byte `json:"compressedResources,omitempty"`
 	// ExternalSecrets name the secrets whose key material the home
 	// supplies when the revision is served.
 	// +optional

@@ -175,6 +175,11 @@ func (in *EnvoyConfigRevisionSpec) DeepCopyInto(out *EnvoyConfigRevisionSpec) {
 			(*in)[i].DeepCopyInto(&(*out)[i])
 		}
 	}
+	if in.CompressedResources != nil {
+		in, out := &in.CompressedResources, &out.CompressedResources
+		*out = make([]byte, len(*in))
+		copy(*out, *in)
+	}
 	if in.ExternalSecrets != nil {
 		in, out := &in.ExternalSecrets, &out.ExternalSecrets
 		*out = make([]RevisionExternalSecret, len(*in))

@@ -23,6 +23,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	bolterrors "go.etcd.io/bbolt/errors"
 
+	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 )
 
@@ -289,8 +290,10 @@ func checkRevision(tx *bolt.Tx, rec revisions.NodeRecord) error {
 	return b.Put([]byte(rec.Node), u64(rec.Revision))
 }
 
-// MaxRevisionBytes implements revisions.SizeLimit.
-func (s *Store) MaxRevisionBytes() int { return MaxRevisionBytes }
+// RevisionSize implements revisions.SizeLimit.
+func (s *Store) RevisionSize(cfg *render.NodeConfig) (size, limit int) {
+	return revisions.EncodedSize(cfg), MaxRevisionBytes
+}
 
 // OutboxPut queues value under key, replacing an entry with the same key.
 func (s *Store) OutboxPut(_ context.Context, key string, value []byte) (uint64, error) {

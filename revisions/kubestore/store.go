@@ -11,12 +11,18 @@
 package kubestore
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"maps"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -41,6 +47,15 @@ const (
 // limit of about 1.5 MiB per object, with room for its metadata and status.
 const MaxRevisionBytes = 1_400_000
 
+// compressAbove is the encoded size past which a revision's resources are
+// stored gzip-compressed (spec.compressedResources): below it they stay
+// readable with kubectl.
+const compressAbove = 512 << 10
+
+// maxUncompressed bounds what a compressed revision may expand to when it
+// is read back (a revision object written by someone else is input too).
+const maxUncompressed = 256 << 20
+
 // Store keeps revisions in the API server. Client must read what it wrote
 // (a direct client, not a lagging cache) for Commit's checks.
 type Store struct {
@@ -53,8 +68,63 @@ var (
 	_ revisions.SizeLimit = Store{}
 )
 
-// MaxRevisionBytes implements revisions.SizeLimit.
-func (Store) MaxRevisionBytes() int { return MaxRevisionBytes }
+// RevisionSize implements revisions.SizeLimit: the size of the object's
+// content as it is stored, compressed when large.
+func (Store) RevisionSize(cfg *render.NodeConfig) (size, limit int) {
+	size = revisions.EncodedSize(cfg)
+	if size > compressAbove {
+		if packed, err := compress(resourcesOf(cfg)); err == nil {
+			size = base64.StdEncoding.EncodedLen(len(packed)) + revisions.EncodedSize(&render.NodeConfig{NodeID: cfg.NodeID, Hash: cfg.Hash, ExternalSecrets: cfg.ExternalSecrets})
+		}
+	}
+	return size, MaxRevisionBytes
+}
+
+// resourcesOf is cfg's resources in the object's form, sorted by type.
+func resourcesOf(cfg *render.NodeConfig) []v1alpha1.RevisionResources {
+	out := make([]v1alpha1.RevisionResources, 0, len(cfg.Types))
+	for _, url := range slices.Sorted(maps.Keys(cfg.Types)) {
+		set := cfg.Types[url]
+		rs := v1alpha1.RevisionResources{TypeURL: url, Hash: set.Hash, Resources: make([]v1alpha1.RevisionResource, 0, len(set.Resources))}
+		for _, res := range set.Resources {
+			rs.Resources = append(rs.Resources, v1alpha1.RevisionResource{Name: res.Name, Body: res.Body, Source: position(res.Source)})
+		}
+		out = append(out, rs)
+	}
+	return out
+}
+
+func compress(rs []v1alpha1.RevisionResources) ([]byte, error) {
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	if err := json.NewEncoder(zw).Encode(rs); err != nil {
+		return nil, err
+	}
+	if err := zw.Close(); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// decompress reads spec.compressedResources, within maxUncompressed.
+func decompress(data []byte) ([]v1alpha1.RevisionResources, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	raw, err := io.ReadAll(io.LimitReader(zr, maxUncompressed+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(raw) > maxUncompressed {
+		return nil, fmt.Errorf("expands past %d bytes", maxUncompressed)
+	}
+	var rs []v1alpha1.RevisionResources
+	if err := json.Unmarshal(raw, &rs); err != nil {
+		return nil, err
+	}
+	return rs, nil
+}
 
 // nodeHash names a node's objects.
 func nodeHash(node string) string {
@@ -96,7 +166,11 @@ func (s Store) Load(ctx context.Context) ([]revisions.NodeData, error) {
 			return nil, fmt.Errorf("list revisions of node %q: %w", d.Record.Node, err)
 		}
 		for i := range revs.Items {
-			d.Revisions = append(d.Revisions, fromObject(&revs.Items[i]))
+			rev, err := fromObject(&revs.Items[i])
+			if err != nil {
+				return nil, err
+			}
+			d.Revisions = append(d.Revisions, rev)
 		}
 		out = append(out, d)
 	}
@@ -233,12 +307,11 @@ func toObject(r *revisions.Revision, namespace string) *v1alpha1.EnvoyConfigRevi
 			NodeID: r.Node, Hash: r.Hash, EnvoyAPI: &v3, CreatedAt: metav1.NewTime(r.CreatedAt),
 		},
 	}
-	for url, set := range r.Config.Types {
-		rs := v1alpha1.RevisionResources{TypeURL: url, Hash: set.Hash, Resources: make([]v1alpha1.RevisionResource, 0, len(set.Resources))}
-		for _, res := range set.Resources {
-			rs.Resources = append(rs.Resources, v1alpha1.RevisionResource{Name: res.Name, Body: res.Body, Source: position(res.Source)})
+	obj.Spec.Resources = resourcesOf(r.Config)
+	if revisions.EncodedSize(r.Config) > compressAbove {
+		if packed, err := compress(obj.Spec.Resources); err == nil {
+			obj.Spec.Resources, obj.Spec.CompressedResources = nil, packed
 		}
-		obj.Spec.Resources = append(obj.Spec.Resources, rs)
 	}
 	for _, x := range r.Config.ExternalSecrets {
 		obj.Spec.ExternalSecrets = append(obj.Spec.ExternalSecrets, v1alpha1.RevisionExternalSecret{
@@ -269,9 +342,16 @@ func statusOf(st revisions.RevisionState) v1alpha1.EnvoyConfigRevisionStatus {
 }
 
 // fromObject is the revision an EnvoyConfigRevision holds.
-func fromObject(obj *v1alpha1.EnvoyConfigRevision) *revisions.Revision {
-	cfg := &render.NodeConfig{NodeID: obj.Spec.NodeID, Hash: obj.Spec.Hash, Types: make(map[string]render.TypeSet, len(obj.Spec.Resources))}
-	for _, rs := range obj.Spec.Resources {
+func fromObject(obj *v1alpha1.EnvoyConfigRevision) (*revisions.Revision, error) {
+	resources := obj.Spec.Resources
+	if obj.Spec.CompressedResources != nil {
+		var err error
+		if resources, err = decompress(obj.Spec.CompressedResources); err != nil {
+			return nil, fmt.Errorf("EnvoyConfigRevision %s/%s: spec.compressedResources: %w", obj.Namespace, obj.Name, err)
+		}
+	}
+	cfg := &render.NodeConfig{NodeID: obj.Spec.NodeID, Hash: obj.Spec.Hash, Types: make(map[string]render.TypeSet, len(resources))}
+	for _, rs := range resources {
 		set := render.TypeSet{Hash: rs.Hash, Resources: make([]render.Resource, 0, len(rs.Resources))}
 		for _, r := range rs.Resources {
 			set.Resources = append(set.Resources, render.Resource{Name: r.Name, Body: r.Body, Source: renderPosition(r.Source)})
@@ -298,5 +378,5 @@ func fromObject(obj *v1alpha1.EnvoyConfigRevision) *revisions.Revision {
 			r.Taint.Proxies = append(r.Taint.Proxies, revisions.ProxyRejection{Proxy: p.Proxy, Error: p.Error})
 		}
 	}
-	return r
+	return r, nil
 }

@@ -2,6 +2,7 @@ package kubestore_test
 
 import (
 	"context"
+	cryptorand "crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
@@ -9,6 +10,12 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	endpointv3 "github.com/envoyproxy/go-control-plane/envoy/config/endpoint/v3"
+	routev3 "github.com/envoyproxy/go-control-plane/envoy/config/route/v3"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -28,6 +35,8 @@ import (
 const (
 	node = "edge.example/one" // not a valid object name on purpose
 	cds  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	eds  = "type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment"
+	rds  = "type.googleapis.com/envoy.config.route.v3.RouteConfiguration"
 )
 
 type recorder struct {
@@ -170,10 +179,74 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 func TestRevisionsLargerThanAnObjectAreRefused(t *testing.T) {
 	c := newClient(t)
 	e, pub := start(t, c)
-	err := e.Apply(context.Background(), node, config(strings.Repeat("x", kubestore.MaxRevisionBytes)), origin("sha1"))
+	noise := make([]byte, kubestore.MaxRevisionBytes) // random: compression does not help
+	_, _ = cryptorand.Read(noise)
+	err := e.Apply(context.Background(), node, config(string(noise)), origin("sha1"))
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "at most 1400000")
 	assert.Empty(t, pub.pubs)
+}
+
+// tenThousandRoutes is a node with one route configuration of n routes,
+// and n EDS clusters with their load assignments, each in its protobuf
+// wire form.
+func tenThousandRoutes(t *testing.T, n int) *render.NodeConfig {
+	t.Helper()
+	rc := &routev3.RouteConfiguration{Name: "routes", VirtualHosts: []*routev3.VirtualHost{{Name: "all", Domains: []string{"*"}}}}
+	nc := &render.NodeConfig{NodeID: node, Types: map[string]render.TypeSet{}}
+	add := func(url, name string, m proto.Message) {
+		body, err := proto.MarshalOptions{Deterministic: true}.Marshal(m)
+		require.NoError(t, err)
+		set := nc.Types[url]
+		set.Resources = append(set.Resources, render.Resource{Name: name, Body: body, Source: render.Position{File: "envoy/big.yaml", Line: len(set.Resources) + 1}})
+		nc.Types[url] = set
+	}
+	for i := range n {
+		svc := fmt.Sprintf("svc-%05d", i)
+		rc.VirtualHosts[0].Routes = append(rc.VirtualHosts[0].Routes, &routev3.Route{
+			Match:  &routev3.RouteMatch{PathSpecifier: &routev3.RouteMatch_Prefix{Prefix: "/" + svc + "/"}},
+			Action: &routev3.Route_Route{Route: &routev3.RouteAction{ClusterSpecifier: &routev3.RouteAction_Cluster{Cluster: svc}}},
+		})
+		add(cds, svc, &clusterv3.Cluster{Name: svc, ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_EDS}})
+		add(eds, svc, &endpointv3.ClusterLoadAssignment{ClusterName: svc, Endpoints: []*endpointv3.LocalityLbEndpoints{{LbEndpoints: []*endpointv3.LbEndpoint{{
+			HostIdentifier: &endpointv3.LbEndpoint_Endpoint{Endpoint: &endpointv3.Endpoint{Address: &corev3.Address{Address: &corev3.Address_SocketAddress{
+				SocketAddress: &corev3.SocketAddress{Address: fmt.Sprintf("10.%d.%d.%d", i>>16, (i>>8)&255, i&255), PortSpecifier: &corev3.SocketAddress_PortValue{PortValue: 8080}},
+			}}}},
+		}}}}})
+	}
+	add(rds, "routes", rc)
+	for url, set := range nc.Types {
+		set.Hash = render.HashResources(set.Resources)
+		nc.Types[url] = set
+	}
+	nc.Hash = render.HashNode(nc)
+	return nc
+}
+
+// A configuration of 10 000 routes, clusters and load assignments is more
+// than an object holds as it is; the store compresses it, and a restarted
+// engine serves it again from the object.
+func TestTenThousandRoutesFitOneRevision(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	e, _ := start(t, c)
+	big := tenThousandRoutes(t, 10000)
+	size, limit := kubestore.Store{}.RevisionSize(big)
+	t.Logf("10 000 routes: %d bytes as they are, %d bytes stored, limit %d", revisions.EncodedSize(big), size, limit)
+	require.Greater(t, revisions.EncodedSize(big), kubestore.MaxRevisionBytes, "the test needs a configuration past the plain limit")
+	require.NoError(t, e.Apply(ctx, node, big, origin("sha-big")))
+
+	var obj v1alpha1.EnvoyConfigRevision
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: kubestore.RevisionName(node, big.Hash)}, &obj))
+	assert.Empty(t, obj.Spec.Resources)
+	assert.NotEmpty(t, obj.Spec.CompressedResources)
+
+	e2, pub2 := start(t, c)
+	n, ok := e2.Node(node)
+	require.True(t, ok)
+	assert.Equal(t, big.Hash, n.Published.Hash)
+	assert.Equal(t, big.Types[rds].Resources, pub2.last().Types[rds].Resources, "the restored content is the content applied")
+	assert.Len(t, pub2.last().Types[eds].Resources, 10000)
 }
 
 // The outbox of undelivered commit statuses lives in the API server, so
