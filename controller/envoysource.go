@@ -42,8 +42,10 @@ const (
 	// fetchRetry is the wait after a failed fetch when the interval is
 	// longer.
 	fetchRetry = 30 * time.Second
-	// maxDiagnostics is how many diagnostics a status lists.
-	maxDiagnostics = 10
+	// maxDiagnostics is how many diagnostics a status lists, and
+	// maxDiagnosticText the longest each may be.
+	maxDiagnostics    = 10
+	maxDiagnosticText = 1024
 )
 
 // sourceKey is the pipeline's name of an EnvoySource.
@@ -312,7 +314,7 @@ func diagnosticsOf(st pipeline.Status, dir string) []string {
 			break
 		}
 		d.Pos = d.Pos.InDir(dir)
-		out = append(out, d.String())
+		out = append(out, bounded(d.String(), maxDiagnosticText))
 	}
 	if extra := st.DiagnosticCount - len(out); extra > 0 && len(out) == maxDiagnostics {
 		out = append(out, fmt.Sprintf("and %d more", extra))
@@ -320,7 +322,7 @@ func diagnosticsOf(st pipeline.Status, dir string) []string {
 	if !st.Invalid {
 		for _, p := range st.Problems() {
 			if len(out) < maxDiagnostics {
-				out = append(out, p)
+				out = append(out, bounded(p, maxDiagnosticText))
 			}
 		}
 	}

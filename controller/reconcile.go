@@ -125,7 +125,7 @@ func (c *Controller) status(ec *v1alpha1.EnvoyConfig, st pipeline.Status, node r
 			Ref:     corev1.ObjectReference{Kind: "EnvoyConfigRevision", APIVersion: v1alpha1.GroupVersion.String(), Namespace: c.opts.Namespace, Name: kubestore.RevisionName(node.NodeID, h.Hash)},
 		})
 	}
-	s.DesiredVersion, s.PublishedVersion, s.CacheState, s.Rejection, s.Commit = nil, nil, nil, v.rejection(), ""
+	s.DesiredVersion, s.PublishedVersion, s.CacheState, s.Rejection, s.Commit = nil, nil, nil, bounded(v.rejection(), maxConditionMessage), ""
 	if v.desired != nil {
 		s.DesiredVersion = ptr(revisions.Short(v.desired.Hash))
 	}

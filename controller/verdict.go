@@ -3,6 +3,7 @@ package controller
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -158,8 +159,27 @@ func servedMessage(verdicts []nodeVerdict) string {
 
 func (r readiness) set(conds *[]metav1.Condition) {
 	for _, c := range []metav1.Condition{r.ready, r.reconciling, r.stalled} {
+		c.Message = bounded(c.Message, maxConditionMessage)
 		meta.SetStatusCondition(conds, c)
 	}
+}
+
+// maxConditionMessage keeps a condition's message well under the API
+// server's limit (32 768), so that a source with many failing nodes still
+// gets its status written.
+const maxConditionMessage = 4096
+
+// bounded cuts s to at most n bytes, on a rune boundary, saying it did.
+func bounded(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	const more = " …(cut)"
+	cut := n - len(more)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + more
 }
 
 // maxEventNote is the longest note an events.k8s.io Event takes.
@@ -186,9 +206,5 @@ func eventOf(was, now *metav1.Condition) (kind, reason, note string, ok bool) {
 	default: // progress: the outcome gets its own event
 		return "", "", "", false
 	}
-	note = now.Message
-	if len(note) > maxEventNote {
-		note = note[:maxEventNote-3] + "..."
-	}
-	return kind, reason, note, true
+	return kind, reason, bounded(now.Message, maxEventNote), true
 }
