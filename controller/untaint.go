@@ -29,7 +29,7 @@ func (c *Controller) watchUntaints(skipNameValidation bool) error {
 		return ok && obj.GetNamespace() == c.opts.Namespace
 	})
 	err := ctrl.NewControllerManagedBy(c.mgr).Named("untaint").
-		For(&v1alpha1.EnvoyConfigRevision{}, builder.WithPredicates(asked)).
+		For(&v1alpha1.EnvoyConfigRevision{}, builder.WithPredicates(asked), builder.OnlyMetadata). // no revision content in the cache
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
 		Complete(reconcile.Func(c.reconcileUntaint))
 	if err != nil {
