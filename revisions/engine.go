@@ -492,12 +492,3 @@ func (e *Engine) setState(n *nodeState, s State) {
 	n.state = s
 	e.metrics.setState(n.rec.Node, s)
 }
-
-// publication builds what the Publisher receives.
-func publication(cfg *render.NodeConfig, version string, types map[string]TypeVersion) Publication {
-	p := Publication{Version: version, Types: make(map[string]PublishedType, len(types)), ExternalSecrets: cfg.ExternalSecrets}
-	for url, tv := range types {
-		p.Types[url] = PublishedType{Version: tv.Version, Resources: cfg.Types[url].Resources}
-	}
-	return p
-}
