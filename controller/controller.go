@@ -41,6 +41,7 @@ import (
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sds"
+	"github.com/legate-dev/legate/sds/kubeendpoints"
 	"github.com/legate-dev/legate/sds/kubesecrets"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/xds"
@@ -165,6 +166,9 @@ func New(opts Options) (*Controller, error) {
 	// The only ConfigMaps cached are the policy ones (the store reads its
 	// own directly).
 	mopts.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: policyLabel}}
+	// The cache holds EndpointSlices in full (their endpoints are read on
+	// every change) and no object's managed fields.
+	mopts.Cache.DefaultTransform = cache.TransformStripManagedFields()
 	if opts.WatchNamespace != "" {
 		// the watched namespace, and the controller's own for its revisions
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.WatchNamespace: {}, opts.Namespace: {}}
@@ -203,7 +207,8 @@ func New(opts Options) (*Controller, error) {
 	c.secrets = sds.NewServer(kubesecrets.Resolver{Client: mgr.GetAPIReader(), Plaintext: sds.Plaintext{
 		Insecure: true, Allowed: opts.XDSInsecureSecrets,
 		MutualTLS: "the controller serves xDS over mutual TLS once that is built; until then keep it to loopback",
-	}}, c.xds.SetSnapshot, opts.Log.WithName("secrets"))
+	}}, c.xds.SetSnapshot, opts.Log.WithName("secrets")).
+		WithEndpoints(kubeendpoints.Resolver{Cache: mgr.GetCache(), Direct: mgr.GetAPIReader()})
 	store := kubestore.Store{Client: direct, Namespace: opts.Namespace}
 	if c.engine, err = revisions.New(revisions.Options{
 		Store: store, Publisher: c.secrets, Log: opts.Log.WithName("revisions"),
@@ -218,8 +223,12 @@ func New(opts Options) (*Controller, error) {
 	c.engine.Subscribe(c.outcome)
 	c.engine.Subscribe(c.feedback.Observe)
 	if c.pipeline, err = pipeline.New(pipeline.Options{
-		Engine:     c.engine,
-		Render:     func(string) render.Options { return opts.Render(c.policies()) },
+		Engine: c.engine,
+		Render: func(string) render.Options {
+			o := opts.Render(c.policies())
+			o.EndpointSlices = true
+			return o
+		},
 		Scope:      secretScope,
 		Prepare:    func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
 		Rerender:   c.trigger,
@@ -245,6 +254,9 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if err := c.watchSecrets(skip); err != nil {
+		return nil, err
+	}
+	if err := c.watchEndpointSlices(skip); err != nil {
 		return nil, err
 	}
 	if c.dirPolicies, err = readPolicyDir(opts.PolicyDir); err != nil {

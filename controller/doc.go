@@ -6,8 +6,9 @@
 // publishedVersion, desiredVersion, revisions) and as Flux/kstatus
 // conditions.
 //
-// Built so far: EnvoyConfig objects. Not yet: EnvoySource and Flux
-// sources, EndpointSlices, events, leader election (issue 14, 15).
+// Built: EnvoyConfig and EnvoySource objects (git, OCI, Flux sources),
+// Secrets and EndpointSlices, conditions and events, commit statuses.
+// Not yet: leader election (issue 15).
 //
 // The package only schedules and displays: it must not render, decide
 // publication or taint, or re-implement a pipeline step.

@@ -5,9 +5,13 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	discoveryv1 "k8s.io/api/discovery/v1"
+	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
@@ -27,6 +31,30 @@ func (c *Controller) watchSecrets(skipNameValidation bool) error {
 		}))
 	if err != nil {
 		return fmt.Errorf("secret reconciler: %w", err)
+	}
+	return nil
+}
+
+// watchEndpointSlices registers the reconciler that pushes new endpoints
+// when an EndpointSlice of a namespace that a served configuration builds
+// endpoints from changes: as a new version of the load assignments only,
+// no new revision. Events are keyed by namespace, so that a burst of
+// slice updates (a rollout) coalesces into few refreshes.
+func (c *Controller) watchEndpointSlices(skipNameValidation bool) error {
+	byNamespace := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: o.GetNamespace()}}}
+	})
+	err := ctrl.NewControllerManagedBy(c.mgr).Named("endpointslices").
+		Watches(&discoveryv1.EndpointSlice{}, byNamespace).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
+		Complete(reconcile.Func(func(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
+			if c.secrets.ReferencesEndpoints(req.Namespace) {
+				c.secrets.RefreshEndpoints(req.Namespace)
+			}
+			return ctrl.Result{}, nil
+		}))
+	if err != nil {
+		return fmt.Errorf("EndpointSlice reconciler: %w", err)
 	}
 	return nil
 }

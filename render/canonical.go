@@ -60,6 +60,7 @@ func (r *renderer) output() map[string]*NodeConfig {
 			nc.Types[url] = TypeSet{Hash: HashResources(rs), Resources: rs}
 		}
 		slices.SortFunc(nc.ExternalSecrets, func(a, b ExternalSecret) int { return cmp.Compare(a.Name, b.Name) })
+		nc.ExternalEndpoints = r.generatedFor(node)
 		nc.Hash = HashNode(nc)
 		out[node] = nc
 	}
@@ -86,8 +87,9 @@ func HashResources(rs []Resource) string {
 }
 
 // HashNode is the content hash of a node configuration: hex SHA-256 over
-// its type URLs in order with each set's hash, and its external secrets
-// (name, ref, key, kind). The node ID and source positions do not count,
+// its type URLs in order with each set's hash, its external secrets
+// (name, ref, key, kind) and generated endpoints (cluster, namespace,
+// selector, port). The node ID and source positions do not count,
 // so equal content gives an equal hash whatever the file layout.
 func HashNode(nc *NodeConfig) string {
 	urls := make([]string, 0, len(nc.Types))
@@ -106,6 +108,13 @@ func HashNode(nc *NodeConfig) string {
 		writeField(h, []byte(s.Ref))
 		writeField(h, []byte(s.Key))
 		writeField(h, []byte(s.Kind))
+	}
+	for _, e := range nc.ExternalEndpoints {
+		writeField(h, []byte("endpoints"))
+		writeField(h, []byte(e.ClusterName))
+		writeField(h, []byte(e.Namespace))
+		writeField(h, []byte(e.Selector))
+		writeField(h, []byte(e.TargetPort))
 	}
 	return hex.EncodeToString(h.Sum(nil))
 }

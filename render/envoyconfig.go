@@ -106,20 +106,7 @@ func (r *renderer) resourceList(file string, list *yaml.Node, nodes []string, na
 				r.addf(nodePos(file, slices), RuleDocument, "generateFromEndpointSlices is only for type endpoint")
 				continue
 			}
-			// Endpoints the Kubernetes home builds from EndpointSlices.
-			cluster := scalar(mapValue(slices, "clusterName"))
-			if cluster == "" {
-				r.addf(nodePos(file, slices), RuleDocument, "generateFromEndpointSlices.clusterName is required")
-				continue
-			}
-			for _, n := range nodes {
-				r.generatedEndpoints[n+"\x00"+cluster] = true
-			}
-			if !r.opts.EndpointSlices {
-				r.warnf(nodePos(file, slices), RuleDocument,
-					"generateFromEndpointSlices is acted on only by the Kubernetes home, which builds endpoints from EndpointSlices; "+
-						"here (legate serve, legate validate) cluster %q gets no endpoints from it: list them in a resource of type endpoint", cluster)
-			}
+			r.endpointSlices(file, slices, nodes, namespace)
 		case value == nil:
 			r.addf(nodePos(file, e), RuleDocument, "resource of type %s needs a value", scalar(typeNode))
 		default:

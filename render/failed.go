@@ -132,5 +132,8 @@ func mapSources(maps map[string]func(Position) (Position, bool), nodes map[strin
 		for i := range nc.ExternalSecrets {
 			mapPosition(maps, &nc.ExternalSecrets[i].Source)
 		}
+		for i := range nc.ExternalEndpoints {
+			mapPosition(maps, &nc.ExternalEndpoints[i].Source)
+		}
 	}
 }

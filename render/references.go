@@ -126,7 +126,7 @@ func (r *renderer) references() {
 			if r.defined(n, rf.target, rf.name) {
 				continue
 			}
-			if rf.target == EndpointType && r.generatedEndpoints[n+"\x00"+rf.name] {
+			if _, gen := r.generatedEndpoints[n+"\x00"+rf.name]; gen && rf.target == EndpointType {
 				continue
 			}
 			if files := r.unparsedFor(n); len(files) > 0 {

@@ -49,8 +49,10 @@ type renderer struct {
 	src     []byte // the file being classified
 	jw      jsonWriter
 	// generatedEndpoints are node+"\x00"+cluster keys of load assignments
-	// the home builds (MARIN3R generateFromEndpointSlices).
-	generatedEndpoints map[string]bool
+	// the home builds (MARIN3R generateFromEndpointSlices), with where
+	// each is asked for; generated are those the home acts on.
+	generatedEndpoints map[string]Position
+	generated          []generated
 	refs               []ref
 	index              index
 	failed             index // resources that did not decode
@@ -86,7 +88,7 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	for _, d := range docs {
 		input += int64(len(d.Data))
 	}
-	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]bool{}, envoyConfigs: map[string]envoyConfigRef{}, settings: map[string]Settings{}, fallback: map[string][]string{}}
+	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]Position{}, envoyConfigs: map[string]envoyConfigRef{}, settings: map[string]Settings{}, fallback: map[string][]string{}}
 	r.jw.budget = newExpansionBudget(input)
 	r.deadline = time.Now().Add(opts.Timeout)
 	// Rendering fetched input must never take the process down: a panic
@@ -114,6 +116,7 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	r.names()
 	decoded := r.validate()
 	r.references()
+	r.checkGenerated()
 	for _, c := range opts.Checks {
 		r.diags = append(r.diags, c.Check(decoded)...)
 	}

@@ -65,6 +65,28 @@ type NodeConfig struct {
 	// ExternalSecrets names the SDS secrets the home must supply (Kubernetes
 	// Secrets, files); they are never part of the rendered content.
 	ExternalSecrets []ExternalSecret `json:"externalSecrets,omitempty"`
+	// ExternalEndpoints names the load assignments the home builds from
+	// Kubernetes EndpointSlices; like external secrets, they are not part
+	// of the rendered content, so an endpoint change is no new revision.
+	ExternalEndpoints []ExternalEndpoints `json:"externalEndpoints,omitempty"`
+}
+
+// ExternalEndpoints is a cluster's load assignment made from the
+// EndpointSlices a label selector picks (MARIN3R's
+// generateFromEndpointSlices).
+type ExternalEndpoints struct {
+	// ClusterName is the name of the ClusterLoadAssignment served.
+	ClusterName string `json:"clusterName"`
+	// Namespace holds the EndpointSlices; empty until the home scopes the
+	// render (the namespace of the object or source).
+	Namespace string `json:"namespace,omitempty"`
+	// Selector is the label selector in its canonical text form
+	// ("app=api,tier in (a,b)").
+	Selector string `json:"selector"`
+	// TargetPort is the name (or number) of the EndpointSlice port used;
+	// empty takes a slice's only port.
+	TargetPort string   `json:"targetPort,omitempty"`
+	Source     Position `json:"source"`
 }
 
 // ExternalSecret is a secret a configuration refers to by name whose key

@@ -801,18 +801,21 @@ func TestProxyCurrentWithoutAResponse(t *testing.T) {
 }
 
 // TestPublicationCarriesExternalSecrets checks that the home learns which
-// secrets to supply, also after a restart restores the revision from the
-// store.
+// secrets and endpoints to supply, also after a restart restores the
+// revision from the store.
 func TestPublicationCarriesExternalSecrets(t *testing.T) {
 	h := newHarness(t, revisions.Options{})
 	c := config("l1", "c1")
 	c.ExternalSecrets = []render.ExternalSecret{{Name: "edge-cert", Ref: "web/edge-cert", Kind: "tls", Source: render.Position{File: "envoy.yaml", Line: 3}}}
+	c.ExternalEndpoints = []render.ExternalEndpoints{{ClusterName: "api", Namespace: "web", Selector: "app=api", TargetPort: "http", Source: render.Position{File: "envoy.yaml", Line: 9}}}
 	c.Hash = render.HashNode(c)
 	h.apply(c, "sha1")
 	assert.Equal(t, c.ExternalSecrets, h.pub.last(t).ExternalSecrets)
+	assert.Equal(t, c.ExternalEndpoints, h.pub.last(t).ExternalEndpoints)
 
 	h.restart(revisions.Options{})
 	assert.Equal(t, c.ExternalSecrets, h.pub.last(t).ExternalSecrets, "restored from the store")
+	assert.Equal(t, c.ExternalEndpoints, h.pub.last(t).ExternalEndpoints, "restored from the store")
 }
 
 // A subscriber that reads the engine while another goroutine waits for the

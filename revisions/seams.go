@@ -120,12 +120,15 @@ func EncodedSize(cfg *render.NodeConfig) int {
 	for _, x := range cfg.ExternalSecrets {
 		size += overhead + len(x.Name) + len(x.Ref) + len(x.Key) + len(x.Kind) + len(x.Source.File)
 	}
+	for _, x := range cfg.ExternalEndpoints {
+		size += overhead + len(x.ClusterName) + len(x.Namespace) + len(x.Selector) + len(x.TargetPort) + len(x.Source.File)
+	}
 	return size
 }
 
 // publication builds what the Publisher receives.
 func publication(cfg *render.NodeConfig, version string, types map[string]TypeVersion) Publication {
-	p := Publication{Version: version, Types: make(map[string]PublishedType, len(types)), ExternalSecrets: cfg.ExternalSecrets}
+	p := Publication{Version: version, Types: make(map[string]PublishedType, len(types)), ExternalSecrets: cfg.ExternalSecrets, ExternalEndpoints: cfg.ExternalEndpoints}
 	for url, tv := range types {
 		p.Types[url] = PublishedType{Version: tv.Version, Resources: cfg.Types[url].Resources}
 	}

@@ -110,6 +110,9 @@ type Publication struct {
 	// modify). They name the secrets only; the home reads the key material
 	// when it serves the publication.
 	ExternalSecrets []render.ExternalSecret
+	// ExternalEndpoints are the load assignments the home builds
+	// (render.NodeConfig.ExternalEndpoints, shared: do not modify).
+	ExternalEndpoints []render.ExternalEndpoints
 }
 
 // PublishedType is the resource set of one type in a publication.

@@ -1,7 +1,10 @@
 // Package sds serves the key material of a configuration's external
 // secrets (TLS certificates and keys, CA bundles, opaque values that a
 // configuration names but does not hold) to the proxies over SDS, as part
-// of the node's xDS snapshot.
+// of the node's xDS snapshot, and the load assignments a configuration
+// asks the home to build from Kubernetes EndpointSlices
+// (generateFromEndpointSlices; an EndpointResolver, kubeendpoints on
+// Kubernetes), pushed as a new EDS version when the slices change.
 //
 // A Resolver reads the material of one external secret: Files reads it
 // from a directory (`legate serve --secrets-dir`); kubesecrets.Resolver

@@ -39,7 +39,8 @@ func build(f Files, exts []render.ExternalSecret) ([]render.Resource, error) {
 	s := NewServer(f, nil, logr.Discard())
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.secretsLocked(exts)
+	secrets, _, err := s.readLocked(revisions.Publication{ExternalSecrets: exts})
+	return secrets, err
 }
 
 // writeSecret writes files into <dir>/<ref>/.
@@ -193,11 +194,11 @@ func TestSecretVersionFollowsContent(t *testing.T) {
 	a := []render.Resource{{Name: "edge", Body: []byte("one")}}
 	b := []render.Resource{{Name: "edge", Body: []byte("two")}}
 
-	s1, err := Snapshot(pub, a)
+	s1, err := Snapshot(pub, a, nil)
 	require.NoError(t, err)
-	s2, err := Snapshot(pub, a)
+	s2, err := Snapshot(pub, a, nil)
 	require.NoError(t, err)
-	s3, err := Snapshot(pub, b)
+	s3, err := Snapshot(pub, b, nil)
 	require.NoError(t, err)
 	v := func(s xds.Snapshot) string { return s.Types[resourcev3.SecretType].Version }
 	assert.NotEmpty(t, v(s1))
@@ -207,12 +208,12 @@ func TestSecretVersionFollowsContent(t *testing.T) {
 	assert.Equal(t, "c1", s1.Types[resourcev3.ClusterType].Version, "other types untouched")
 	assert.Equal(t, a, s1.Types[resourcev3.SecretType].Resources)
 
-	plain, err := Snapshot(pub, nil)
+	plain, err := Snapshot(pub, nil, nil)
 	require.NoError(t, err)
 	assert.NotContains(t, plain.Types, resourcev3.SecretType, "no external secrets, no secret set")
 
 	pub.Types[resourcev3.SecretType] = revisions.PublishedType{Version: "s1", Resources: []render.Resource{{Name: "edge"}}}
-	_, err = Snapshot(pub, a)
+	_, err = Snapshot(pub, a, nil)
 	assert.ErrorContains(t, err, `secret "edge"`)
 }
 

@@ -79,13 +79,27 @@ func (sc Scope) Resolve(ref string) (string, error) {
 }
 
 // Apply resolves every external secret of a render within the scope,
-// rewriting each ref to HOME/NAME (and the node's hash with it), and
-// returns a diagnostic per reference the source may not use.
+// rewriting each ref to HOME/NAME (and the node's hash with it), places
+// generated endpoints in Home, and returns a diagnostic per reference the
+// source may not use.
 func (sc Scope) Apply(res *render.Result) []render.Diagnostic {
 	var diags []render.Diagnostic
 	for id, nc := range res.Nodes {
-		if len(nc.ExternalSecrets) == 0 {
+		if len(nc.ExternalSecrets)+len(nc.ExternalEndpoints) == 0 {
 			continue
+		}
+		for i := range nc.ExternalEndpoints {
+			ext := &nc.ExternalEndpoints[i]
+			switch ext.Namespace {
+			case "":
+				ext.Namespace = sc.Home
+			case sc.Home:
+			default:
+				diags = append(diags, render.Diagnostic{
+					Pos: ext.Source, Node: id, Type: render.EndpointType, Name: ext.ClusterName, Rule: RuleScope,
+					Message: fmt.Sprintf("endpoints of cluster %q: the EndpointSlices of namespace %q are outside what source %q may use: it reads those of %q only", ext.ClusterName, ext.Namespace, sc.Source, sc.Home),
+				})
+			}
 		}
 		for i := range nc.ExternalSecrets {
 			ext := &nc.ExternalSecrets[i]

@@ -66,3 +66,25 @@ func TestGrantShape(t *testing.T) {
 		assert.Error(t, GrantShape(bad), bad)
 	}
 }
+
+// Generated endpoints read the EndpointSlices of the source's own
+// namespace: an unnamed one is placed there (and the hash follows), another
+// is refused, grants or not.
+func TestScopePlacesEndpointsInHome(t *testing.T) {
+	nc := &render.NodeConfig{NodeID: "edge", ExternalEndpoints: []render.ExternalEndpoints{
+		{ClusterName: "api", Selector: "app=api", Source: render.Position{File: "edge.yaml", Line: 9}},
+	}}
+	nc.Hash = render.HashNode(nc)
+	before := nc.Hash
+	res := &render.Result{Nodes: map[string]*render.NodeConfig{"edge": nc}}
+	sc := Scope{Source: "envoysource/team-a/edge", Home: "team-a", Grants: []string{"shared/*"}}
+	assert.Empty(t, sc.Apply(res))
+	assert.Equal(t, "team-a", nc.ExternalEndpoints[0].Namespace)
+	assert.NotEqual(t, before, nc.Hash)
+
+	nc.ExternalEndpoints[0].Namespace = "shared"
+	diags := sc.Apply(res)
+	require.Len(t, diags, 1)
+	assert.Equal(t, `endpoints of cluster "api": the EndpointSlices of namespace "shared" are outside what source "envoysource/team-a/edge" may use: it reads those of "team-a" only`, diags[0].Message)
+	assert.Equal(t, "edge.yaml:9", diags[0].Pos.String())
+}

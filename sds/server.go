@@ -17,30 +17,63 @@ import (
 	"github.com/legate-dev/legate/xds"
 )
 
-// Server serves publications with their external secrets and pushes new
-// key material to the nodes whose publication uses it. It implements
+// Server serves publications with what they name but do not hold: the
+// key material of their external secrets, and the load assignments the
+// home builds from EndpointSlices. It pushes new material or endpoints to
+// the nodes whose publication uses them. It implements
 // revisions.Publisher; all methods are safe for concurrent use.
 type Server struct {
-	resolver Resolver
-	set      func(node string, snap xds.Snapshot) error
-	log      logr.Logger
+	resolver  Resolver
+	endpoints EndpointResolver
+	set       func(node string, snap xds.Snapshot) error
+	log       logr.Logger
 
 	// refreshMu serializes refreshes, so that a slow one and the next do
 	// not interleave their pushes.
 	refreshMu sync.Mutex
 
 	mu sync.Mutex
-	// read is what was last read of each secret referenced; kept while a
-	// served publication or a warm render refers to it.
-	read map[render.ExternalSecret]readResult
-	// served is, per node ID, the publication served and the version of
-	// its secret set.
+	// read is what was last read of each external thing referenced; kept
+	// while a served publication or a warm render refers to it.
+	read map[external]readResult
+	// served is, per node ID, the publication served and the versions of
+	// its secret and endpoint sets.
 	served map[string]served
 	// failing is, per node ID, the last refresh error logged, so that a
 	// broken file is logged once, not on every poll.
 	failing map[string]string
 	// round counts refreshes; a read records the round it was made in.
 	round uint64
+}
+
+// EndpointResolver builds the load assignment of generated endpoints
+// (render.ExternalEndpoints): a render.Resource whose Body is an encoded
+// ClusterLoadAssignment named ext.ClusterName. Its errors are faults of
+// the reference; endpoints are never waited for (no endpoint is an empty
+// assignment). It is called concurrently, also under the engine's lock,
+// so it reads from memory (an informer's cache).
+type EndpointResolver interface {
+	ResolveEndpoints(ext render.ExternalEndpoints) (render.Resource, error)
+}
+
+// external is one thing a publication names and the home supplies: a
+// secret or, when endpoints is set, a load assignment.
+type external struct {
+	secret   render.ExternalSecret
+	eps      render.ExternalEndpoints
+	endpoint bool
+}
+
+// externals are the things pub names, secrets first.
+func externals(pub revisions.Publication) []external {
+	out := make([]external, 0, len(pub.ExternalSecrets)+len(pub.ExternalEndpoints))
+	for _, x := range pub.ExternalSecrets {
+		out = append(out, external{secret: x})
+	}
+	for _, x := range pub.ExternalEndpoints {
+		out = append(out, external{eps: x, endpoint: true})
+	}
+	return out
 }
 
 type readResult struct {
@@ -54,8 +87,9 @@ type readResult struct {
 }
 
 type served struct {
-	pub     revisions.Publication
-	version string
+	pub revisions.Publication
+	// secrets and endpoints are the versions of the SDS and EDS sets.
+	secrets, endpoints string
 }
 
 // NewServer returns a Server that reads secrets through resolver and
@@ -63,26 +97,53 @@ type served struct {
 func NewServer(resolver Resolver, set func(node string, snap xds.Snapshot) error, log logr.Logger) *Server {
 	return &Server{
 		resolver: resolver, set: set, log: log,
-		read: map[render.ExternalSecret]readResult{}, served: map[string]served{}, failing: map[string]string{},
+		read: map[external]readResult{}, served: map[string]served{}, failing: map[string]string{},
 	}
+}
+
+// WithEndpoints makes the Server build generated endpoints through r (the
+// Kubernetes home); without it, a publication that names any is refused.
+// Call it before the Server is used.
+func (s *Server) WithEndpoints(r EndpointResolver) *Server {
+	s.endpoints = r
+	return s
+}
+
+// resolve reads x.
+func (s *Server) resolve(x external) (render.Resource, error) {
+	if !x.endpoint {
+		return s.resolver.Resolve(x.secret)
+	}
+	if s.endpoints == nil {
+		return render.Resource{}, fmt.Errorf("endpoints of cluster %q (%s): this home does not build endpoints from EndpointSlices", x.eps.ClusterName, x.eps.Source)
+	}
+	return s.endpoints.ResolveEndpoints(x.eps)
 }
 
 // References reports whether a served or warm configuration refers to the
 // secret ref (as resolved: NAMESPACE/NAME on Kubernetes), so that a home
 // refreshes only for the secrets it serves.
 func (s *Server) References(ref string) bool {
+	return s.refers(func(x external) bool { return !x.endpoint && x.secret.Ref == ref })
+}
+
+// ReferencesEndpoints reports whether a served configuration builds
+// endpoints from the EndpointSlices of namespace.
+func (s *Server) ReferencesEndpoints(namespace string) bool {
+	return s.refers(func(x external) bool { return x.endpoint && x.eps.Namespace == namespace })
+}
+
+func (s *Server) refers(match func(external) bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for ext := range s.read {
-		if ext.Ref == ref {
+	for x := range s.read {
+		if match(x) {
 			return true
 		}
 	}
 	for _, sp := range s.served {
-		for _, ext := range sp.pub.ExternalSecrets {
-			if ext.Ref == ref {
-				return true
-			}
+		if slices.ContainsFunc(externals(sp.pub), match) {
+			return true
 		}
 	}
 	return false
@@ -92,70 +153,79 @@ func (s *Server) References(ref string) bool {
 // engine's Publish finds them read. Call it outside any lock.
 func (s *Server) Warm(exts []render.ExternalSecret) {
 	for _, ext := range exts {
+		x := external{secret: ext}
 		s.mu.Lock()
-		_, known := s.read[ext]
+		_, known := s.read[x]
 		s.mu.Unlock()
 		if known {
 			continue
 		}
-		res, err := s.resolver.Resolve(ext)
+		res, err := s.resolve(x)
 		s.mu.Lock()
-		s.read[ext] = readResult{res: res, err: err, warm: true, round: s.round}
+		s.read[x] = readResult{res: res, err: err, warm: true, round: s.round}
 		s.mu.Unlock()
 	}
 }
 
 // Publish implements revisions.Publisher: it serves pub to node with its
-// secrets. It refuses the publication when a secret cannot be served, so
-// that no proxy gets a configuration whose secrets are missing: as
-// NotReady when material is missing (the engine waits and tries again), as
-// a fault of the revision when a ref or kind is wrong.
+// secrets and generated endpoints. It refuses the publication when a
+// secret cannot be served, so that no proxy gets a configuration whose
+// secrets are missing: as NotReady when material is missing (the engine
+// waits and tries again), as a fault of the revision when a ref or kind is
+// wrong.
 func (s *Server) Publish(node string, pub revisions.Publication) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	external, err := s.secretsLocked(pub.ExternalSecrets)
+	secrets, endpoints, err := s.readLocked(pub)
 	if err != nil {
 		return err
 	}
-	snap, err := Snapshot(pub, external)
+	snap, err := Snapshot(pub, secrets, endpoints)
 	if err != nil {
 		return err
 	}
 	if err := s.set(node, snap); err != nil {
 		return err
 	}
-	s.served[node] = served{pub: pub, version: snap.Types[resourcev3.SecretType].Version}
+	s.served[node] = servedAs(pub, snap)
 	delete(s.failing, node)
 	return nil
 }
 
-// secretsLocked returns the secrets of exts, sorted by name, from what
-// was read; a secret never read, or missing when it was, is read now.
-// Called with mu held.
-func (s *Server) secretsLocked(exts []render.ExternalSecret) ([]render.Resource, error) {
-	if len(exts) == 0 {
-		return nil, nil
-	}
-	out := make([]render.Resource, 0, len(exts))
+func servedAs(pub revisions.Publication, snap xds.Snapshot) served {
+	return served{pub: pub, secrets: snap.Types[resourcev3.SecretType].Version, endpoints: snap.Types[resourcev3.EndpointType].Version}
+}
+
+// readLocked returns the secrets and endpoints of pub, each sorted by
+// name, from what was read; what was never read, or was missing when it
+// was, is read now. Called with mu held.
+func (s *Server) readLocked(pub revisions.Publication) (secrets, endpoints []render.Resource, err error) {
 	var errs []error
-	for _, ext := range exts {
-		r, known := s.read[ext]
+	for _, x := range externals(pub) {
+		r, known := s.read[x]
 		if !known || errors.Is(r.err, revisions.ErrNotReady) {
-			r.res, r.err = s.resolver.Resolve(ext)
+			r.res, r.err = s.resolve(x)
 			r.round = s.round
-			s.read[ext] = r
+			s.read[x] = r
 		}
-		if r.err != nil {
+		switch {
+		case r.err != nil:
 			errs = append(errs, r.err)
-			continue
+		case x.endpoint:
+			endpoints = append(endpoints, r.res)
+		default:
+			secrets = append(secrets, r.res)
 		}
-		out = append(out, r.res)
 	}
 	if err := joinSecretErrors(errs); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
+	return sortedByName(secrets), sortedByName(endpoints), nil
+}
+
+func sortedByName(rs []render.Resource) []render.Resource {
+	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
+	return rs
 }
 
 // joinSecretErrors is nil, a wait (NotReady) when every secret is only
@@ -190,32 +260,47 @@ func (f configFault) Unwrap() []error {
 	return faults
 }
 
-// Refresh reads every secret a served publication uses again, outside the
-// lock that Publish takes, and serves the publications whose secrets
-// changed under a new secret version. A secret that became unreadable
-// keeps the last good one served, and is logged once.
-func (s *Server) Refresh() {
+// Refresh reads every secret and endpoint set a served publication uses
+// again, outside the lock that Publish takes, and serves the publications
+// whose secrets or endpoints changed under a new version of that type
+// only. A secret that became unreadable keeps the last good one served,
+// and is logged once.
+func (s *Server) Refresh() { s.refresh(func(external) bool { return true }) }
+
+// RefreshEndpoints is Refresh for the endpoints built from the
+// EndpointSlices of namespace only: what a home calls when one of them
+// changed, without reading any secret again.
+func (s *Server) RefreshEndpoints(namespace string) {
+	s.refresh(func(x external) bool { return x.endpoint && x.eps.Namespace == namespace })
+}
+
+// refresh reads again what match selects; the rest keeps what was read.
+func (s *Server) refresh(match func(external) bool) {
 	s.refreshMu.Lock()
 	defer s.refreshMu.Unlock()
 	s.mu.Lock()
 	s.round++
 	round := s.round
-	var exts []render.ExternalSecret
+	var xs []external
 	for _, sp := range s.served {
-		exts = append(exts, sp.pub.ExternalSecrets...)
+		for _, x := range externals(sp.pub) {
+			if match(x) {
+				xs = append(xs, x)
+			}
+		}
 	}
-	for ext, r := range s.read {
-		if r.warm {
-			exts = append(exts, ext)
+	for x, r := range s.read {
+		if r.warm && match(x) {
+			xs = append(xs, x)
 		}
 	}
 	s.mu.Unlock()
 
-	fresh := make(map[render.ExternalSecret]readResult, len(exts))
-	for _, ext := range exts {
-		if _, done := fresh[ext]; !done {
-			res, err := s.resolver.Resolve(ext)
-			fresh[ext] = readResult{res: res, err: err}
+	fresh := make(map[external]readResult, len(xs))
+	for _, x := range xs {
+		if _, done := fresh[x]; !done {
+			res, err := s.resolve(x)
+			fresh[x] = readResult{res: res, err: err}
 		}
 	}
 
@@ -223,26 +308,26 @@ func (s *Server) Refresh() {
 	defer s.mu.Unlock()
 	// What was read during this refresh (by Warm or Publish) is as new
 	// and kept; what no served publication uses any more is forgotten.
-	for ext, r := range s.read {
-		switch f, ok := fresh[ext]; {
-		case r.round >= round:
-			// read meanwhile
+	for x, r := range s.read {
+		switch f, ok := fresh[x]; {
+		case r.round >= round || !match(x):
+			// read meanwhile, or not asked for
 		case ok:
 			f.round = round
-			s.read[ext] = f
+			s.read[x] = f
 		default:
-			delete(s.read, ext)
+			delete(s.read, x)
 		}
 	}
 	s.pushLocked()
 }
 
-// pushLocked serves every publication whose secrets, as read now, differ
-// from those served. Called with mu held.
+// pushLocked serves every publication whose secrets or endpoints, as read
+// now, differ from those served. Called with mu held.
 func (s *Server) pushLocked() {
 	nodes := make([]string, 0, len(s.served))
 	for n, sp := range s.served {
-		if len(sp.pub.ExternalSecrets) > 0 {
+		if len(sp.pub.ExternalSecrets)+len(sp.pub.ExternalEndpoints) > 0 {
 			nodes = append(nodes, n)
 		}
 	}
@@ -250,7 +335,8 @@ func (s *Server) pushLocked() {
 	for _, node := range nodes {
 		sp := s.served[node]
 		snap, err := s.snapshotLocked(sp.pub)
-		if err == nil && snap.Types[resourcev3.SecretType].Version == sp.version {
+		now := servedAs(sp.pub, snap)
+		if err == nil && now.secrets == sp.secrets && now.endpoints == sp.endpoints {
 			delete(s.failing, node)
 			continue
 		}
@@ -260,66 +346,84 @@ func (s *Server) pushLocked() {
 		if err != nil {
 			if s.failing[node] != err.Error() {
 				s.failing[node] = err.Error()
-				s.log.Error(err, "secrets changed but cannot be served; the proxies keep the previous ones", "node", node)
+				s.log.Error(err, "secrets or endpoints changed but cannot be served; the proxies keep the previous ones", "node", node)
 			}
 			continue
 		}
 		delete(s.failing, node)
-		v := snap.Types[resourcev3.SecretType].Version
-		s.served[node] = served{pub: sp.pub, version: v}
-		s.log.Info("secrets changed; serving them", "node", node, "version", v)
+		s.served[node] = now
+		switch {
+		case now.secrets != sp.secrets:
+			s.log.Info("secrets changed; serving them", "node", node, "version", now.secrets)
+		default:
+			s.log.V(1).Info("endpoints changed; serving them", "node", node, "version", now.endpoints)
+		}
 	}
 }
 
-// snapshotLocked is pub with its secrets as last read, without reading.
+// snapshotLocked is pub with its secrets and endpoints as last read,
+// without reading.
 func (s *Server) snapshotLocked(pub revisions.Publication) (xds.Snapshot, error) {
-	out := make([]render.Resource, 0, len(pub.ExternalSecrets))
+	var secrets, endpoints []render.Resource
 	var errs []error
-	for _, ext := range pub.ExternalSecrets {
-		r, known := s.read[ext]
+	for _, x := range externals(pub) {
+		r, known := s.read[x]
 		switch {
+		case !known && x.endpoint:
+			errs = append(errs, revisions.NotReady(fmt.Errorf("endpoints of cluster %q (%s) not read yet", x.eps.ClusterName, x.eps.Source)))
 		case !known:
-			errs = append(errs, revisions.NotReady(fmt.Errorf("secret %q (%s) not read yet", ext.Name, ext.Source)))
+			errs = append(errs, revisions.NotReady(fmt.Errorf("secret %q (%s) not read yet", x.secret.Name, x.secret.Source)))
 		case r.err != nil:
 			errs = append(errs, r.err)
+		case x.endpoint:
+			endpoints = append(endpoints, r.res)
 		default:
-			out = append(out, r.res)
+			secrets = append(secrets, r.res)
 		}
 	}
 	if err := joinSecretErrors(errs); err != nil {
 		return xds.Snapshot{}, err
 	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return Snapshot(pub, out)
+	return Snapshot(pub, sortedByName(secrets), sortedByName(endpoints))
 }
 
-// Snapshot turns a publication into the snapshot served, its secret set
-// holding the rendered secrets (if any) and the external ones. The secret
-// set's version is derived from the publication's own secret version and
-// the content of the external secrets, so changed material gives a new
-// version while unchanged material is not sent again.
-func Snapshot(pub revisions.Publication, external []render.Resource) (xds.Snapshot, error) {
-	snap := xds.Snapshot{Version: pub.Version, Types: make(map[string]xds.TypeSnapshot, len(pub.Types)+1)}
+// Snapshot turns a publication into the snapshot served: its secret set
+// holds the rendered secrets (if any) and the external ones, its load
+// assignments the rendered ones and the generated endpoints. The version
+// of a set with external content is derived from the publication's own
+// version of the type and that content, so changed material or endpoints
+// give a new version of that type only, while unchanged ones are not sent
+// again.
+func Snapshot(pub revisions.Publication, secrets, endpoints []render.Resource) (xds.Snapshot, error) {
+	snap := xds.Snapshot{Version: pub.Version, Types: make(map[string]xds.TypeSnapshot, len(pub.Types)+2)}
 	for url, t := range pub.Types {
 		snap.Types[url] = xds.TypeSnapshot{Version: t.Version, Resources: t.Resources}
 	}
-	if len(external) == 0 {
-		return snap, nil
-	}
-	rendered := pub.Types[resourcev3.SecretType]
-	rs := make([]render.Resource, 0, len(rendered.Resources)+len(external))
-	rs = append(rs, rendered.Resources...)
-	for _, e := range external {
-		for _, r := range rendered.Resources {
-			if r.Name == e.Name {
-				return xds.Snapshot{}, fmt.Errorf("secret %q (%s) is both in the configuration (%s) and external", e.Name, e.Source, r.Source)
-			}
+	for _, ext := range []struct {
+		url, kind, prefix string
+		rs                []render.Resource
+	}{
+		{resourcev3.SecretType, "secret", "sds-", secrets},
+		{resourcev3.EndpointType, "load assignment", "eds-", endpoints},
+	} {
+		if len(ext.rs) == 0 {
+			continue
 		}
-		rs = append(rs, e)
+		rendered := pub.Types[ext.url]
+		rs := make([]render.Resource, 0, len(rendered.Resources)+len(ext.rs))
+		rs = append(rs, rendered.Resources...)
+		for _, e := range ext.rs {
+			for _, r := range rendered.Resources {
+				if r.Name == e.Name {
+					return xds.Snapshot{}, fmt.Errorf("%s %q (%s) is both in the configuration (%s) and external", ext.kind, e.Name, e.Source, r.Source)
+				}
+			}
+			rs = append(rs, e)
+		}
+		sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
+		sum := sha256.Sum256([]byte(rendered.Version + "\x00" + render.HashResources(ext.rs)))
+		snap.Types[ext.url] = xds.TypeSnapshot{Version: ext.prefix + hex.EncodeToString(sum[:8]), Resources: rs}
 	}
-	sort.Slice(rs, func(i, j int) bool { return rs[i].Name < rs[j].Name })
-	sum := sha256.Sum256([]byte(rendered.Version + "\x00" + render.HashResources(external)))
-	snap.Types[resourcev3.SecretType] = xds.TypeSnapshot{Version: "sds-" + hex.EncodeToString(sum[:8]), Resources: rs}
 	return snap, nil
 }
 

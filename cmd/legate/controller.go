@@ -57,7 +57,7 @@ in a cluster).
 and /metrics (loopback by default); --probe-addr answers only /healthz and
 /readyz, for the kubelet.
 
-Not built yet: EndpointSlices, leader election, xDS over mutual TLS; until
+Not built yet: leader election, xDS over mutual TLS; until
 then xDS listens on loopback only.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -26,6 +26,10 @@ type EnvoyConfigRevisionSpec struct {
 	// supplies when the revision is served.
 	// +optional
 	ExternalSecrets []RevisionExternalSecret `json:"externalSecrets,omitempty"`
+	// ExternalEndpoints name the load assignments the controller builds
+	// from EndpointSlices when the revision is served.
+	// +optional
+	ExternalEndpoints []RevisionExternalEndpoints `json:"externalEndpoints,omitempty"`
 	// CreatedAt is when the content was first applied.
 	CreatedAt metav1.Time `json:"createdAt"`
 }
@@ -65,6 +69,19 @@ type RevisionExternalSecret struct {
 	// +optional
 	Key  string `json:"key,omitempty"`
 	Kind string `json:"kind"`
+	// +optional
+	Source SourcePosition `json:"source,omitempty"`
+}
+
+// RevisionExternalEndpoints names one load assignment built from the
+// EndpointSlices a selector picks.
+type RevisionExternalEndpoints struct {
+	ClusterName string `json:"clusterName"`
+	Namespace   string `json:"namespace"`
+	// Selector is a label selector in kubectl's syntax.
+	Selector string `json:"selector"`
+	// +optional
+	TargetPort string `json:"targetPort,omitempty"`
 	// +optional
 	Source SourcePosition `json:"source,omitempty"`
 }

@@ -74,7 +74,7 @@ func (Store) RevisionSize(cfg *render.NodeConfig) (size, limit int) {
 	size = revisions.EncodedSize(cfg)
 	if size > compressAbove {
 		if packed, err := compress(resourcesOf(cfg)); err == nil {
-			size = base64.StdEncoding.EncodedLen(len(packed)) + revisions.EncodedSize(&render.NodeConfig{NodeID: cfg.NodeID, Hash: cfg.Hash, ExternalSecrets: cfg.ExternalSecrets})
+			size = base64.StdEncoding.EncodedLen(len(packed)) + revisions.EncodedSize(&render.NodeConfig{NodeID: cfg.NodeID, Hash: cfg.Hash, ExternalSecrets: cfg.ExternalSecrets, ExternalEndpoints: cfg.ExternalEndpoints})
 		}
 	}
 	return size, MaxRevisionBytes
@@ -318,6 +318,11 @@ func toObject(r *revisions.Revision, namespace string) *v1alpha1.EnvoyConfigRevi
 			Name: x.Name, Ref: x.Ref, Key: x.Key, Kind: x.Kind, Source: position(x.Source),
 		})
 	}
+	for _, x := range r.Config.ExternalEndpoints {
+		obj.Spec.ExternalEndpoints = append(obj.Spec.ExternalEndpoints, v1alpha1.RevisionExternalEndpoints{
+			ClusterName: x.ClusterName, Namespace: x.Namespace, Selector: x.Selector, TargetPort: x.TargetPort, Source: position(x.Source),
+		})
+	}
 	return obj
 }
 
@@ -360,6 +365,11 @@ func fromObject(obj *v1alpha1.EnvoyConfigRevision) (*revisions.Revision, error) 
 	}
 	for _, x := range obj.Spec.ExternalSecrets {
 		cfg.ExternalSecrets = append(cfg.ExternalSecrets, render.ExternalSecret{Name: x.Name, Ref: x.Ref, Key: x.Key, Kind: x.Kind, Source: renderPosition(x.Source)})
+	}
+	for _, x := range obj.Spec.ExternalEndpoints {
+		cfg.ExternalEndpoints = append(cfg.ExternalEndpoints, render.ExternalEndpoints{
+			ClusterName: x.ClusterName, Namespace: x.Namespace, Selector: x.Selector, TargetPort: x.TargetPort, Source: renderPosition(x.Source),
+		})
 	}
 	r := &revisions.Revision{Node: obj.Spec.NodeID, Hash: obj.Spec.Hash, Config: cfg, CreatedAt: obj.Spec.CreatedAt.Time}
 	st := obj.Status

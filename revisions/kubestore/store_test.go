@@ -60,9 +60,12 @@ func (r *recorder) last() revisions.Publication {
 func config(body string) *render.NodeConfig {
 	sum := sha256.Sum256([]byte(body))
 	h := hex.EncodeToString(sum[:])
-	return &render.NodeConfig{NodeID: node, Hash: h, Types: map[string]render.TypeSet{
-		cds: {Hash: h, Resources: []render.Resource{{Name: "c", Body: []byte(body), Source: render.Position{File: "c.yaml", Line: 2, Column: 3}}}},
-	}, ExternalSecrets: []render.ExternalSecret{{Name: "cert", Ref: "default/cert", Kind: "tls", Source: render.Position{File: "c.yaml", Line: 9}}}}
+	return &render.NodeConfig{
+		NodeID: node, Hash: h, Types: map[string]render.TypeSet{
+			cds: {Hash: h, Resources: []render.Resource{{Name: "c", Body: []byte(body), Source: render.Position{File: "c.yaml", Line: 2, Column: 3}}}},
+		}, ExternalSecrets: []render.ExternalSecret{{Name: "cert", Ref: "default/cert", Kind: "tls", Source: render.Position{File: "c.yaml", Line: 9}}},
+		ExternalEndpoints: []render.ExternalEndpoints{{ClusterName: "api", Namespace: "default", Selector: "app=api", TargetPort: "http", Source: render.Position{File: "c.yaml", Line: 12}}},
+	}
 }
 
 func origin(commit string) sources.Origin {
@@ -158,6 +161,7 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pub.last(), rebuilt)
 	assert.Equal(t, good.ExternalSecrets, served.Config.ExternalSecrets)
+	assert.Equal(t, good.ExternalEndpoints, served.Config.ExternalEndpoints)
 	assert.Equal(t, origin("sha1"), served.Origin)
 
 	// A restarted engine serves the last good revision, never the tainted one.

@@ -54,17 +54,39 @@ type Client struct {
 // Dial connects a Client to the ADS server at xdsAddr as node nodeID with
 // metadata pod_name pod, dialing xds:///listener. The connection closes
 // when the test ends.
-func Dial(t testing.TB, xdsAddr, nodeID, pod, listener string) *Client {
+func Dial(t testing.TB, xdsAddr, nodeID, pod, listener string, opts ...grpc.DialOption) *Client {
 	t.Helper()
 	bs := xdsclient.Bootstrap{ServerAddr: xdsAddr, NodeID: nodeID, Metadata: map[string]any{"pod_name": pod}}
 	res, err := bs.Resolver()
 	require.NoError(t, err)
-	conn, err := grpc.NewClient("xds:///"+listener,
-		grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(res))
+	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(res)}, opts...)
+	conn, err := grpc.NewClient("xds:///"+listener, opts...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = conn.Close() })
 	conn.Connect()
 	return &Client{svc: testgrpc.NewTestServiceClient(conn)}
+}
+
+// PodIP is the address the tests give their backends in EndpointSlices,
+// which may not name a loopback address (the API server refuses them):
+// 192.0.2.1, of TEST-NET-1, never routed.
+const PodIP = "192.0.2.1"
+
+// ToLoopback is a dial option that connects the client's backend
+// connections to PodIP:PORT on 127.0.0.1:PORT instead, where the tests'
+// backends listen. The xDS stream itself is not redirected.
+func ToLoopback() grpc.DialOption {
+	return grpc.WithContextDialer(func(ctx context.Context, addr string) (net.Conn, error) {
+		host, port, err := net.SplitHostPort(addr)
+		if err != nil {
+			return nil, err
+		}
+		if host == PodIP {
+			addr = net.JoinHostPort("127.0.0.1", port)
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	})
 }
 
 // Call makes one RPC and returns the name of the Server that answered, or
