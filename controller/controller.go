@@ -16,6 +16,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -37,6 +38,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
@@ -78,6 +80,17 @@ type Options struct {
 	// legate validate) that obeys policies (path → CUE source) besides
 	// the rendered tree's own; nil renders with the defaults.
 	Render func(policies map[string][]byte) render.Options
+	// XDSTLSCert and XDSTLSKey are the xDS server's certificate chain and
+	// key (PEM files, read again when they change, so a renewed
+	// certificate is served without a restart); with them xDS runs over
+	// TLS.
+	XDSTLSCert, XDSTLSKey string
+	// XDSClientCA holds the CA certificates (PEM) that sign the proxies'
+	// client certificates: with it xDS runs over mutual TLS, a stream
+	// without a certificate is refused, and a certificate may fetch only
+	// the node IDs it names (xds.CertificateBinding). xDS beyond loopback
+	// requires it.
+	XDSClientCA string
 	// XDSInsecureSecrets names the secrets whose key material is served
 	// although xDS runs without mutual TLS ("*": all); by default none is.
 	XDSInsecureSecrets []string
@@ -139,8 +152,14 @@ func New(opts Options) (*Controller, error) {
 	if opts.XDSAddr == "" {
 		opts.XDSAddr = DefaultXDSAddr
 	}
-	if xds.BeyondLoopback(opts.XDSAddr) {
-		return nil, fmt.Errorf("xds address %s reaches beyond loopback, and the controller does not serve xDS over mutual TLS yet: anyone who reached it could fetch every node's configuration; listen on 127.0.0.1", opts.XDSAddr)
+	mutual := opts.XDSClientCA != ""
+	if xds.BeyondLoopback(opts.XDSAddr) && !mutual {
+		return nil, fmt.Errorf("xds address %s reaches beyond loopback without mutual TLS: anyone who reached it could fetch every node's configuration and answer for its proxies; "+
+			"set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them), or listen on 127.0.0.1", opts.XDSAddr)
+	}
+	grpcOpts, err := xdsTLS(opts)
+	if err != nil {
+		return nil, err
 	}
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(os.TempDir(), "legate-controller")
@@ -201,12 +220,16 @@ func New(opts Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	if c.xds, err = xds.New(xds.Options{Log: opts.Log.WithName("xds"), Registerer: c.http.reg, Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}); err != nil {
+	xopts := xds.Options{Log: opts.Log.WithName("xds"), Registerer: c.http.reg, Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}
+	if mutual {
+		xopts.Authorizer = xds.CertificateBinding
+	}
+	if c.xds, err = xds.New(xopts); err != nil {
 		return nil, err
 	}
 	c.secrets = sds.NewServer(kubesecrets.Resolver{Client: mgr.GetAPIReader(), Plaintext: sds.Plaintext{
-		Insecure: true, Allowed: opts.XDSInsecureSecrets,
-		MutualTLS: "the controller serves xDS over mutual TLS once that is built; until then keep it to loopback",
+		Insecure: !mutual, Allowed: opts.XDSInsecureSecrets,
+		MutualTLS: "set --xds-tls-cert, --xds-tls-key and --xds-client-ca",
 	}}, c.xds.SetSnapshot, opts.Log.WithName("secrets")).
 		WithEndpoints(kubeendpoints.Resolver{Cache: mgr.GetCache(), Direct: mgr.GetAPIReader()})
 	store := kubestore.Store{Client: direct, Namespace: opts.Namespace}
@@ -269,7 +292,7 @@ func New(opts Options) (*Controller, error) {
 	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {
 		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
 	}
-	c.grpc = c.xds.NewGRPCServer()
+	c.grpc = c.xds.NewGRPCServer(grpcOpts...)
 	if opts.HTTPAddr != "0" {
 		if c.httpLis, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
 			_ = c.xdsLis.Close()
@@ -277,6 +300,26 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	return c, nil
+}
+
+// xdsTLS is the gRPC option of xDS over TLS from opts' files, if any.
+func xdsTLS(opts Options) ([]grpc.ServerOption, error) {
+	if opts.XDSTLSCert == "" && opts.XDSTLSKey == "" && opts.XDSClientCA == "" {
+		return nil, nil
+	}
+	if opts.XDSTLSCert == "" || opts.XDSTLSKey == "" {
+		return nil, errors.New("xDS over TLS needs both --xds-tls-cert and --xds-tls-key")
+	}
+	certs, err := pki.LoadKeyPairFiles(opts.XDSTLSCert, opts.XDSTLSKey, opts.XDSClientCA)
+	var fe *pki.FileError
+	if errors.As(err, &fe) {
+		flag := map[string]string{"certFile": "--xds-tls-cert", "keyFile": "--xds-tls-key", "caFile": "--xds-client-ca"}[fe.Field]
+		return nil, fmt.Errorf("%s: %w", flag, fe.Err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("xDS TLS: %w", err)
+	}
+	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(xds.ServerTLS(certs)))}, nil
 }
 
 // HTTPAddr is where the status API listens ("" when it is off).

@@ -32,6 +32,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 func newControllerCommand() *cobra.Command {
 	var insecureSecrets []string
 	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir, logLevel, logFormat string
+	var tlsCert, tlsKey, clientCA string
 	cmd := &cobra.Command{
 		Use: "controller",
 		Example: `  # with the CRDs installed (kubectl apply -f config/crd/), as the current kubectl context
@@ -57,8 +58,10 @@ in a cluster).
 and /metrics (loopback by default); --probe-addr answers only /healthz and
 /readyz, for the kubelet.
 
-Not built yet: leader election, xDS over mutual TLS; until
-then xDS listens on loopback only.`,
+xDS listens on loopback unless it runs over mutual TLS: --xds-tls-cert,
+--xds-tls-key and --xds-client-ca (legate pki init makes them); then each
+proxy's client certificate names the node IDs it may fetch. Not built yet:
+leader election.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logging.New(cmd.ErrOrStderr(), logLevel, logFormat)
@@ -72,8 +75,8 @@ then xDS listens on loopback only.`,
 			ctl, err := controller.New(controller.Options{
 				Config: cfg, Namespace: namespace, WatchNamespace: watchNamespace, XDSAddr: xdsAddr,
 				HTTPAddr: httpAddr, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,
-				XDSInsecureSecrets: insecureSecrets,
-				Render:             newPolicyRenderOptions(), Log: log,
+				XDSInsecureSecrets: insecureSecrets, XDSTLSCert: tlsCert, XDSTLSKey: tlsKey, XDSClientCA: clientCA,
+				Render: newPolicyRenderOptions(), Log: log,
 			})
 			if err != nil {
 				return err
@@ -91,7 +94,10 @@ then xDS listens on loopback only.`,
 	}
 	fl.StringVar(&namespace, "namespace", defaultNS, "namespace of the revisions and node records (default: $POD_NAMESPACE, else legate-system)")
 	fl.StringVar(&watchNamespace, "watch-namespace", os.Getenv("LEGATE_WATCH_NAMESPACE"), "reconcile the EnvoyConfigs and EnvoySources of this namespace only (default: $LEGATE_WATCH_NAMESPACE, else every namespace)")
-	fl.StringVar(&xdsAddr, "xds-addr", controller.DefaultXDSAddr, "address of the xDS (ADS) server; loopback only until xDS over mutual TLS is built here")
+	fl.StringVar(&xdsAddr, "xds-addr", controller.DefaultXDSAddr, "address of the xDS (ADS) server; beyond loopback only over mutual TLS")
+	fl.StringVar(&tlsCert, "xds-tls-cert", "", "serve xDS over TLS with this certificate chain (PEM; reloaded when it changes)")
+	fl.StringVar(&tlsKey, "xds-tls-key", "", "the private key of --xds-tls-cert (PEM)")
+	fl.StringVar(&clientCA, "xds-client-ca", "", "require client certificates signed by this CA (PEM) and let each fetch only the node IDs it names (DNS name, URI or common name)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	fl.StringVar(&httpAddr, "http-addr", controller.DefaultHTTPAddr, `address of the read-only status page, JSON API and /metrics ("0": off)`)
 	fl.StringVar(&probeAddr, "probe-addr", "0", `address of /healthz and /readyz for the kubelet, nothing else ("0": off)`)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -46,7 +47,13 @@ type sdsStream struct {
 
 func newSDSStream(t *testing.T, addr string) *sdsStream {
 	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	return newSDSStreamWith(t, addr, insecure.NewCredentials())
+}
+
+// newSDSStreamWith is newSDSStream over the transport creds.
+func newSDSStreamWith(t *testing.T, addr string, creds credentials.TransportCredentials) *sdsStream {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(func() {
@@ -64,6 +71,21 @@ func newSDSStream(t *testing.T, addr string) *sdsStream {
 // returns the certificate chain it carries.
 func (s *sdsStream) next(t *testing.T) []byte {
 	t.Helper()
+	resp, err := s.recv(t)
+	require.NoError(t, err)
+	require.NoError(t, s.stream.Send(&discoveryv3.DiscoveryRequest{
+		Node: s.node, TypeUrl: resourcev3.SecretType, ResourceNames: []string{"edge-cert"},
+		VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce,
+	}))
+	require.Len(t, resp.Resources, 1)
+	var sec tlsv3.Secret
+	require.NoError(t, resp.Resources[0].UnmarshalTo(&sec))
+	return sec.GetTlsCertificate().GetCertificateChain().GetInlineBytes()
+}
+
+// recv waits at most a minute for the next response or the stream's end.
+func (s *sdsStream) recv(t *testing.T) (*discoveryv3.DiscoveryResponse, error) {
+	t.Helper()
 	type received struct {
 		resp *discoveryv3.DiscoveryResponse
 		err  error
@@ -73,22 +95,13 @@ func (s *sdsStream) next(t *testing.T) []byte {
 		resp, err := s.stream.Recv()
 		got <- received{resp, err}
 	}()
-	var resp *discoveryv3.DiscoveryResponse
 	select {
 	case r := <-got:
-		require.NoError(t, r.err)
-		resp = r.resp
+		return r.resp, r.err
 	case <-time.After(time.Minute):
 		t.Fatal("no secret response within a minute")
+		return nil, nil
 	}
-	require.NoError(t, s.stream.Send(&discoveryv3.DiscoveryRequest{
-		Node: s.node, TypeUrl: resourcev3.SecretType, ResourceNames: []string{"edge-cert"},
-		VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce,
-	}))
-	require.Len(t, resp.Resources, 1)
-	var sec tlsv3.Secret
-	require.NoError(t, resp.Resources[0].UnmarshalTo(&sec))
-	return sec.GetTlsCertificate().GetCertificateChain().GetInlineBytes()
 }
 
 // A TLS Secret referenced by an EnvoyConfig is served over SDS, and a new

@@ -56,7 +56,12 @@ type Client struct {
 // when the test ends.
 func Dial(t testing.TB, xdsAddr, nodeID, pod, listener string, opts ...grpc.DialOption) *Client {
 	t.Helper()
-	bs := xdsclient.Bootstrap{ServerAddr: xdsAddr, NodeID: nodeID, Metadata: map[string]any{"pod_name": pod}}
+	return DialBootstrap(t, xdsclient.Bootstrap{ServerAddr: xdsAddr, NodeID: nodeID, Metadata: map[string]any{"pod_name": pod}}, listener, opts...)
+}
+
+// DialBootstrap is Dial with a bootstrap of the test's own (TLS, say).
+func DialBootstrap(t testing.TB, bs xdsclient.Bootstrap, listener string, opts ...grpc.DialOption) *Client {
+	t.Helper()
 	res, err := bs.Resolver()
 	require.NoError(t, err)
 	opts = append([]grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithResolvers(res)}, opts...)
