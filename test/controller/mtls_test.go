@@ -75,8 +75,8 @@ func TestControllerServesXDSOverMutualTLS(t *testing.T) {
 	clientTLS := func(kp testpki.KeyPair) credentials.TransportCredentials {
 		return credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: ca.Pool(), Certificates: []tls.Certificate{kp.TLSCertificate(t)}})
 	}
-	proxy := newSDSStreamWith(t, ctl.XDSAddr(), clientTLS(edge))
-	assert.Equal(t, string(secret.Data[corev1.TLSCertKey]), string(proxy.next(t)), "key material is served over mutual TLS without --xds-insecure-secrets")
+	proxy := newADSStream(t, ctl.XDSAddr(), clientTLS(edge), "edge", resourcev3.SecretType, "edge-cert")
+	assert.Equal(t, string(secret.Data[corev1.TLSCertKey]), string(certOf(t, proxy.next(t))), "key material is served over mutual TLS without --xds-insecure-secrets")
 
 	other := ca.Issue(t, testpki.Identity{CommonName: "other-proxy", DNSNames: []string{"other"}})
 	err := adsError(t, ctl.XDSAddr(), clientTLS(other), "edge")

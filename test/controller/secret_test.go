@@ -5,14 +5,11 @@ import (
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -38,70 +35,20 @@ func withTLSSecret(t *testing.T, ca *testpki.CA, name string) (*v1alpha1.EnvoyCo
 	}
 }
 
-// sdsStream is a raw ADS stream of node edge subscribed to its secrets,
-// answering every response with an ACK.
-type sdsStream struct {
-	stream discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
-	node   *corev3.Node
+// newSDSStream is a plaintext raw ADS stream of node edge subscribed to
+// its secret edge-cert.
+func newSDSStream(t *testing.T, addr string) *adsStream {
+	t.Helper()
+	return newADSStream(t, addr, insecure.NewCredentials(), "edge", resourcev3.SecretType, "edge-cert")
 }
 
-func newSDSStream(t *testing.T, addr string) *sdsStream {
+// certOf is the certificate chain of the one secret resp carries.
+func certOf(t *testing.T, resp *discoveryv3.DiscoveryResponse) []byte {
 	t.Helper()
-	return newSDSStreamWith(t, addr, insecure.NewCredentials())
-}
-
-// newSDSStreamWith is newSDSStream over the transport creds.
-func newSDSStreamWith(t *testing.T, addr string, creds credentials.TransportCredentials) *sdsStream {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	t.Cleanup(func() {
-		cancel()
-		_ = conn.Close()
-	})
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	require.NoError(t, err)
-	s := &sdsStream{stream: stream, node: &corev3.Node{Id: "edge", Cluster: "test"}}
-	require.NoError(t, stream.Send(&discoveryv3.DiscoveryRequest{Node: s.node, TypeUrl: resourcev3.SecretType, ResourceNames: []string{"edge-cert"}}))
-	return s
-}
-
-// next waits at most a minute for the next secret response, ACKs it and
-// returns the certificate chain it carries.
-func (s *sdsStream) next(t *testing.T) []byte {
-	t.Helper()
-	resp, err := s.recv(t)
-	require.NoError(t, err)
-	require.NoError(t, s.stream.Send(&discoveryv3.DiscoveryRequest{
-		Node: s.node, TypeUrl: resourcev3.SecretType, ResourceNames: []string{"edge-cert"},
-		VersionInfo: resp.VersionInfo, ResponseNonce: resp.Nonce,
-	}))
 	require.Len(t, resp.Resources, 1)
 	var sec tlsv3.Secret
 	require.NoError(t, resp.Resources[0].UnmarshalTo(&sec))
 	return sec.GetTlsCertificate().GetCertificateChain().GetInlineBytes()
-}
-
-// recv waits at most a minute for the next response or the stream's end.
-func (s *sdsStream) recv(t *testing.T) (*discoveryv3.DiscoveryResponse, error) {
-	t.Helper()
-	type received struct {
-		resp *discoveryv3.DiscoveryResponse
-		err  error
-	}
-	got := make(chan received, 1)
-	go func() {
-		resp, err := s.stream.Recv()
-		got <- received{resp, err}
-	}()
-	select {
-	case r := <-got:
-		return r.resp, r.err
-	case <-time.After(time.Minute):
-		t.Fatal("no secret response within a minute")
-		return nil, nil
-	}
 }
 
 // A TLS Secret referenced by an EnvoyConfig is served over SDS, and a new
@@ -123,13 +70,13 @@ func TestSecretRotationReachesTheProxy(t *testing.T) {
 	published := *get(t, c, ec).Status.PublishedVersion
 
 	proxy := newSDSStream(t, ctl.XDSAddr())
-	assert.Equal(t, string(secret.Data[corev1.TLSCertKey]), string(proxy.next(t)), "the Secret's certificate is served")
+	assert.Equal(t, string(secret.Data[corev1.TLSCertKey]), string(certOf(t, proxy.next(t))), "the Secret's certificate is served")
 
 	_, rotated := withTLSSecret(t, ca, "two.example")
 	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(secret), secret))
 	secret.Data = rotated.Data
 	require.NoError(t, c.Update(ctx, secret))
-	assert.Equal(t, string(rotated.Data[corev1.TLSCertKey]), string(proxy.next(t)), "the new certificate is pushed")
+	assert.Equal(t, string(rotated.Data[corev1.TLSCertKey]), string(certOf(t, proxy.next(t))), "the new certificate is pushed")
 	assert.Equal(t, published, *get(t, c, ec).Status.PublishedVersion, "no new revision: only the secret set changed")
 }
 
