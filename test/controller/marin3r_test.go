@@ -104,7 +104,7 @@ func TestMARIN3RManifestsAreServed(t *testing.T) {
 	assert.Equal(t, []string{"https"}, names(t, newADSStream(t, ctl.XDSAddr(), plain, "shop", resourcev3.ListenerType)))
 	assert.Equal(t, []string{"shop"}, names(t, newADSStream(t, ctl.XDSAddr(), plain, "shop", resourcev3.RouteType, "shop")))
 	assert.Equal(t, []string{"shop-backend"}, names(t, newADSStream(t, ctl.XDSAddr(), plain, "shop", resourcev3.ClusterType)))
-	assert.Equal(t, "shop-cert.example", (certCN(t, certOf(t, newADSStream(t, ctl.XDSAddr(), plain, "shop", resourcev3.SecretType, "shop-cert").next(t)))))
+	assert.Equal(t, "shop-cert.example", certCN(t, certOf(t, newADSStream(t, ctl.XDSAddr(), plain, "shop", resourcev3.SecretType, "shop-cert").next(t))))
 	eds := newADSStream(t, ctl.XDSAddr(), plain, "shop", resourcev3.EndpointType, "shop-backend").next(t)
 	require.Len(t, eds.Resources, 1)
 	var cla endpointv3.ClusterLoadAssignment
@@ -116,5 +116,5 @@ func TestMARIN3RManifestsAreServed(t *testing.T) {
 	assert.Equal(t, []string{"https"}, names(t, newADSStream(t, ctl.XDSAddr(), plain, "catalog", resourcev3.ListenerType)))
 	assert.Equal(t, []string{"catalog-scope"}, names(t, newADSStream(t, ctl.XDSAddr(), plain, "catalog", resourcev3.ScopedRouteType)))
 	assert.Equal(t, []string{"catalog-backend"}, names(t, newADSStream(t, ctl.XDSAddr(), plain, "catalog", resourcev3.ClusterType)))
-	assert.Equal(t, "catalog-cert.example", (certCN(t, certOf(t, newADSStream(t, ctl.XDSAddr(), plain, "catalog", resourcev3.SecretType, "catalog-cert").next(t)))))
+	assert.Equal(t, "catalog-cert.example", certCN(t, certOf(t, newADSStream(t, ctl.XDSAddr(), plain, "catalog", resourcev3.SecretType, "catalog-cert").next(t))))
 }
