@@ -137,10 +137,11 @@ lint: $(GOLANGCI_LINT) ## Run golangci-lint.
 	$(GOLANGCI_LINT) run ./...
 
 .PHONY: generate
-generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs and RBAC.
+generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and the API reference.
 	$(CONTROLLER_GEN) object paths=./config/...
 	$(CONTROLLER_GEN) crd paths=./config/... output:crd:artifacts:config=config/crd
 	$(CONTROLLER_GEN) rbac:roleName=legate paths=./controller/... output:rbac:artifacts:config=config/rbac
+	go run ./hack/apidocs config/crd docs/api.md
 
 .PHONY: verify
 verify: ## Fail when go mod tidy or make generate would change the tree.

@@ -89,21 +89,28 @@ type GenerateFromEndpointSlices struct {
 // EnvoyResources holds resources by type, each value serialized as text
 // (MARIN3R's deprecated form).
 type EnvoyResources struct {
+	// Endpoints are ClusterLoadAssignments.
 	// +optional
 	Endpoints []EnvoyResource `json:"endpoints,omitempty"`
+	// Clusters are Envoy clusters.
 	// +optional
 	Clusters []EnvoyResource `json:"clusters,omitempty"`
+	// Routes are RouteConfigurations.
 	// +optional
 	Routes []EnvoyResource `json:"routes,omitempty"`
+	// ScopedRoutes are ScopedRouteConfigurations.
 	// +optional
 	ScopedRoutes []EnvoyResource `json:"scopedRoutes,omitempty"`
+	// Listeners are Envoy listeners.
 	// +optional
 	Listeners []EnvoyResource `json:"listeners,omitempty"`
+	// Runtimes are runtime layers (RTDS).
 	// +optional
 	Runtimes []EnvoyResource `json:"runtimes,omitempty"`
 	// Secrets name kubernetes.io/tls Secrets of the namespace.
 	// +optional
 	Secrets []EnvoySecretResource `json:"secrets,omitempty"`
+	// ExtensionConfigs are TypedExtensionConfigs (ECDS).
 	// +optional
 	ExtensionConfigs []EnvoyResource `json:"extensionConfigs,omitempty"`
 }
@@ -120,6 +127,7 @@ type EnvoyResource struct {
 
 // EnvoySecretResource names a kubernetes.io/tls Secret of the namespace.
 type EnvoySecretResource struct {
+	// Name is the Secret, and the SDS secret made of it.
 	Name string `json:"name"`
 	// Ref is ignored, as MARIN3R ignores it: the Secret is the one named.
 	// +optional
@@ -161,6 +169,8 @@ type EnvoyConfigStatus struct {
 	// revision.
 	// +optional
 	Rejection string `json:"rejection,omitempty"`
+	// Conditions are Ready, Reconciling and Stalled, with reasons from Flux's
+	// github.com/fluxcd/pkg/apis/meta where Flux has one.
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -54,10 +54,13 @@ type RevisionResource struct {
 
 // SourcePosition is a place in a configuration file.
 type SourcePosition struct {
+	// File is the path from the repository root, or NAMESPACE/NAME of an object.
 	// +optional
 	File string `json:"file,omitempty"`
+	// Line is 1-based.
 	// +optional
 	Line int `json:"line,omitempty"`
+	// Column is 1-based.
 	// +optional
 	Column int `json:"column,omitempty"`
 }
@@ -66,6 +69,7 @@ type SourcePosition struct {
 type RevisionExternalSecret struct {
 	Name string `json:"name"`
 	Ref  string `json:"ref"`
+	// Key is the entry of an opaque Secret.
 	// +optional
 	Key  string `json:"key,omitempty"`
 	Kind string `json:"kind"`
@@ -80,6 +84,7 @@ type RevisionExternalEndpoints struct {
 	Namespace   string `json:"namespace"`
 	// Selector is a label selector in kubectl's syntax.
 	Selector string `json:"selector"`
+	// TargetPort is the EndpointSlice port used, by name or number.
 	// +optional
 	TargetPort string `json:"targetPort,omitempty"`
 	// +optional
@@ -105,6 +110,7 @@ type EnvoyConfigRevisionStatus struct {
 	// Taint says who rejected it and why, in the proxies' own words.
 	// +optional
 	Taint *RevisionTaint `json:"taint,omitempty"`
+	// Conditions are Published and Tainted.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
@@ -116,20 +122,28 @@ type RevisionOrigin struct {
 	// Kind is git, oci or kube.
 	// +optional
 	Kind string `json:"kind,omitempty"`
+	// Source names the pipeline source (envoyconfig/NS/NAME, envoysource/NS/NAME).
 	// +optional
 	Source string `json:"source,omitempty"`
+	// URL of the repository or artifact.
 	// +optional
 	URL string `json:"url,omitempty"`
+	// Ref is the branch, tag or reference followed.
 	// +optional
 	Ref string `json:"ref,omitempty"`
+	// Path is the directory read inside it.
 	// +optional
 	Path string `json:"path,omitempty"`
+	// Commit is the SHA the content came from.
 	// +optional
 	Commit string `json:"commit,omitempty"`
+	// Digest is the artifact's digest.
 	// +optional
 	Digest string `json:"digest,omitempty"`
+	// Author of the commit.
 	// +optional
 	Author string `json:"author,omitempty"`
+	// Message is the commit's subject.
 	// +optional
 	Message string `json:"message,omitempty"`
 	// Namespace, Name and Generation identify an EnvoyConfig object.
@@ -148,6 +162,7 @@ type RevisionOrigin struct {
 type RevisionTaint struct {
 	At      metav1.Time `json:"at"`
 	Message string      `json:"message"`
+	// Proxies are the proxies that rejected it, with their own text.
 	// +optional
 	Proxies []ProxyRejection `json:"proxies,omitempty"`
 }

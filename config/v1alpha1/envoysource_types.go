@@ -48,14 +48,19 @@ type GitSource struct {
 // GitRef is what to follow, in Flux's vocabulary; the first set of commit,
 // name, semver, tag and branch wins, as in Flux.
 type GitRef struct {
+	// Branch follows the branch's head.
 	// +optional
 	Branch string `json:"branch,omitempty"`
+	// Tag is one tag.
 	// +optional
 	Tag string `json:"tag,omitempty"`
+	// SemVer follows the highest tag in the semver range.
 	// +optional
 	SemVer string `json:"semver,omitempty"`
+	// Name is a reference name, e.g. refs/pull/42/head.
 	// +optional
 	Name string `json:"name,omitempty"`
+	// Commit is one commit SHA.
 	// +optional
 	Commit string `json:"commit,omitempty"`
 }
@@ -72,10 +77,13 @@ type OCISource struct {
 
 // OCIRef is the artifact to follow; digest wins over semver over tag.
 type OCIRef struct {
+	// Tag is the artifact's tag (default latest).
 	// +optional
 	Tag string `json:"tag,omitempty"`
+	// SemVer follows the highest tag in the semver range.
 	// +optional
 	SemVer string `json:"semver,omitempty"`
+	// Digest pins the artifact (sha256:...).
 	// +optional
 	Digest string `json:"digest,omitempty"`
 }
@@ -114,6 +122,7 @@ type CommitStatus struct {
 
 // EnvoySourceStatus is where the source stands, in Flux's terms.
 type EnvoySourceStatus struct {
+	// ObservedGeneration is the generation of the spec last reconciled.
 	// +optional
 	ObservedGeneration int64 `json:"observedGeneration,omitempty"`
 	// LastHandledReconcileAt is the reconcile.fluxcd.io/requestedAt value
@@ -138,6 +147,8 @@ type EnvoySourceStatus struct {
 	// ArtifactDigest is the digest of the last artifact verified.
 	// +optional
 	ArtifactDigest string `json:"artifactDigest,omitempty"`
+	// Conditions are Ready, Reconciling and Stalled, with reasons from Flux's
+	// github.com/fluxcd/pkg/apis/meta where Flux has one.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
