@@ -36,18 +36,18 @@ func newControllerCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use: "controller",
 		Example: `  # with the CRDs installed (kubectl apply -f config/crd/), as the current kubectl context
-  legate controller --namespace legate-system
-  # only the EnvoyConfig objects of one namespace
-  legate controller --watch-namespace team-a
+  legate controller
+  # only the EnvoyConfig and EnvoySource objects of one namespace
+  legate controller --namespace team-a
   # outside a cluster, against a given API server
   legate controller --kubeconfig ~/.kube/config --xds-addr 127.0.0.1:18000 --http-addr 127.0.0.1:8080`,
 		Short: "Run the Kubernetes home: EnvoyConfig and EnvoySource objects served over xDS, revisions in the API server",
 		Long: `controller reconciles the EnvoyConfig and EnvoySource objects of the
-cluster (or of --watch-namespace) through the same renderer, revision engine
+cluster (or of --namespace) through the same renderer, revision engine
 and xDS server as legate serve. An EnvoySource follows a Git repository, an
 OCI artifact or a Flux GitRepository/OCIRepository (its artifact verified
 against its digest). Revisions are EnvoyConfigRevision objects and node
-records ConfigMaps in --namespace; each object's status says whether it is
+records ConfigMaps in --controller-namespace; each object's status says whether it is
 served (cacheState, publishedVersion, desiredVersion, conditions) and, when
 proxies reject it, their own text. Install the CRDs first:
 kubectl apply -f config/crd/. It reads the cluster configuration from
@@ -92,8 +92,8 @@ leader election.`,
 	if defaultNS == "" {
 		defaultNS = "legate-system"
 	}
-	fl.StringVar(&namespace, "namespace", defaultNS, "namespace of the revisions and node records (default: $POD_NAMESPACE, else legate-system)")
-	fl.StringVar(&watchNamespace, "watch-namespace", os.Getenv("LEGATE_WATCH_NAMESPACE"), "reconcile the EnvoyConfigs and EnvoySources of this namespace only (default: $LEGATE_WATCH_NAMESPACE, else every namespace)")
+	fl.StringVar(&watchNamespace, "namespace", os.Getenv("LEGATE_WATCH_NAMESPACE"), "reconcile the EnvoyConfigs and EnvoySources of this namespace only (default: $LEGATE_WATCH_NAMESPACE, else every namespace)")
+	fl.StringVar(&namespace, "controller-namespace", defaultNS, "namespace of the revisions, node records, commit-status outbox and policy ConfigMaps (default: $POD_NAMESPACE, else legate-system)")
 	fl.StringVar(&xdsAddr, "xds-addr", controller.DefaultXDSAddr, "address of the xDS (ADS) server; beyond loopback only over mutual TLS")
 	fl.StringVar(&tlsCert, "xds-tls-cert", "", "serve xDS over TLS with this certificate chain (PEM; reloaded when it changes)")
 	fl.StringVar(&tlsKey, "xds-tls-key", "", "the private key of --xds-tls-cert (PEM)")
@@ -103,7 +103,7 @@ leader election.`,
 	fl.StringVar(&probeAddr, "probe-addr", "0", `address of /healthz and /readyz for the kubelet, nothing else ("0": off)`)
 	fl.StringVar(&stateDir, "state-dir", "", "directory of the Git clones EnvoySources follow, a cache (default: $TMPDIR/legate-controller)")
 	fl.StringSliceVar(&insecureSecrets, "xds-insecure-secrets", nil, `secrets (by their SDS name; "*": all) whose key material is served over plaintext xDS; by default none is, and a revision that needs one waits`)
-	fl.StringVar(&policyDir, "policy-dir", "", "directory of CUE policies (*.cue) every configuration obeys, besides the ConfigMaps of --namespace labelled "+controller.PolicyLabel)
+	fl.StringVar(&policyDir, "policy-dir", "", "directory of CUE policies (*.cue) every configuration obeys, besides the ConfigMaps of --controller-namespace labelled "+controller.PolicyLabel)
 	fl.StringVar(&logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
 	fl.StringVar(&logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", "))
 	return cmd
