@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // FetchResponse is the answer to POST /api/v1/sources/{name}/fetch.
@@ -20,16 +21,16 @@ func (s *Server) serveFetch(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	l := s.loop(name)
 	if l == nil {
-		writeJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
+		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
 		return
 	}
 	if l.isSuspended() {
-		writeJSON(w, http.StatusConflict, apiError{Error: "source " + quote(name) + " is suspended; legate resume " + name + " first"})
+		statuspage.WriteJSON(w, http.StatusConflict, apiError{Error: "source " + quote(name) + " is suspended; legate resume " + name + " first"})
 		return
 	}
 	now := time.Now()
 	l.trigger()
-	writeJSON(w, http.StatusAccepted, FetchResponse{Source: name, Status: "fetch requested", RequestedAt: now})
+	statuspage.WriteJSON(w, http.StatusAccepted, FetchResponse{Source: name, Status: "fetch requested", RequestedAt: now})
 }
 
 // serveSuspend suspends or resumes a source: a suspended source is not
@@ -41,12 +42,12 @@ func (s *Server) serveSuspend(suspend bool) http.HandlerFunc {
 		name := r.PathValue("name")
 		l := s.loop(name)
 		if l == nil {
-			writeJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
+			statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
 			return
 		}
 		was := l.isSuspended()
 		if err := s.setSuspended(name, suspend); err != nil {
-			writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+			statuspage.WriteJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
 			return
 		}
 		status := map[[2]bool]string{
@@ -56,7 +57,7 @@ func (s *Server) serveSuspend(suspend bool) http.HandlerFunc {
 		if was && !suspend {
 			l.trigger()
 		}
-		writeJSON(w, http.StatusOK, map[string]string{"source": name, "status": status})
+		statuspage.WriteJSON(w, http.StatusOK, map[string]string{"source": name, "status": status})
 	}
 }
 
@@ -64,18 +65,18 @@ func (s *Server) serveUntaint(w http.ResponseWriter, r *http.Request) {
 	node, hash := r.PathValue("node"), s.resolveRevision(r.PathValue("node"), r.PathValue("hash"))
 	rev, _, ok := s.engine.Revision(node, hash)
 	if !ok {
-		writeJSON(w, http.StatusNotFound, apiError{Error: "no revision " + quote(r.PathValue("hash")) + " of node " + quote(node)})
+		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no revision " + quote(r.PathValue("hash")) + " of node " + quote(node)})
 		return
 	}
 	if rev.Taint == nil {
-		writeJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "not tainted"})
+		statuspage.WriteJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "not tainted"})
 		return
 	}
 	if err := s.engine.ClearTaint(r.Context(), node, hash); err != nil {
-		writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "taint cleared"})
+	statuspage.WriteJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "taint cleared"})
 }
 
 // servePrune stops serving an orphaned node (one no configured source
@@ -85,17 +86,17 @@ func (s *Server) servePrune(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	st, ok := s.engine.Node(node)
 	if !ok {
-		writeJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(node)})
+		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(node)})
 		return
 	}
 	if !s.orphaned(st) {
-		writeJSON(w, http.StatusConflict, apiError{Error: "node " + quote(node) + " is still rendered by a source (or its source has not rendered since the start); remove it from the source's configuration first"})
+		statuspage.WriteJSON(w, http.StatusConflict, apiError{Error: "node " + quote(node) + " is still rendered by a source (or its source has not rendered since the start); remove it from the source's configuration first"})
 		return
 	}
 	if err := s.engine.Forget(r.Context(), node); err != nil {
-		writeJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+		statuspage.WriteJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
 		return
 	}
 	logging.Warn(s.log, "orphaned node pruned: no longer served", "node", node)
-	writeJSON(w, http.StatusOK, map[string]string{"node": node, "status": "pruned"})
+	statuspage.WriteJSON(w, http.StatusOK, map[string]string{"node": node, "status": "pruned"})
 }

@@ -2,7 +2,6 @@ package standalone
 
 import (
 	"crypto/subtle"
-	"encoding/json"
 	"fmt"
 	"net/http"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 func (s *Server) routes(reg *prometheus.Registry) http.Handler {
@@ -24,19 +24,19 @@ func (s *Server) routes(reg *prometheus.Registry) http.Handler {
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
 	mux.HandleFunc("GET /{$}", s.serveStatusPage)
 	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, s.Nodes())
+		statuspage.WriteJSON(w, http.StatusOK, s.Nodes())
 	})
 	mux.HandleFunc("GET /api/v1/nodes/{node}", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("node")
 		st, ok := s.engine.Node(id)
 		if !ok {
-			writeJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(id)})
+			statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(id)})
 			return
 		}
-		writeJSON(w, http.StatusOK, s.nodeView(st, s.xds.Proxies(id), s.Sources()))
+		statuspage.WriteJSON(w, http.StatusOK, s.nodeView(st, s.xds.Proxies(id), s.Sources()))
 	})
 	mux.HandleFunc("GET /api/v1/sources", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, s.Sources())
+		statuspage.WriteJSON(w, http.StatusOK, s.Sources())
 	})
 	mux.HandleFunc("POST /api/v1/sources/{name}/fetch", s.admin(s.serveFetch))
 	mux.HandleFunc("POST /api/v1/sources/{name}/suspend", s.admin(s.serveSuspend(true)))
@@ -44,10 +44,10 @@ func (s *Server) routes(reg *prometheus.Registry) http.Handler {
 	mux.HandleFunc("GET /api/v1/nodes/{node}/revisions/{hash}", func(w http.ResponseWriter, r *http.Request) {
 		v, err := s.revisionView(r.PathValue("node"), r.PathValue("hash"))
 		if err != nil {
-			writeJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+			statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
 			return
 		}
-		writeJSON(w, http.StatusOK, v)
+		statuspage.WriteJSON(w, http.StatusOK, v)
 	})
 	mux.HandleFunc("DELETE /api/v1/nodes/{node}/revisions/{hash}/taint", s.admin(s.serveUntaint))
 	mux.HandleFunc("POST /api/v1/nodes/{node}/prune", s.admin(s.servePrune))
@@ -55,10 +55,10 @@ func (s *Server) routes(reg *prometheus.Registry) http.Handler {
 }
 
 // Nodes is the content of GET /api/v1/nodes.
-func (s *Server) Nodes() []NodeView {
+func (s *Server) Nodes() []statuspage.NodeView {
 	nodes := s.engine.Nodes()
 	srcs := s.Sources()
-	out := make([]NodeView, 0, len(nodes))
+	out := make([]statuspage.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, s.nodeView(n, s.xds.Proxies(n.NodeID), srcs))
 	}
@@ -66,8 +66,8 @@ func (s *Server) Nodes() []NodeView {
 }
 
 // Sources is the content of GET /api/v1/sources.
-func (s *Server) Sources() []SourceStatus {
-	out := make([]SourceStatus, 0, len(s.loops))
+func (s *Server) Sources() []statuspage.Source {
+	out := make([]statuspage.Source, 0, len(s.loops))
 	for _, l := range s.loops {
 		out = append(out, l.snapshot())
 	}
@@ -85,7 +85,7 @@ func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
 		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
-			writeJSON(w, http.StatusUnauthorized, apiError{Error: "a valid admin bearer token is required (legate serve keeps it in " + AdminTokenName + " under its state directory unless --admin-token-file names one)"})
+			statuspage.WriteJSON(w, http.StatusUnauthorized, apiError{Error: "a valid admin bearer token is required (legate serve keeps it in " + AdminTokenName + " under its state directory unless --admin-token-file names one)"})
 			return
 		}
 		next(w, r)
@@ -94,14 +94,6 @@ func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 
 type apiError struct {
 	Error string `json:"error"`
-}
-
-func writeJSON(w http.ResponseWriter, code int, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(code)
-	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
-	_ = enc.Encode(v)
 }
 
 func nonNil[T any](s []T) []T {
@@ -138,7 +130,7 @@ func (s *Server) resolveRevision(node, prefix string) string {
 
 // proxyRejection says which nodes' proxies rejected the revision the
 // source's newest commit made, or "".
-func proxyRejection(src SourceStatus, nodes []revisions.NodeStatus) string {
+func proxyRejection(src statuspage.Source, nodes []revisions.NodeStatus) string {
 	if src.Commit == "" {
 		return ""
 	}

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // Bounds of the HTTP server. Every answer legate gives is small (the
@@ -72,17 +74,17 @@ func guard(next http.Handler, hosts map[string]bool, readTokens []string) http.H
 			return
 		}
 		if !allowedHost(r.Host, hosts) {
-			writeJSON(w, http.StatusMisdirectedRequest, apiError{Error: fmt.Sprintf("host %q is not a name this legate is known by; add it with --http-allowed-hosts", r.Host)})
+			statuspage.WriteJSON(w, http.StatusMisdirectedRequest, apiError{Error: fmt.Sprintf("host %q is not a name this legate is known by; add it with --http-allowed-hosts", r.Host)})
 			return
 		}
 		if r.Method != http.MethodGet && r.Method != http.MethodHead {
 			if reason := browserRequest(r); reason != "" {
-				writeJSON(w, http.StatusForbidden, apiError{Error: reason})
+				statuspage.WriteJSON(w, http.StatusForbidden, apiError{Error: reason})
 				return
 			}
 		} else if len(readTokens) > 0 && !openPaths[r.URL.Path] && !readAuthorized(r, readTokens) {
 			h.Set("WWW-Authenticate", `Basic realm="legate", charset="UTF-8"`)
-			writeJSON(w, http.StatusUnauthorized, apiError{Error: "reading needs the read or admin token (readTokenFile): send it as a bearer token, or as the password of basic authentication"})
+			statuspage.WriteJSON(w, http.StatusUnauthorized, apiError{Error: "reading needs the read or admin token (readTokenFile): send it as a bearer token, or as the password of basic authentication"})
 			return
 		}
 		next.ServeHTTP(w, r)

@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // writeNode writes node's cluster file (nodes/<node>/cluster.yaml) naming
@@ -24,14 +25,14 @@ func (r *localRepo) writeNode(node, name string) {
 	require.NoError(r.t, os.WriteFile(filepath.Join(dir, "cluster.yaml"), []byte(strings.ReplaceAll(clusterDoc, "%s", name)), 0o600))
 }
 
-func (s *Server) view(t *testing.T, node string) (NodeView, bool) {
+func (s *Server) view(t *testing.T, node string) (statuspage.NodeView, bool) {
 	t.Helper()
 	for _, n := range s.Nodes() {
 		if n.NodeID == node {
 			return n, true
 		}
 	}
-	return NodeView{}, false
+	return statuspage.NodeView{}, false
 }
 
 func post(t *testing.T, s *Server, path string) (int, string) {
@@ -105,12 +106,12 @@ func TestRejectedCommitShowsOnSourceAndNode(t *testing.T) {
 	require.Eventually(t, func() bool { return len(s.Nodes()) == 1 }, 30*time.Second, 10*time.Millisecond)
 	v, _ := s.view(t, "edge")
 	assert.Contains(t, v.Summary, "no proxy of this node is connected")
-	assert.Equal(t, VerdictNoProxy, v.Attempt.Verdict)
+	assert.Equal(t, statuspage.VerdictNoProxy, v.Attempt.Verdict)
 
 	startProxy(t, s.XDSAddr(), "edge", "pod-1", "backend-b")
 	require.Eventually(t, func() bool { v, _ := s.view(t, "edge"); return v.State == revisions.StateInSync }, 30*time.Second, 10*time.Millisecond)
 	v, _ = s.view(t, "edge")
-	assert.Equal(t, VerdictServed, v.Attempt.Verdict)
+	assert.Equal(t, statuspage.VerdictServed, v.Attempt.Verdict)
 	require.Len(t, v.Proxies, 1)
 	assert.Equal(t, "pod-1", v.Proxies[0].Proxy)
 	assert.Equal(t, "test-proxy 1.0", v.Proxies[0].UserAgent)
@@ -121,8 +122,8 @@ func TestRejectedCommitShowsOnSourceAndNode(t *testing.T) {
 	require.True(t, s.Trigger("cfg"))
 	require.Eventually(t, func() bool { v, _ := s.view(t, "edge"); return v.State == revisions.StateRollback }, 30*time.Second, 10*time.Millisecond)
 	v, _ = s.view(t, "edge")
-	assert.Equal(t, &Attempt{
-		Commit: bad, Revision: "main@sha1:" + bad, Hash: v.History[0].Hash, Verdict: VerdictRejectedByProxies,
+	assert.Equal(t, &statuspage.Attempt{
+		Commit: bad, Revision: "main@sha1:" + bad, Hash: v.History[0].Hash, Verdict: statuspage.VerdictRejectedByProxies,
 		Error: "rejected by 1 of 1 proxies; pod-1: cluster backend-b: unsupported by this proxy",
 	}, v.Attempt)
 	assert.Contains(t, v.Summary, "rolled back: the proxies rejected newer revisions, so the revision of commit")
@@ -132,7 +133,10 @@ func TestRejectedCommitShowsOnSourceAndNode(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(repo.dir, "cluster.yaml"), []byte("{ not yaml"), 0o600))
 	repo.git("commit", "-qam", "broken")
 	require.True(t, s.Trigger("cfg"))
-	require.Eventually(t, func() bool { v, _ := s.view(t, "edge"); return v.Attempt.Verdict == VerdictRejectedValidation }, 30*time.Second, 10*time.Millisecond)
+	require.Eventually(t, func() bool {
+		v, _ := s.view(t, "edge")
+		return v.Attempt.Verdict == statuspage.VerdictRejectedValidation
+	}, 30*time.Second, 10*time.Millisecond)
 	v, _ = s.view(t, "edge")
 	assert.Contains(t, v.Attempt.Error, "cluster.yaml:1")
 	assert.Contains(t, v.Summary, "rejected by validation")

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // TestCommitOutsideThePathMovesTheRevision checks that a commit changing
@@ -60,7 +61,7 @@ func TestAppliedRevisionTrailsAnInvalidCommit(t *testing.T) {
 		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
 	}, Options{})
 	runServer(t, s)
-	var good SourceStatus
+	var good statuspage.Source
 	require.Eventually(t, func() bool {
 		good = s.Sources()[0]
 		return good.AppliedRevision != ""
@@ -71,7 +72,7 @@ func TestAppliedRevisionTrailsAnInvalidCommit(t *testing.T) {
 	repo.git("commit", "-q", "-am", "broken")
 	broken := repo.git("rev-parse", "HEAD")
 	require.True(t, s.Trigger("cfg"))
-	var st SourceStatus
+	var st statuspage.Source
 	require.Eventually(t, func() bool {
 		// Commit moves at the fetch, LastError once the render is judged.
 		st = s.Sources()[0]

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // stuckGenerator stands for a CUE evaluation that does not end: it blocks
@@ -41,7 +42,7 @@ func TestStuckRenderRejectsTheCommit(t *testing.T) {
 		return render.Options{}
 	}, renderLimit: 200 * time.Millisecond})
 	runServer(t, s)
-	var st SourceStatus
+	var st statuspage.Source
 	require.Eventually(t, func() bool {
 		st = s.Sources()[0]
 		return st.LastError != ""
@@ -68,7 +69,7 @@ func TestServeHonoursMaxFileSize(t *testing.T) {
 		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
 	}, Options{})
 	runServer(t, s)
-	var st SourceStatus
+	var st statuspage.Source
 	require.Eventually(t, func() bool {
 		st = s.Sources()[0]
 		return st.LastError != ""

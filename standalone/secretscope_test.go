@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/sds"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // A secrets grant of a bad shape is refused, naming the field.
@@ -39,7 +40,7 @@ func TestSecretOfAnotherSourceIsRefused(t *testing.T) {
 	}
 	s := newServer(t, cfg, Options{})
 	runServer(t, s)
-	var st SourceStatus
+	var st statuspage.Source
 	require.Eventually(t, func() bool {
 		st = s.Sources()[0]
 		return st.LastError != ""

@@ -20,6 +20,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "write the status page screenshots to docs/")
@@ -174,7 +175,7 @@ func TestStatusPageInABrowser(t *testing.T) {
 	require.True(t, s.Trigger("config"))
 	require.Eventually(t, func() bool {
 		v, _ := s.view(t, "edge")
-		return v.Attempt != nil && v.Attempt.Verdict == VerdictRejectedValidation
+		return v.Attempt != nil && v.Attempt.Verdict == statuspage.VerdictRejectedValidation
 	}, 30*time.Second, 10*time.Millisecond)
 	b.check(s, "status-rejected.png", `[data-node="edge"] .attempt .badge.bad`, `[data-node="edge"] .first-error`, `[data-source="config"] .problem .mono`)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 const clusterYAML = `"@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
@@ -142,7 +143,7 @@ func TestCLIAgainstARunningServer(t *testing.T) {
 
 func historyHashes(t *testing.T, nodeJSON string) []string {
 	t.Helper()
-	var n standalone.NodeView
+	var n statuspage.NodeView
 	require.NoError(t, json.Unmarshal([]byte(nodeJSON), &n))
 	var hashes []string
 	for _, r := range n.History {

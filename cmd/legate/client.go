@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // clientFlags are the flags of the commands that talk to a running legate
@@ -155,18 +156,18 @@ func readableError(code int, body []byte) error {
 	return &apiErr{code: code, msg: msg}
 }
 
-func (c *client) nodes(ctx context.Context) ([]standalone.NodeView, error) {
-	var out []standalone.NodeView
+func (c *client) nodes(ctx context.Context) ([]statuspage.NodeView, error) {
+	var out []statuspage.NodeView
 	return out, c.do(ctx, http.MethodGet, "/api/v1/nodes", false, &out)
 }
 
-func (c *client) node(ctx context.Context, id string) (standalone.NodeView, error) {
-	var out standalone.NodeView
+func (c *client) node(ctx context.Context, id string) (statuspage.NodeView, error) {
+	var out statuspage.NodeView
 	return out, c.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(id), false, &out)
 }
 
-func (c *client) sources(ctx context.Context) ([]standalone.SourceStatus, error) {
-	var out []standalone.SourceStatus
+func (c *client) sources(ctx context.Context) ([]statuspage.Source, error) {
+	var out []statuspage.Source
 	return out, c.do(ctx, http.MethodGet, "/api/v1/sources", false, &out)
 }
 

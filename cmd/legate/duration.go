@@ -6,7 +6,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 const (
@@ -15,7 +15,7 @@ const (
 )
 
 // humanDuration prints d the way a person reads it ("10y", "90d", "5h3m").
-func humanDuration(d time.Duration) string { return standalone.HumanDuration(d) }
+func humanDuration(d time.Duration) string { return statuspage.HumanDuration(d) }
 
 // durationValue is a duration flag that also takes days and years
 // ("90d", "10y", "1y30d") and prints its default in those units.

@@ -13,6 +13,7 @@ import (
 
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 func newReconcileCommand() *cobra.Command {
@@ -58,17 +59,17 @@ func reconcile(ctx context.Context, c *client, name string, waitProxies bool, w 
 		return fmt.Errorf("reconcile %s: %w", name, err)
 	}
 	fmt.Fprintf(w, "► fetching source %s\n", name)
-	src, err := waitFor(ctx, func() (standalone.SourceStatus, bool, error) {
+	src, err := waitFor(ctx, func() (statuspage.Source, bool, error) {
 		srcs, err := c.sources(ctx)
 		if err != nil {
-			return standalone.SourceStatus{}, false, err
+			return statuspage.Source{}, false, err
 		}
 		for _, s := range srcs {
 			if s.Name == name {
 				return s, s.LastAttempt != nil && !s.LastAttempt.Before(req.RequestedAt), nil
 			}
 		}
-		return standalone.SourceStatus{}, false, fmt.Errorf("source %q is gone", name)
+		return statuspage.Source{}, false, fmt.Errorf("source %q is gone", name)
 	})
 	if err != nil {
 		return fmt.Errorf("reconcile %s: waiting for the fetch: %w", name, err)
@@ -83,7 +84,7 @@ func reconcile(ctx context.Context, c *client, name string, waitProxies bool, w 
 	}
 	var failed []string
 	for _, node := range src.Nodes {
-		n, err := waitFor(ctx, func() (standalone.NodeView, bool, error) {
+		n, err := waitFor(ctx, func() (statuspage.NodeView, bool, error) {
 			n, err := c.node(ctx, node)
 			return n, err == nil && (n.State != revisions.StatePending || len(n.Proxies) == 0), err
 		})

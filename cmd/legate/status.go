@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // outputFormats are what -o takes on legate status.
@@ -26,7 +26,7 @@ func checkFormat(format string, allowed []string) error {
 
 func stateLegend() string {
 	var b strings.Builder
-	for _, m := range standalone.StateMeanings {
+	for _, m := range statuspage.StateMeanings {
 		fmt.Fprintf(&b, "  %-15s %s\n", m.State, m.Meaning)
 	}
 	return b.String()
@@ -101,7 +101,7 @@ serving it.`,
 
 // printStatus writes the sources and nodes tables and the meaning of the
 // states shown.
-func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.SourceStatus, wide bool, now time.Time) {
+func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Source, wide bool, now time.Time) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	if wide {
 		fmt.Fprintln(tw, "SOURCE\tREVISION\tAPPLIED\tNODES\tFETCHED\tURL\tERROR")
@@ -163,7 +163,7 @@ func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.Sou
 	}
 	if len(states) > 0 {
 		fmt.Fprintln(w)
-		for _, m := range standalone.StateMeanings {
+		for _, m := range statuspage.StateMeanings {
 			if states[m.State] {
 				fmt.Fprintf(w, "%s: %s\n", m.State, m.Meaning)
 			}
@@ -172,7 +172,7 @@ func printStatus(w io.Writer, nodes []standalone.NodeView, srcs []standalone.Sou
 }
 
 // proxiesCell is "none" or "<connected> (<accepted> ok, <rejected> rejected)".
-func proxiesCell(n standalone.NodeView) string {
+func proxiesCell(n statuspage.NodeView) string {
 	if len(n.Proxies) == 0 {
 		return "none connected"
 	}
@@ -185,13 +185,13 @@ func proxiesCell(n standalone.NodeView) string {
 
 // printNode writes one node in full: state, summary, newest attempt,
 // history with the served revision marked, and proxies.
-func printNode(w io.Writer, n standalone.NodeView, wide bool, now time.Time) {
+func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 	fmt.Fprintf(w, "Node:     %s\n", n.NodeID)
 	state := string(n.State)
 	if n.Orphaned {
 		state += " (orphaned)"
 	}
-	fmt.Fprintf(w, "State:    %s — %s\n", state, standalone.StateMeaning(n.State))
+	fmt.Fprintf(w, "State:    %s — %s\n", state, statuspage.StateMeaning(n.State))
 	fmt.Fprintf(w, "Summary:  %s\n", n.Summary)
 	if p := n.Published; p != nil {
 		fmt.Fprintf(w, "Served:   %s (version %s) from %s\n", revisions.Short(p.Hash), p.Version, dash(p.Revision))

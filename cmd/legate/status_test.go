@@ -10,13 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	created := now.Add(-3 * time.Hour)
-	nodes := []standalone.NodeView{{
+	nodes := []statuspage.NodeView{{
 		NodeStatus: revisions.NodeStatus{
 			NodeID:    "edge",
 			State:     revisions.StateRollback,
@@ -27,9 +27,9 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 			},
 		},
 		Summary: "rolled back: the proxies rejected newer revisions",
-		Attempt: &standalone.Attempt{Commit: "2222222222222222", Verdict: standalone.VerdictRejectedByProxies, Error: "rejected by 1 of 1 proxies"},
+		Attempt: &statuspage.Attempt{Commit: "2222222222222222", Verdict: statuspage.VerdictRejectedByProxies, Error: "rejected by 1 of 1 proxies"},
 	}}
-	srcs := []standalone.SourceStatus{{Name: "config", Revision: "main@sha1:2222222222222222", AppliedRevision: "main@sha1:2222222222222222", Rejection: "commit 222222222222 rejected by proxies (rolled back)"}}
+	srcs := []statuspage.Source{{Name: "config", Revision: "main@sha1:2222222222222222", AppliedRevision: "main@sha1:2222222222222222", Rejection: "commit 222222222222 rejected by proxies (rolled back)"}}
 
 	var b strings.Builder
 	printStatus(&b, nodes, srcs, false, now)
@@ -38,7 +38,7 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 		"config  main@sha1:222222222222  same     -      commit 222222222222 rejected by proxies (rolled back)",
 		"edge  Rollback  aaaaaaaaaaaa  111111111111  none connected  222222222222 rejected by proxies",
 		"edge: newest commit 222222222222 rejected by proxies: rejected by 1 of 1 proxies",
-		"Rollback: " + standalone.StateMeaning(revisions.StateRollback),
+		"Rollback: " + statuspage.StateMeaning(revisions.StateRollback),
 	} {
 		assert.Contains(t, out, want)
 	}
@@ -48,7 +48,7 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 	printNode(&b, nodes[0], false, now)
 	out = b.String()
 	for _, want := range []string{
-		"State:    Rollback — " + standalone.StateMeaning(revisions.StateRollback),
+		"State:    Rollback — " + statuspage.StateMeaning(revisions.StateRollback),
 		"     bbbbbbbbbbbb  222222222222  -       3h ago   TAINTED: rejected by 1 of 1 proxies",
 		"  *  aaaaaaaaaaaa  111111111111  -       3h ago   -",
 		"Proxies:\n  none connected",

@@ -20,6 +20,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/internal/backend"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
@@ -141,7 +142,7 @@ func taintedAt(t *testing.T, ctl *controller.Controller, node, prefix string) ti
 	resp, err := http.Get("http://" + ctl.HTTPAddr() + "/api/v1/nodes/" + node)
 	require.NoError(t, err)
 	defer resp.Body.Close()
-	var view controller.NodeView
+	var view statuspage.NodeView
 	require.NoError(t, json.NewDecoder(resp.Body).Decode(&view))
 	for _, h := range view.History {
 		if strings.HasPrefix(h.Hash, prefix) && h.Taint != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/legateproc"
 )
@@ -60,7 +61,7 @@ func TestControllerCommand(t *testing.T) {
 	ec.Spec.Resources = ec.Spec.Resources[:2] // no Secret in this cluster
 	require.NoError(t, c.Create(ctx, &ec))
 
-	var nodes []controller.NodeView
+	var nodes []statuspage.NodeView
 	require.Eventually(t, func() bool {
 		nodes = nil
 		return getJSON(base+"/api/v1/nodes", &nodes) && len(nodes) == 1 && nodes[0].Published != nil
@@ -68,9 +69,11 @@ func TestControllerCommand(t *testing.T) {
 	assert.Equal(t, ec.Spec.NodeID, nodes[0].NodeID)
 	assert.Equal(t, "default/edge@1", nodes[0].Published.Revision, "the object and generation it came from")
 
+	assert.Contains(t, nodes[0].Summary, "serving the newest revision", "the node view both homes show")
 	page := get(t, base+"/")
 	assert.Contains(t, page, ec.Spec.NodeID)
 	assert.Contains(t, page, "envoyconfig/default/edge")
+	assert.Contains(t, page, `<h2 id="states">What the states mean</h2>`, "the status page both homes share")
 	metrics := get(t, base+"/metrics")
 	assert.Contains(t, metrics, "legate_revisions_")
 	assert.Contains(t, metrics, "controller_runtime_reconcile_total")

@@ -6,7 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // TestOneOfTwoProxiesRejects: grpc-go rejects a STATIC cluster, a raw ADS
@@ -27,7 +27,7 @@ func TestOneOfTwoProxiesRejects(t *testing.T) {
 	cfg.staticB = true
 	sha2 := repo.Commit("make backend-b STATIC", cfg.files())
 	lg.fetch(sha2)
-	n := lg.waitNode("Degraded on commit 2", func(n standalone.NodeView) bool {
+	n := lg.waitNode("Degraded on commit 2", func(n statuspage.NodeView) bool {
 		return n.State == revisions.StateDegraded && n.Published != nil && n.Published.Commit == sha2 &&
 			n.Answers == revisions.AnswerCounts{Connected: 2, Accepted: 1, Rejected: 1}
 	})

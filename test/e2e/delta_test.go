@@ -10,7 +10,7 @@ import (
 	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 const rawRejection = "raw client: STATIC clusters are not supported here"
@@ -52,7 +52,7 @@ func TestDeltaClientFollowsCommits(t *testing.T) {
 	cfg.route, cfg.staticB = "backend-b", true
 	sha2 := repo.Commit("route to a STATIC backend-b", cfg.files())
 	lg.fetch(sha2)
-	n = lg.waitNode("Rollback to commit 1, accepted", func(n standalone.NodeView) bool {
+	n = lg.waitNode("Rollback to commit 1, accepted", func(n statuspage.NodeView) bool {
 		return n.State == revisions.StateRollback && n.Published != nil && n.Published.Commit == sha1 &&
 			n.History[0].Commit == sha2 && n.History[0].Tainted &&
 			n.Answers == revisions.AnswerCounts{Connected: 1, Accepted: 1}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/internal/backend"
 	"github.com/legate-dev/legate/test/internal/legateproc"
 	"github.com/legate-dev/legate/test/internal/tooling"
@@ -50,7 +50,7 @@ func TestGRPCExampleServesRealRPCs(t *testing.T) {
 	require.Eventually(t, func() bool { return client.Call() == "example-backend" }, waitFor, pollEvery,
 		"an RPC through examples/grpc reaches the backend")
 	require.Eventually(t, func() bool {
-		var n standalone.NodeView
+		var n statuspage.NodeView
 		return lg.getJSON("/api/v1/nodes/grpc-client", &n) == nil && inSyncOn(sha, 1)(n)
 	}, waitFor, pollEvery, "node grpc-client is InSync on the example's commit")
 }
@@ -76,7 +76,7 @@ func TestMakeRunServesQuickstart(t *testing.T) {
 		}
 	})
 
-	var n standalone.NodeView
+	var n statuspage.NodeView
 	require.Eventually(t, func() bool {
 		resp, err := http.Get("http://" + httpAddr + "/api/v1/nodes/edge")
 		if err != nil {

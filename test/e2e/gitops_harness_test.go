@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/structpb"
 
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/gitea"
 	"github.com/legate-dev/legate/test/internal/backend"
 	"github.com/legate-dev/legate/test/internal/gitrepo"
@@ -109,8 +109,8 @@ func startGitopsLegate(t testing.TB, args ...string) *gitopsLegate {
 }
 
 // node returns the node's entry of GET /api/v1/nodes/{node}.
-func (p *gitopsLegate) node(id string) (standalone.NodeView, bool) {
-	var v standalone.NodeView
+func (p *gitopsLegate) node(id string) (statuspage.NodeView, bool) {
+	var v statuspage.NodeView
 	resp, err := http.Get("http://" + p.httpAddr + "/api/v1/nodes/" + id)
 	if err != nil {
 		return v, false
@@ -123,8 +123,8 @@ func (p *gitopsLegate) node(id string) (standalone.NodeView, bool) {
 }
 
 // nodes returns GET /api/v1/nodes.
-func (p *gitopsLegate) nodes() []standalone.NodeView {
-	var v []standalone.NodeView
+func (p *gitopsLegate) nodes() []statuspage.NodeView {
+	var v []statuspage.NodeView
 	resp, err := http.Get("http://" + p.httpAddr + "/api/v1/nodes")
 	if err != nil {
 		return nil

@@ -24,7 +24,7 @@ import (
 
 	"github.com/legate-dev/legate/revisions"
 	ocisource "github.com/legate-dev/legate/sources/oci"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 )
 
 // TestGitOpsOCIArtifact pushes an artifact the way `flux push artifact`
@@ -48,7 +48,7 @@ func TestGitOpsOCIArtifact(t *testing.T) {
 	client := newGitopsClient(t, legate.xdsAddr)
 	client.lands("a", "the artifact's configuration routes to a")
 
-	var view standalone.NodeView
+	var view statuspage.NodeView
 	require.Eventually(t, func() bool {
 		for _, v := range legate.nodes() {
 			if v.NodeID == gitopsNode && v.State == revisions.StateInSync {

@@ -19,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/internal/gitrepo"
 	"github.com/legate-dev/legate/test/internal/legateproc"
 )
@@ -148,21 +149,21 @@ func (l *legate) getJSON(path string, v any) error {
 }
 
 // node returns the status of the test's node from GET /api/v1/nodes.
-func (l *legate) node() (standalone.NodeView, error) {
-	var nodes []standalone.NodeView
+func (l *legate) node() (statuspage.NodeView, error) {
+	var nodes []statuspage.NodeView
 	if err := l.getJSON("/api/v1/nodes", &nodes); err != nil {
-		return standalone.NodeView{}, err
+		return statuspage.NodeView{}, err
 	}
 	for _, n := range nodes {
 		if n.NodeID == nodeID {
 			return n, nil
 		}
 	}
-	return standalone.NodeView{}, fmt.Errorf("legate has no node %q", nodeID)
+	return statuspage.NodeView{}, fmt.Errorf("legate has no node %q", nodeID)
 }
 
 // mustNode returns the test's node status, failing when there is none.
-func (l *legate) mustNode() standalone.NodeView {
+func (l *legate) mustNode() statuspage.NodeView {
 	l.t.Helper()
 	n, err := l.node()
 	require.NoError(l.t, err)
@@ -170,20 +171,20 @@ func (l *legate) mustNode() standalone.NodeView {
 }
 
 // source returns the status of the flag-built source "default".
-func (l *legate) source() (standalone.SourceStatus, error) {
-	var srcs []standalone.SourceStatus
+func (l *legate) source() (statuspage.Source, error) {
+	var srcs []statuspage.Source
 	if err := l.getJSON("/api/v1/sources", &srcs); err != nil {
-		return standalone.SourceStatus{}, err
+		return statuspage.Source{}, err
 	}
 	for _, s := range srcs {
 		if s.Name == "default" {
 			return s, nil
 		}
 	}
-	return standalone.SourceStatus{}, fmt.Errorf("no source named default in %+v", srcs)
+	return statuspage.Source{}, fmt.Errorf("no source named default in %+v", srcs)
 }
 
-func (l *legate) mustSource() standalone.SourceStatus {
+func (l *legate) mustSource() statuspage.Source {
 	l.t.Helper()
 	s, err := l.source()
 	require.NoError(l.t, err)
@@ -217,9 +218,9 @@ func (l *legate) fetch(sha string) {
 
 // waitNode waits until the node status satisfies ok and returns it. On
 // timeout the failure shows the last status.
-func (l *legate) waitNode(what string, ok func(standalone.NodeView) bool) standalone.NodeView {
+func (l *legate) waitNode(what string, ok func(statuspage.NodeView) bool) statuspage.NodeView {
 	l.t.Helper()
-	var last standalone.NodeView
+	var last statuspage.NodeView
 	require.EventuallyWithT(l.t, func(c *assert.CollectT) {
 		n, err := l.node()
 		if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/xds"
 )
 
@@ -29,15 +29,15 @@ var (
 )
 
 // inSyncOn: the node serves commit sha and every connected proxy accepted it.
-func inSyncOn(sha string, proxies int) func(standalone.NodeView) bool {
-	return func(n standalone.NodeView) bool {
+func inSyncOn(sha string, proxies int) func(statuspage.NodeView) bool {
+	return func(n statuspage.NodeView) bool {
 		return n.State == revisions.StateInSync && n.Published != nil && n.Published.Commit == sha &&
 			n.Answers == revisions.AnswerCounts{Connected: proxies, Accepted: proxies} && len(n.Proxies) == proxies
 	}
 }
 
 // typeStatus returns the status of one type of one proxy's stream.
-func typeStatus(t *testing.T, n standalone.NodeView, proxy, typeURL string) xds.TypeStatus {
+func typeStatus(t *testing.T, n statuspage.NodeView, proxy, typeURL string) xds.TypeStatus {
 	t.Helper()
 	for _, p := range n.Proxies {
 		if p.Proxy != proxy {
@@ -99,7 +99,7 @@ func TestGRPCClientFollowsCommits(t *testing.T) {
 	cfg.staticB = true
 	sha3 := repo.Commit("make backend-b STATIC", cfg.files())
 	lg.fetch(sha3)
-	n = lg.waitNode("Rollback to commit 2, accepted", func(n standalone.NodeView) bool {
+	n = lg.waitNode("Rollback to commit 2, accepted", func(n statuspage.NodeView) bool {
 		return n.State == revisions.StateRollback && n.Published != nil && n.Published.Commit == sha2 &&
 			len(n.History) > 1 && n.History[0].Commit == sha3 && n.History[0].Tainted &&
 			n.Answers == revisions.AnswerCounts{Connected: 1, Accepted: 1}
@@ -129,7 +129,7 @@ func TestGRPCClientFollowsCommits(t *testing.T) {
 	// Killed in Rollback, legate comes back serving commit 2 again, not the
 	// tainted commit 3 that is still the branch head.
 	lg.restart(syscall.SIGKILL)
-	n = lg.waitNode("Rollback after SIGKILL, accepted by the reconnected client", func(n standalone.NodeView) bool {
+	n = lg.waitNode("Rollback after SIGKILL, accepted by the reconnected client", func(n statuspage.NodeView) bool {
 		return n.State == revisions.StateRollback && n.Published != nil && n.Published.Commit == sha2 &&
 			n.Answers == revisions.AnswerCounts{Connected: 1, Accepted: 1}
 	})

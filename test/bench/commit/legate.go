@@ -14,7 +14,7 @@ import (
 
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/internal/legateproc"
 )
 
@@ -78,8 +78,8 @@ func (p *legateProc) trigger() error {
 	return nil
 }
 
-func (p *legateProc) node() (standalone.NodeView, error) {
-	var n standalone.NodeView
+func (p *legateProc) node() (statuspage.NodeView, error) {
+	var n statuspage.NodeView
 	resp, err := p.http.Get(p.url("/api/v1/nodes/" + benchNode))
 	if err != nil {
 		return n, err

@@ -1,4 +1,4 @@
-package standalone
+package statuspage
 
 import (
 	"cmp"
@@ -91,7 +91,7 @@ const maxPageDiagnostics = 5
 
 // buildPage computes the page from the views. forges maps a source name
 // to its forge provider (empty when unknown); now dates relative times.
-func buildPage(nodes []NodeView, srcs []SourceStatus, forges map[string]forge.Provider, now time.Time) pageModel {
+func buildPage(nodes []NodeView, srcs []Source, forges map[string]forge.Provider, now time.Time) pageModel {
 	var m pageModel
 	srcURL := map[string]string{}
 	for _, s := range srcs {

@@ -1,4 +1,4 @@
-package standalone
+package statuspage
 
 import (
 	"strings"
@@ -15,7 +15,7 @@ import (
 
 // rollbackFixture is a node rolled back from a commit its proxy rejected,
 // whose source then got an invalid commit.
-func rollbackFixture(now time.Time) ([]NodeView, []SourceStatus) {
+func rollbackFixture(now time.Time) ([]NodeView, []Source) {
 	earlier := now.Add(-2 * time.Hour)
 	taint := `rejected by 1 of 1 proxies; pod-1: <script>alert("x")</script>`
 	nodes := []NodeView{{
@@ -44,7 +44,7 @@ func rollbackFixture(now time.Time) ([]NodeView, []SourceStatus) {
 		Summary: "rolled back: the proxies rejected newer revisions",
 		Attempt: &Attempt{Commit: "2222222222222222222222222222222222222222", Hash: "bbbbbbbbbbbbbbbb", Verdict: VerdictRejectedByProxies, Error: taint},
 	}}
-	srcs := []SourceStatus{{
+	srcs := []Source{{
 		Name: "cfg", Kind: "git", URL: "https://gitea.example/org/envoy-config.git",
 		Revision: "main@sha1:2222222222222222222222222222222222222222", Commit: "2222222222222222222222222222222222222222",
 		AppliedRevision: "main@sha1:2222222222222222222222222222222222222222", Nodes: []string{"edge"}, LastFetch: &now,
@@ -57,7 +57,7 @@ func TestStatusPageShowsWhatIsServedAndWhy(t *testing.T) {
 	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	nodes, srcs := rollbackFixture(now)
 	var b strings.Builder
-	require.NoError(t, writeStatusPage(&b, nodes, srcs, map[string]forge.Provider{"cfg": forge.ProviderGitea}, now))
+	require.NoError(t, Write(&b, nodes, srcs, map[string]forge.Provider{"cfg": forge.ProviderGitea}, now))
 	page := b.String()
 	for _, want := range []string{
 		`<span class="badge state" title="` + StateMeaning(revisions.StateRollback) + `">Rollback</span>`,
@@ -82,12 +82,12 @@ func TestStatusPageShowsWhatIsServedAndWhy(t *testing.T) {
 
 func TestStatusPageShowsValidationErrorsOnce(t *testing.T) {
 	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
-	srcs := []SourceStatus{{
+	srcs := []Source{{
 		Name: "cfg", Kind: "git", URL: "/srv/cfg", Revision: "main@sha1:3333", AppliedRevision: "main@sha1:2222",
 		LastError: "validation failed with 1 error(s): nodes/edge/a.yaml:3:1: bad", Diagnostics: []string{"nodes/edge/a.yaml:3:1: bad"},
 	}}
 	var b strings.Builder
-	require.NoError(t, writeStatusPage(&b, nil, srcs, nil, now))
+	require.NoError(t, Write(&b, nil, srcs, nil, now))
 	page := b.String()
 	assert.Equal(t, 1, strings.Count(page, "nodes/edge/a.yaml:3:1: bad"))
 	assert.Contains(t, page, "no nodes yet")
@@ -126,9 +126,9 @@ func TestStatusPageMarksOrphansAndNodesWithoutProxies(t *testing.T) {
 		},
 		Orphaned: true, Summary: "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one",
 	}}
-	srcs := []SourceStatus{{Name: "cfg", Kind: "git", URL: "/srv/cfg", Suspended: true}}
+	srcs := []Source{{Name: "cfg", Kind: "git", URL: "/srv/cfg", Suspended: true}}
 	var b strings.Builder
-	require.NoError(t, writeStatusPage(&b, nodes, srcs, nil, now))
+	require.NoError(t, Write(&b, nodes, srcs, nil, now))
 	page := b.String()
 	assert.Contains(t, page, `title="no proxy of this node is connected to legate">no proxy connected</span>`)
 	assert.Contains(t, page, `>orphaned</span>`)
