@@ -61,6 +61,9 @@ type Engine struct {
 
 	mu       sync.Mutex // guards everything below and serializes store writes
 	restored bool
+	// following: another replica leads; the engine serves what the store
+	// says and decides nothing (follow.go).
+	following bool
 	nodes    map[string]*nodeState
 	outbound []Outcome // collected under mu, delivered by unlock
 	tickets  uint64    // the next delivery ticket; taken under mu
@@ -113,6 +116,9 @@ type nodeState struct {
 	dirty   bool
 	// remote are the answers gathered by other replicas, by replica.
 	remote map[string]RemoteAnswers
+	// mirrorPending: a follower could not serve the stored publication
+	// yet; its tick tries again.
+	mirrorPending bool
 }
 
 // New returns an Engine. Call Restore before anything else.
@@ -233,6 +239,9 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 	if !e.restored {
 		return errors.New("revisions engine not restored: call Restore first")
 	}
+	if e.following {
+		return ErrNotLeader
+	}
 	now := e.clock.Now()
 	n := e.nodeFor(node)
 	rev := n.revs[cfg.Hash]
@@ -270,6 +279,9 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 func (e *Engine) ClearTaint(ctx context.Context, node, hash string) error {
 	defer e.unlock()
 	e.mu.Lock()
+	if e.following {
+		return ErrNotLeader
+	}
 	n := e.nodes[node]
 	if n == nil || n.revs[hash] == nil {
 		return fmt.Errorf("revision %q of node %q: %w", hash, node, ErrNotFound)

@@ -65,6 +65,10 @@ func (e *Engine) Run(ctx context.Context) error {
 func (e *Engine) Tick(ctx context.Context, now time.Time) {
 	defer e.unlock()
 	e.mu.Lock()
+	if e.following {
+		e.retryMirror()
+		return
+	}
 	for _, n := range e.nodes {
 		if ctx.Err() != nil {
 			return
@@ -94,7 +98,14 @@ func (e *Engine) drain(ctx context.Context) {
 	}
 	now := e.clock.Now()
 	for n := range touched {
-		e.evaluate(ctx, n, now)
+		if e.following {
+			// A follower keeps its own proxies' answers for the leader;
+			// the verdict is the leader's.
+			n.verdict = judge(n.track.tally(), e.threshold, false)
+			e.settle(n)
+		} else {
+			e.evaluate(ctx, n, now)
+		}
 		if len(n.rec.History) == 0 && len(n.track.proxies) == 0 {
 			delete(e.nodes, n.rec.Node)
 		}

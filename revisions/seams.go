@@ -57,7 +57,9 @@ func (e *Engine) ObserveRemote(ctx context.Context, node, replica string, a Remo
 		a.Rejections = slices.Clone(a.Rejections)
 		n.remote[replica] = a
 	}
-	e.evaluate(ctx, n, e.clock.Now())
+	if !e.following {
+		e.evaluate(ctx, n, e.clock.Now())
+	}
 }
 
 // answers is the tally of the node's current publication over its own
