@@ -64,9 +64,9 @@ type Engine struct {
 	// following: another replica leads; the engine serves what the store
 	// says and decides nothing (follow.go).
 	following bool
-	nodes    map[string]*nodeState
-	outbound []Outcome // collected under mu, delivered by unlock
-	tickets  uint64    // the next delivery ticket; taken under mu
+	nodes     map[string]*nodeState
+	outbound  []Outcome // collected under mu, delivered by unlock
+	tickets   uint64    // the next delivery ticket; taken under mu
 
 	queue eventQueue
 
