@@ -97,7 +97,21 @@ type Options struct {
 	// PolicyDir holds CUE policies (*.cue) every configuration obeys,
 	// besides those of ConfigMaps labelled PolicyLabel.
 	PolicyDir string
-	Log       logr.Logger
+	// LeaderElect runs the controller as one of several replicas: every
+	// replica serves xDS, the holder of the Lease LeaseName (in
+	// Namespace) decides and writes (see replicas.go).
+	LeaderElect bool
+	// Replica names this replica in the Lease, the answers it sends the
+	// leader and the status API (default: the host name, in a pod its
+	// name).
+	Replica string
+	// LeaseDuration, RenewDeadline and RetryPeriod time the election
+	// (default 15 s, 10 s, 2 s, as Kubernetes' own controllers).
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+	// AnswersInterval bounds how often a follower writes its proxies'
+	// answers for the leader (default 250 ms).
+	AnswersInterval time.Duration
+	Log             logr.Logger
 }
 
 // Controller is one running Kubernetes home.
@@ -120,6 +134,8 @@ type Controller struct {
 
 	statuses *forge.Dispatcher
 	feedback *forge.Feedback
+	store    kubestore.Store
+	replicas *replicas // nil without leader election
 
 	mu            sync.Mutex
 	sources       map[types.NamespacedName]*kubesrc.EnvoyConfigSource
@@ -192,6 +208,29 @@ func New(opts Options) (*Controller, error) {
 		// the watched namespace, and the controller's own for its revisions
 		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.WatchNamespace: {}, opts.Namespace: {}}
 	}
+	if opts.Replica == "" {
+		if opts.Replica, err = os.Hostname(); err != nil {
+			return nil, err
+		}
+	}
+	if opts.AnswersInterval <= 0 {
+		opts.AnswersInterval = defaultAnswersInterval
+	}
+	if opts.LeaderElect {
+		if mopts.LeaderElectionResourceLockInterface, err = leaderLock(opts); err != nil {
+			return nil, fmt.Errorf("leader election: %w", err)
+		}
+		mopts.LeaderElection, mopts.LeaderElectionID, mopts.LeaderElectionNamespace = true, LeaseName, opts.Namespace
+		mopts.LeaderElectionReleaseOnCancel = true
+		for _, d := range []struct {
+			to   **time.Duration
+			from time.Duration
+		}{{&mopts.LeaseDuration, opts.LeaseDuration}, {&mopts.RenewDeadline, opts.RenewDeadline}, {&mopts.RetryPeriod, opts.RetryPeriod}} {
+			if d.from > 0 {
+				*d.to = &d.from
+			}
+		}
+	}
 	mgr, err := ctrl.NewManager(opts.Config, mopts)
 	if err != nil {
 		return nil, fmt.Errorf("controller manager: %w", err)
@@ -232,7 +271,8 @@ func New(opts Options) (*Controller, error) {
 		MutualTLS: "set --xds-tls-cert, --xds-tls-key and --xds-client-ca",
 	}}, c.xds.SetSnapshot, opts.Log.WithName("secrets")).
 		WithEndpoints(kubeendpoints.Resolver{Cache: mgr.GetCache(), Direct: mgr.GetAPIReader()})
-	store := kubestore.Store{Client: direct, Namespace: opts.Namespace}
+	c.store = kubestore.Store{Client: direct, Namespace: opts.Namespace}
+	store := c.store
 	if c.engine, err = revisions.New(revisions.Options{
 		Store: store, Publisher: c.secrets, Log: opts.Log.WithName("revisions"),
 		Registerer: c.http.reg,
@@ -281,6 +321,19 @@ func New(opts Options) (*Controller, error) {
 	}
 	if err := c.watchEndpointSlices(skip); err != nil {
 		return nil, err
+	}
+	if opts.LeaderElect {
+		ca, err := haCache(opts, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
+		if err != nil {
+			return nil, err
+		}
+		if err := mgr.Add(everyReplicaCache{ca}); err != nil {
+			return nil, err
+		}
+		c.replicas = newReplicas(c, ca)
+		if err := c.replicas.watch(skip); err != nil {
+			return nil, err
+		}
 	}
 	if c.dirPolicies, err = readPolicyDir(opts.PolicyDir); err != nil {
 		return nil, err
@@ -340,14 +393,41 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.httpLis != nil {
 		defer func() { _ = c.httpLis.Close() }()
 	}
-	if err := c.engine.Restore(ctx); err != nil {
-		return err
-	}
-	c.feedback.Seed(c.engine.Nodes())
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	if c.replicas == nil {
+		if err := c.engine.Restore(ctx); err != nil {
+			return err
+		}
+		c.feedback.Seed(c.engine.Nodes())
+	} else {
+		// Serve what the store says until this replica leads, then
+		// decide from there.
+		if err := c.engine.Follow(ctx); err != nil {
+			c.log.Error(err, "some published revisions cannot be served yet; retrying")
+		}
+		wg.Go(func() { c.replicas.run(ctx, c.opts.AnswersInterval) })
+		wg.Go(func() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.mgr.Elected():
+			}
+			if err := c.engine.Lead(ctx); err != nil {
+				c.log.Error(err, "leading from the stored state")
+			}
+			c.feedback.Seed(c.engine.Nodes())
+			c.log.Info("this replica leads", "replica", c.opts.Replica)
+		})
+	}
 	wg.Go(func() { _ = c.engine.Run(ctx) })
-	wg.Go(func() { _ = c.statuses.Run(ctx) })
+	// Commit statuses are posted by the leader alone.
+	if err := c.mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
+		_ = c.statuses.Run(ctx)
+		return nil
+	})); err != nil {
+		return err
+	}
 	wg.Go(func() { _ = c.grpc.Serve(c.xdsLis) })
 	defer c.grpc.Stop()
 	if c.httpLis != nil {
@@ -363,6 +443,16 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	})
 	return c.mgr.Start(ctx)
+}
+
+// waitForLead is the result of a reconcile that decides on a replica that
+// does not lead yet: the leader's reconcilers start when it is elected,
+// and the engine leads once it has read the store (Lead).
+func (c *Controller) waitForLead() (ctrl.Result, bool) {
+	if c.engine.Leading() {
+		return ctrl.Result{}, false
+	}
+	return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, true
 }
 
 // outcome asks for a status update of the object whose node an engine

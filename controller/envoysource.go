@@ -68,6 +68,9 @@ func (c *Controller) reconcileSource(ctx context.Context, req ctrl.Request) (ctr
 	if !c.watches(req.Namespace) {
 		return ctrl.Result{}, nil
 	}
+	if res, wait := c.waitForLead(); wait {
+		return res, nil
+	}
 	name := sourceKey(req.NamespacedName)
 	var es v1alpha1.EnvoySource
 	if err := c.client.Get(ctx, req.NamespacedName, &es); err != nil {

@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"net/http"
 	"slices"
@@ -56,6 +58,9 @@ func (h *httpAPI) routes() http.Handler {
 		}
 		statuspage.WriteJSON(w, http.StatusOK, h.nodeView(st, h.sources()))
 	})
+	mux.HandleFunc("GET /api/v1/replica", func(w http.ResponseWriter, r *http.Request) {
+		statuspage.WriteJSON(w, http.StatusOK, h.c.replicaView(r.Context()))
+	})
 	mux.HandleFunc("GET /api/v1/sources", func(w http.ResponseWriter, _ *http.Request) {
 		statuspage.WriteJSON(w, http.StatusOK, h.sources())
 	})
@@ -105,11 +110,16 @@ func (h *httpAPI) sources() []statuspage.Source {
 }
 
 // page is GET /: the status page both homes share.
-func (h *httpAPI) page(w http.ResponseWriter, _ *http.Request) {
+func (h *httpAPI) page(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.Header().Set("Cache-Control", "no-store")
 	srcs := h.sources()
-	if err := statuspage.Write(w, h.nodes(srcs), srcs, nil, time.Now()); err != nil {
+	page := statuspage.Page{Nodes: h.nodes(srcs), Sources: srcs, Now: time.Now()}
+	if h.c.opts.LeaderElect {
+		v := h.c.replicaView(r.Context())
+		page.Replica = fmt.Sprintf("replica %s, %s (the Lease holder is %s), serving %d xDS streams", v.Replica, v.Role, cmp.Or(v.LeaseHolder, "nobody"), v.Proxies)
+	}
+	if err := page.Write(w); err != nil {
 		h.c.log.Error(err, "render the status page")
 	}
 }

@@ -30,12 +30,16 @@ import (
 // +kubebuilder:rbac:groups="",resources=configmaps,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups="",resources=secrets,verbs=get;list;watch
 // +kubebuilder:rbac:groups=discovery.k8s.io,resources=endpointslices,verbs=get;list;watch
+// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
 // Reconcile runs one EnvoyConfig through the pipeline and writes its status.
 func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	if !c.watches(req.Namespace) {
 		return ctrl.Result{}, nil
+	}
+	if res, wait := c.waitForLead(); wait {
+		return res, nil
 	}
 	src := c.source(req.NamespacedName)
 	res, err := src.Fetch(ctx)

@@ -15,6 +15,11 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
+// everyReplica runs a reconciler on every replica, not on the leader
+// alone: each replica serves xDS, so each pushes new secrets and endpoints
+// to its own proxies.
+var everyReplica = false
+
 // watchSecrets registers the reconciler that pushes a Secret's new key
 // material to the proxies whose configuration uses it. It watches the
 // Secrets' metadata only: their data is read, when referenced, by the
@@ -22,7 +27,7 @@ import (
 func (c *Controller) watchSecrets(skipNameValidation bool) error {
 	err := ctrl.NewControllerManagedBy(c.mgr).Named("secrets").
 		For(&corev1.Secret{}, builder.OnlyMetadata).
-		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, NeedLeaderElection: &everyReplica}).
 		Complete(reconcile.Func(func(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
 			if c.secrets.References(req.Namespace + "/" + req.Name) {
 				c.secrets.Refresh()
@@ -46,7 +51,7 @@ func (c *Controller) watchEndpointSlices(skipNameValidation bool) error {
 	})
 	err := ctrl.NewControllerManagedBy(c.mgr).Named("endpointslices").
 		Watches(&discoveryv1.EndpointSlice{}, byNamespace).
-		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, NeedLeaderElection: &everyReplica}).
 		Complete(reconcile.Func(func(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
 			if c.secrets.ReferencesEndpoints(req.Namespace) {
 				c.secrets.RefreshEndpoints(req.Namespace)

@@ -39,6 +39,9 @@ func (c *Controller) watchUntaints(skipNameValidation bool) error {
 }
 
 func (c *Controller) reconcileUntaint(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if res, wait := c.waitForLead(); wait {
+		return res, nil
+	}
 	var rev v1alpha1.EnvoyConfigRevision
 	if err := c.client.Get(ctx, req.NamespacedName, &rev); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)

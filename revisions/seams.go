@@ -63,15 +63,17 @@ func (e *Engine) ObserveRemote(ctx context.Context, node, replica string, a Remo
 }
 
 // answers is the tally of the node's current publication over its own
-// proxies and the other replicas' summaries of the same version, and the
-// rejections, sorted by proxy.
+// proxies and the other replicas' summaries, and the rejections, sorted by
+// proxy. A summary of another version counts its proxies as not having
+// answered yet: the replica has not served them the publication, or not
+// heard back, so the verdict waits for them (until the answer timeout).
 func (n *nodeState) answers() (tally, []ProxyRejection) {
 	t, rej := n.track.tally(), n.track.rejections()
 	for _, r := range n.remote {
+		t.Population += r.Population
 		if r.Version == "" || r.Version != n.track.version {
 			continue
 		}
-		t.Population += r.Population
 		t.Accepted += r.Accepted
 		t.Rejected += r.Rejected
 		rej = append(rej, r.Rejections...)
@@ -80,14 +82,11 @@ func (n *nodeState) answers() (tally, []ProxyRejection) {
 	return t, rej
 }
 
-// elsewhere counts the proxies other replicas report for the current
-// publication.
+// elsewhere counts the proxies other replicas report for the node.
 func (n *nodeState) elsewhere() int {
 	c := 0
 	for _, r := range n.remote {
-		if r.Version != "" && r.Version == n.track.version {
-			c += r.Population
-		}
+		c += r.Population
 	}
 	return c
 }

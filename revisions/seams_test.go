@@ -78,7 +78,8 @@ func TestRemoteRejectionTaints(t *testing.T) {
 	assert.Contains(t, st.History[0].Taint.Message, "pod-b: cluster c2: bad")
 }
 
-// Summaries of another version do not count, and a replica's summary
+// Summaries of another version count their proxies as not answered yet,
+// never their rejections, and a replica's summary
 // replaces its last one rather than adding to it.
 func TestRemoteAnswersAreReplacedNotAdded(t *testing.T) {
 	h := newHarness(t, revisions.Options{Threshold: 0.6})
@@ -89,12 +90,14 @@ func TestRemoteAnswersAreReplacedNotAdded(t *testing.T) {
 	require.Equal(t, revisions.StateInSync, h.status().State)
 
 	h.e.ObserveRemote(context.Background(), node, "replica-b", revisions.RemoteAnswers{Version: "old-1", Population: 5, Rejected: 5})
-	assert.Equal(t, revisions.StateInSync, h.status().State, "a summary of another publication is ignored")
+	st := h.status()
+	assert.Equal(t, revisions.StatePending, st.State, "the proxies of a summary of another publication have not answered this one yet")
+	assert.Zero(t, st.Answers.Rejected, "their rejections of another publication do not count")
 
 	one := revisions.RemoteAnswers{Version: pub.Version, Population: 1, Rejected: 1, Rejections: []revisions.ProxyRejection{{Proxy: "pod-b", Error: "no"}}}
 	h.e.ObserveRemote(context.Background(), node, "replica-b", one)
 	h.e.ObserveRemote(context.Background(), node, "replica-b", one)
-	st := h.status()
+	st = h.status()
 	assert.Equal(t, revisions.StateDegraded, st.State, "1 of 2 rejected, under 0.6; counted twice it would be 2 of 3")
 	assert.Equal(t, 1, st.Answers.Rejected)
 	assert.Equal(t, 1, st.Answers.Elsewhere)

@@ -17,7 +17,8 @@ func (s *Server) serveStatusPage(w http.ResponseWriter, _ *http.Request) {
 		}
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	if err := statuspage.Write(w, s.Nodes(), s.Sources(), forges, time.Now()); err != nil {
+	page := statuspage.Page{Nodes: s.Nodes(), Sources: s.Sources(), Forges: forges, Now: time.Now()}
+	if err := page.Write(w); err != nil {
 		s.log.Error(err, "render status page")
 	}
 }

@@ -22,6 +22,8 @@ type pageModel struct {
 	Legend  []legendEntry
 	// Counts is "2 InSync, 1 Rollback".
 	Counts string
+	// Replica names this replica and its role, with several.
+	Replica string
 }
 
 type legendEntry struct{ State, Meaning string }

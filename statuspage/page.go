@@ -49,6 +49,7 @@ a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 .legend{display:grid;grid-template-columns:140px 1fr;gap:4px 12px;background:#fff;border:1px solid #d0d7de;border-radius:6px;padding:10px 14px}
 </style></head><body><main>
 <h1>legate</h1>
+{{with .Replica}}<div class="replica">{{.}}</div>{{end}}
 <div class="muted">{{with .Counts}}{{.}}{{else}}no nodes yet{{end}} · refreshes every 10 s · <a href="api/v1/nodes">nodes JSON</a> · <a href="api/v1/sources">sources JSON</a> · <a href="metrics">metrics</a> · <a href="#states">what the states mean</a></div>
 
 <h2>Nodes</h2>
@@ -100,9 +101,23 @@ a{color:#0969da;text-decoration:none}a:hover{text-decoration:underline}
 {{define "commit"}}{{if .Href}}<a class="mono" href="{{.Href}}" title="{{.Title}}">{{.Text}}</a>{{else}}<code title="{{.Title}}">{{.Text}}</code>{{end}}{{end}}
 `))
 
-// Write renders the page of nodes and srcs to w. forges maps a source
-// name to its forge provider (for commit links; empty when unknown); now
-// dates relative times.
-func Write(w io.Writer, nodes []NodeView, srcs []Source, forges map[string]forge.Provider, now time.Time) error {
-	return statusPage.Execute(w, buildPage(nodes, srcs, forges, now))
+// Page is what the status page shows.
+type Page struct {
+	Nodes   []NodeView
+	Sources []Source
+	// Forges maps a source name to its forge provider, for commit links
+	// (empty when unknown).
+	Forges map[string]forge.Provider
+	// Replica says, with several replicas, which one this is and its
+	// role ("replica legate-0, leader").
+	Replica string
+	// Now dates relative times.
+	Now time.Time
+}
+
+// Write renders the page to w.
+func (p Page) Write(w io.Writer) error {
+	m := buildPage(p.Nodes, p.Sources, p.Forges, p.Now)
+	m.Replica = p.Replica
+	return statusPage.Execute(w, m)
 }

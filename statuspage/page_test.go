@@ -57,7 +57,7 @@ func TestStatusPageShowsWhatIsServedAndWhy(t *testing.T) {
 	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	nodes, srcs := rollbackFixture(now)
 	var b strings.Builder
-	require.NoError(t, Write(&b, nodes, srcs, map[string]forge.Provider{"cfg": forge.ProviderGitea}, now))
+	require.NoError(t, Page{Nodes: nodes, Sources: srcs, Forges: map[string]forge.Provider{"cfg": forge.ProviderGitea}, Now: now}.Write(&b))
 	page := b.String()
 	for _, want := range []string{
 		`<span class="badge state" title="` + StateMeaning(revisions.StateRollback) + `">Rollback</span>`,
@@ -87,7 +87,7 @@ func TestStatusPageShowsValidationErrorsOnce(t *testing.T) {
 		LastError: "validation failed with 1 error(s): nodes/edge/a.yaml:3:1: bad", Diagnostics: []string{"nodes/edge/a.yaml:3:1: bad"},
 	}}
 	var b strings.Builder
-	require.NoError(t, Write(&b, nil, srcs, nil, now))
+	require.NoError(t, Page{Nodes: nil, Sources: srcs, Forges: nil, Now: now}.Write(&b))
 	page := b.String()
 	assert.Equal(t, 1, strings.Count(page, "nodes/edge/a.yaml:3:1: bad"))
 	assert.Contains(t, page, "no nodes yet")
@@ -128,7 +128,7 @@ func TestStatusPageMarksOrphansAndNodesWithoutProxies(t *testing.T) {
 	}}
 	srcs := []Source{{Name: "cfg", Kind: "git", URL: "/srv/cfg", Suspended: true}}
 	var b strings.Builder
-	require.NoError(t, Write(&b, nodes, srcs, nil, now))
+	require.NoError(t, Page{Nodes: nodes, Sources: srcs, Forges: nil, Now: now}.Write(&b))
 	page := b.String()
 	assert.Contains(t, page, `title="no proxy of this node is connected to legate">no proxy connected</span>`)
 	assert.Contains(t, page, `>orphaned</span>`)

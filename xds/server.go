@@ -179,6 +179,17 @@ func (s *Server) Proxies(node string) []ProxyStatus {
 	return out
 }
 
+// Streams counts the open streams of every node.
+func (s *Server) Streams() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, ns := range s.nodes {
+		n += len(ns.streams)
+	}
+	return n
+}
+
 // node returns the state of a node ID, creating it when create is set.
 func (s *Server) node(id string, create bool) *nodeState {
 	s.mu.Lock()

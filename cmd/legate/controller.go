@@ -32,7 +32,8 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 func newControllerCommand() *cobra.Command {
 	var insecureSecrets []string
 	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir, logLevel, logFormat string
-	var tlsCert, tlsKey, clientCA string
+	var tlsCert, tlsKey, clientCA, replica string
+	var leaderElect bool
 	cmd := &cobra.Command{
 		Use: "controller",
 		Example: `  # with the CRDs installed (kubectl apply -f config/crd/), as the current kubectl context
@@ -60,8 +61,12 @@ and /metrics (loopback by default); --probe-addr answers only /healthz and
 
 xDS listens on loopback unless it runs over mutual TLS: --xds-tls-cert,
 --xds-tls-key and --xds-client-ca (legate pki init makes them); then each
-proxy's client certificate names the node IDs it may fetch. Not built yet:
-leader election.`,
+proxy's client certificate names the node IDs it may fetch.
+
+With --leader-elect, several replicas share the API server: every one serves
+xDS (what the store says is published, under the leader's versions), the
+holder of the Lease decides, writes revisions and statuses, and counts the
+answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			log, err := logging.New(cmd.ErrOrStderr(), logLevel, logFormat)
@@ -76,6 +81,7 @@ leader election.`,
 				Config: cfg, Namespace: namespace, WatchNamespace: watchNamespace, XDSAddr: xdsAddr,
 				HTTPAddr: httpAddr, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,
 				XDSInsecureSecrets: insecureSecrets, XDSTLSCert: tlsCert, XDSTLSKey: tlsKey, XDSClientCA: clientCA,
+				LeaderElect: leaderElect, Replica: replica,
 				Render: newPolicyRenderOptions(), Log: log,
 			})
 			if err != nil {
@@ -104,6 +110,8 @@ leader election.`,
 	fl.StringVar(&stateDir, "state-dir", "", "directory of the Git clones EnvoySources follow, a cache (default: $TMPDIR/legate-controller)")
 	fl.StringSliceVar(&insecureSecrets, "xds-insecure-secrets", nil, `secrets (by their SDS name; "*": all) whose key material is served over plaintext xDS; by default none is, and a revision that needs one waits`)
 	fl.StringVar(&policyDir, "policy-dir", "", "directory of CUE policies (*.cue) every configuration obeys, besides the ConfigMaps of --controller-namespace labelled "+controller.PolicyLabel)
+	fl.BoolVar(&leaderElect, "leader-elect", false, "run as one of several replicas: every replica serves xDS, the holder of the Lease "+controller.LeaseName+" in --controller-namespace decides and writes")
+	fl.StringVar(&replica, "replica", os.Getenv("POD_NAME"), "this replica's name in the Lease and the status API (default: $POD_NAME, else the host name)")
 	fl.StringVar(&logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
 	fl.StringVar(&logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", "))
 	return cmd

@@ -156,25 +156,44 @@ func (s Store) Load(ctx context.Context) ([]revisions.NodeData, error) {
 		return nil, fmt.Errorf("list node records in %s: %w", s.Namespace, err)
 	}
 	out := make([]revisions.NodeData, 0, len(cms.Items))
-	for _, cm := range cms.Items {
-		var d revisions.NodeData
-		if err := json.Unmarshal([]byte(cm.Data[recordKey]), &d.Record); err != nil {
-			return nil, fmt.Errorf("decode node record ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
-		}
-		var revs v1alpha1.EnvoyConfigRevisionList
-		if err := s.Client.List(ctx, &revs, client.InNamespace(s.Namespace), client.MatchingLabels{LabelNode: cm.Labels[LabelNode], LabelComponent: "revision"}); err != nil {
-			return nil, fmt.Errorf("list revisions of node %q: %w", d.Record.Node, err)
-		}
-		for i := range revs.Items {
-			rev, err := fromObject(&revs.Items[i])
-			if err != nil {
-				return nil, err
-			}
-			d.Revisions = append(d.Revisions, rev)
+	for i := range cms.Items {
+		d, err := s.nodeData(ctx, &cms.Items[i])
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, d)
 	}
 	return out, nil
+}
+
+// LoadNode is Load of the node whose record a ConfigMap is (one the
+// store wrote, as an informer delivers it): what a follower serves when
+// the leader changed the node.
+func (s Store) LoadNode(ctx context.Context, record *corev1.ConfigMap) (revisions.NodeData, error) {
+	if record.Labels[LabelComponent] != "node-record" {
+		return revisions.NodeData{}, fmt.Errorf("ConfigMap %s/%s is not a node record", record.Namespace, record.Name)
+	}
+	return s.nodeData(ctx, record)
+}
+
+// nodeData decodes a record ConfigMap and reads its node's revisions.
+func (s Store) nodeData(ctx context.Context, cm *corev1.ConfigMap) (revisions.NodeData, error) {
+	var d revisions.NodeData
+	if err := json.Unmarshal([]byte(cm.Data[recordKey]), &d.Record); err != nil {
+		return d, fmt.Errorf("decode node record ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	var revs v1alpha1.EnvoyConfigRevisionList
+	if err := s.Client.List(ctx, &revs, client.InNamespace(s.Namespace), client.MatchingLabels{LabelNode: cm.Labels[LabelNode], LabelComponent: "revision"}); err != nil {
+		return d, fmt.Errorf("list revisions of node %q: %w", d.Record.Node, err)
+	}
+	for i := range revs.Items {
+		rev, err := fromObject(&revs.Items[i])
+		if err != nil {
+			return d, err
+		}
+		d.Revisions = append(d.Revisions, rev)
+	}
+	return d, nil
 }
 
 // Commit implements revisions.Store, in the contract's order: new content,

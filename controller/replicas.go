@@ -1,0 +1,403 @@
+package controller
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/selection"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+	"sigs.k8s.io/controller-runtime/pkg/source"
+
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/kubestore"
+)
+
+// Several replicas of legate controller share one API server: every one
+// serves xDS, the one holding the Lease LeaseName decides. The leader's
+// writes reach the followers through their cache of the node records
+// (each follower serves the record's publication under its versions); the
+// followers' proxies' answers reach the leader through one ConfigMap per
+// replica, legate-answers-<replica>, which each follower rewrites when
+// its summary changes (at most every AnswersInterval, and every
+// answersHeartbeat to say it is alive) and the leader reads through its
+// cache.
+
+// LeaseName is the Lease the replicas elect their leader with.
+const LeaseName = "legate-controller"
+
+const (
+	// defaultAnswersInterval is how often a follower may write its
+	// proxies' answers: changes within it are coalesced.
+	defaultAnswersInterval = 250 * time.Millisecond
+	// answersHeartbeat rewrites an unchanged summary, so the leader can
+	// tell a live follower from a dead one.
+	answersHeartbeat = 10 * time.Second
+	// answersStale is when the leader stops counting a summary not
+	// rewritten: its replica is gone, and its proxies reconnect elsewhere.
+	answersStale = 3 * answersHeartbeat
+	// maxAnswerErrorBytes bounds one proxy's error text in a summary.
+	maxAnswerErrorBytes = 512
+	// maxAnswersBytes keeps a summary well under the 1 MiB of an object;
+	// past it, rejection texts are left out (the counts stay).
+	maxAnswersBytes = 800 << 10
+)
+
+// answersLabel selects the replicas' summaries.
+var answersLabel = map[string]string{kubestore.LabelComponent: "answers", kubestore.LabelManagedBy: "legate"}
+
+// answersKey, replicaKey and atKey are the ConfigMap's data keys.
+const (
+	answersKey = "nodes"
+	replicaKey = "replica"
+	atKey      = "at"
+)
+
+// answersName is the summary ConfigMap of a replica.
+func answersName(replica string) string {
+	sum := sha256.Sum256([]byte(replica))
+	return "legate-answers-" + hex.EncodeToString(sum[:8])
+}
+
+// leaderLock is the Lease lock of the replicas, held under the replica's
+// own name (so the Lease says which replica leads).
+func leaderLock(opts Options) (resourcelock.Interface, error) {
+	cs, err := kubernetes.NewForConfig(opts.Config)
+	if err != nil {
+		return nil, err
+	}
+	return resourcelock.New(resourcelock.LeasesResourceLock, opts.Namespace, LeaseName, cs.CoreV1(), cs.CoordinationV1(),
+		resourcelock.ResourceLockConfig{Identity: opts.Replica})
+}
+
+// haCache holds the node records and the summaries of the controller's
+// namespace: the manager's cache keeps only policy ConfigMaps.
+func haCache(opts Options, mgrCache cache.Options) (cache.Cache, error) {
+	components, err := labels.NewRequirement(kubestore.LabelComponent, selection.In, []string{"node-record", "answers"})
+	if err != nil {
+		return nil, err
+	}
+	managed, err := labels.NewRequirement(kubestore.LabelManagedBy, selection.Equals, []string{"legate"})
+	if err != nil {
+		return nil, err
+	}
+	return cache.New(opts.Config, cache.Options{
+		Scheme: mgrCache.Scheme, Mapper: mgrCache.Mapper, DefaultTransform: cache.TransformStripManagedFields(),
+		DefaultNamespaces: map[string]cache.Config{opts.Namespace: {}},
+		ByObject:          map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: labels.NewSelector().Add(*components, *managed)}},
+	})
+}
+
+// everyReplicaCache runs a cache on every replica: a cache added to the
+// manager would otherwise start on the leader alone.
+type everyReplicaCache struct{ cache.Cache }
+
+func (everyReplicaCache) NeedLeaderElection() bool { return false }
+
+// replicas is the HA side of one controller.
+type replicas struct {
+	c     *Controller
+	cache cache.Cache
+
+	mu sync.Mutex
+	// written is the summary last written, when.
+	written     map[string]revisions.RemoteAnswers
+	writtenAt   time.Time
+	writeFailed string
+	// heard is, per other replica, the nodes of its last summary and when
+	// it was written.
+	heard map[string]heardFrom
+}
+
+type heardFrom struct {
+	nodes map[string]revisions.RemoteAnswers
+	at    time.Time
+}
+
+func newReplicas(c *Controller, ca cache.Cache) *replicas {
+	return &replicas{c: c, cache: ca, heard: map[string]heardFrom{}}
+}
+
+// watch registers, on every replica, the reconcilers of the node records
+// (a follower serves what the leader wrote) and of the summaries (the
+// leader, and a follower ready to lead, counts the other replicas'
+// proxies).
+func (r *replicas) watch(skipNameValidation bool) error {
+	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: client.ObjectKeyFromObject(o)}}
+	})
+	err := ctrl.NewControllerManagedBy(r.c.mgr).Named("replica-state").
+		WatchesRawSource(source.Kind(r.cache, client.Object(&corev1.ConfigMap{}), byName)).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, NeedLeaderElection: &everyReplica}).
+		Complete(reconcile.Func(r.reconcile))
+	if err != nil {
+		return fmt.Errorf("replica state reconciler: %w", err)
+	}
+	return nil
+}
+
+func (r *replicas) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	var cm corev1.ConfigMap
+	err := r.cache.Get(ctx, req.NamespacedName, &cm)
+	if apierrors.IsNotFound(err) {
+		return ctrl.Result{}, nil
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	switch cm.Labels[kubestore.LabelComponent] {
+	case "node-record":
+		if r.c.engine.Leading() {
+			return ctrl.Result{}, nil // the leader wrote it
+		}
+		d, err := r.c.store.LoadNode(ctx, &cm)
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if err := r.c.engine.Mirror(d); err != nil {
+			r.c.log.Error(err, "cannot serve the leader's publication yet; retrying", "node", d.Record.Node)
+		}
+	case "answers":
+		r.heardSummary(ctx, &cm, time.Now())
+	}
+	return ctrl.Result{}, nil
+}
+
+// heardSummary hands another replica's summary to the engine, replacing
+// its last one: a node it no longer lists, or a summary gone stale, is
+// withdrawn. Its own summary is skipped.
+func (r *replicas) heardSummary(ctx context.Context, cm *corev1.ConfigMap, now time.Time) {
+	replica := cm.Data[replicaKey]
+	if replica == "" || replica == r.c.opts.Replica {
+		return
+	}
+	at, _ := time.Parse(time.RFC3339Nano, cm.Data[atKey])
+	var nodes map[string]wireAnswers
+	if err := json.Unmarshal([]byte(cm.Data[answersKey]), &nodes); err != nil {
+		r.c.log.Error(err, "ignoring a replica's summary that does not decode", "replica", replica)
+		nodes = nil
+	}
+	if now.Sub(at) > answersStale {
+		nodes = nil
+	}
+	now2 := heardFrom{nodes: map[string]revisions.RemoteAnswers{}, at: at}
+	for node, a := range nodes {
+		now2.nodes[node] = a.answers()
+	}
+	r.mu.Lock()
+	prev := r.heard[replica]
+	r.heard[replica] = now2
+	r.mu.Unlock()
+	for node, a := range now2.nodes {
+		if old, ok := prev.nodes[node]; ok && revisions.SameAnswers(old, a) {
+			continue
+		}
+		r.c.engine.ObserveRemote(ctx, node, replica, a)
+		r.counted(node)
+	}
+	for node := range prev.nodes {
+		if _, still := now2.nodes[node]; !still {
+			r.c.engine.ObserveRemote(ctx, node, replica, revisions.RemoteAnswers{})
+			r.counted(node)
+		}
+	}
+}
+
+// counted has the leader write the status of the object that owns node
+// again: its proxy counts changed though its verdict may not have.
+func (r *replicas) counted(node string) {
+	if !r.c.engine.Leading() {
+		return
+	}
+	if owner := r.c.pipeline.Owner(node); owner != "" {
+		r.c.trigger(owner)
+	}
+}
+
+// sweep withdraws the summaries of replicas that stopped writing.
+func (r *replicas) sweep(ctx context.Context, now time.Time) {
+	r.mu.Lock()
+	var stale []string
+	for replica, h := range r.heard {
+		if len(h.nodes) > 0 && now.Sub(h.at) > answersStale {
+			stale = append(stale, replica)
+		}
+	}
+	r.mu.Unlock()
+	for _, replica := range stale {
+		cm := &corev1.ConfigMap{Data: map[string]string{replicaKey: replica, atKey: time.Time{}.Format(time.RFC3339Nano)}}
+		r.heardSummary(ctx, cm, now)
+	}
+}
+
+// run writes this replica's summary while it follows, and sweeps stale
+// ones, until ctx ends.
+func (r *replicas) run(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			r.sweep(ctx, now)
+			if !r.c.engine.Leading() {
+				r.write(ctx, now)
+			}
+		}
+	}
+}
+
+// write stores the summary of this replica's proxies when it changed, or
+// when the last write is a heartbeat old: one write per interval at most,
+// whatever the number of proxy events.
+func (r *replicas) write(ctx context.Context, now time.Time) {
+	cur := r.c.engine.LocalAnswers()
+	r.mu.Lock()
+	same := maps.EqualFunc(cur, r.written, revisions.SameAnswers) && now.Sub(r.writtenAt) < answersHeartbeat
+	r.mu.Unlock()
+	if same {
+		return
+	}
+	data, err := encodeAnswers(cur)
+	if err == nil {
+		err = r.put(ctx, map[string]string{replicaKey: r.c.opts.Replica, atKey: now.UTC().Format(time.RFC3339Nano), answersKey: data})
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		if err.Error() != r.writeFailed {
+			r.writeFailed = err.Error()
+			r.c.log.Error(err, "cannot write this replica's proxy answers for the leader; retrying")
+		}
+		return
+	}
+	r.written, r.writtenAt, r.writeFailed = cur, now, ""
+}
+
+// put creates or replaces the replica's summary ConfigMap.
+func (r *replicas) put(ctx context.Context, data map[string]string) error {
+	key := client.ObjectKey{Namespace: r.c.opts.Namespace, Name: answersName(r.c.opts.Replica)}
+	var cm corev1.ConfigMap
+	err := r.c.client.Get(ctx, key, &cm)
+	switch {
+	case apierrors.IsNotFound(err):
+		cm = corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: key.Name, Namespace: key.Namespace, Labels: answersLabel}, Data: data}
+		return r.c.client.Create(ctx, &cm)
+	case err != nil:
+		return err
+	}
+	cm.Data = data
+	return r.c.client.Update(ctx, &cm)
+}
+
+// wireAnswers is one node's summary as stored.
+type wireAnswers struct {
+	Version    string         `json:"version"`
+	Population int            `json:"population"`
+	Accepted   int            `json:"accepted,omitempty"`
+	Rejected   int            `json:"rejected,omitempty"`
+	Rejections []wireRejected `json:"rejections,omitempty"`
+}
+
+type wireRejected struct {
+	Proxy string `json:"proxy"`
+	Error string `json:"error"`
+}
+
+func (w wireAnswers) answers() revisions.RemoteAnswers {
+	a := revisions.RemoteAnswers{Version: w.Version, Population: w.Population, Accepted: w.Accepted, Rejected: w.Rejected}
+	for _, r := range w.Rejections {
+		a.Rejections = append(a.Rejections, revisions.ProxyRejection{Proxy: r.Proxy, Error: r.Error})
+	}
+	return a
+}
+
+// encodeAnswers is the stored form of a summary, bounded: error texts cut
+// to maxAnswerErrorBytes, and left out when the whole would pass
+// maxAnswersBytes.
+func encodeAnswers(all map[string]revisions.RemoteAnswers) (string, error) {
+	wire := make(map[string]wireAnswers, len(all))
+	for _, node := range slices.Sorted(maps.Keys(all)) {
+		a := all[node]
+		w := wireAnswers{Version: a.Version, Population: a.Population, Accepted: a.Accepted, Rejected: a.Rejected}
+		for _, rej := range a.Rejections {
+			w.Rejections = append(w.Rejections, wireRejected{Proxy: cut(rej.Proxy, 253), Error: cut(rej.Error, maxAnswerErrorBytes)})
+		}
+		wire[node] = w
+	}
+	data, err := json.Marshal(wire)
+	if err != nil {
+		return "", err
+	}
+	if len(data) > maxAnswersBytes {
+		for node, w := range wire {
+			w.Rejections = nil
+			wire[node] = w
+		}
+		if data, err = json.Marshal(wire); err != nil {
+			return "", err
+		}
+	}
+	if len(data) > maxAnswersBytes {
+		return "", errors.New("the proxy answers of this replica's nodes do not fit in one ConfigMap")
+	}
+	return string(data), nil
+}
+
+// cut shortens s to at most n bytes on a rune boundary.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "")
+}
+
+// ReplicaView is GET /api/v1/replica: who this replica is and what it
+// does.
+type ReplicaView struct {
+	Replica string `json:"replica"`
+	// Role is "leader", "follower", or "single" without leader election.
+	Role string `json:"role"`
+	// LeaseHolder is the replica that leads, as the Lease says.
+	LeaseHolder string `json:"leaseHolder,omitempty"`
+	// Proxies counts the xDS streams this replica serves.
+	Proxies int `json:"proxies"`
+}
+
+// replicaView reads the Lease for the holder.
+func (c *Controller) replicaView(ctx context.Context) ReplicaView {
+	v := ReplicaView{Replica: c.opts.Replica, Role: "single", Proxies: c.xds.Streams()}
+	if !c.opts.LeaderElect {
+		return v
+	}
+	v.Role = "follower"
+	if c.engine.Leading() {
+		v.Role = "leader"
+	}
+	var lease coordinationv1.Lease
+	if err := c.client.Get(ctx, client.ObjectKey{Namespace: c.opts.Namespace, Name: LeaseName}, &lease); err == nil && lease.Spec.HolderIdentity != nil {
+		v.LeaseHolder = *lease.Spec.HolderIdentity
+	}
+	return v
+}
