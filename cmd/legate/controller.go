@@ -6,6 +6,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 	"k8s.io/client-go/rest"
@@ -34,6 +35,7 @@ func newControllerCommand() *cobra.Command {
 	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir, logLevel, logFormat string
 	var tlsCert, tlsKey, clientCA, replica string
 	var leaderElect bool
+	var leaseDuration, renewDeadline, retryPeriod time.Duration
 	cmd := &cobra.Command{
 		Use: "controller",
 		Example: `  # with the CRDs installed (kubectl apply -f config/crd/), as the current kubectl context
@@ -82,6 +84,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 				HTTPAddr: httpAddr, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,
 				XDSInsecureSecrets: insecureSecrets, XDSTLSCert: tlsCert, XDSTLSKey: tlsKey, XDSClientCA: clientCA,
 				LeaderElect: leaderElect, Replica: replica,
+				LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 				Render: newPolicyRenderOptions(), Log: log,
 			})
 			if err != nil {
@@ -111,6 +114,9 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	fl.StringSliceVar(&insecureSecrets, "xds-insecure-secrets", nil, `secrets (by their SDS name; "*": all) whose key material is served over plaintext xDS; by default none is, and a revision that needs one waits`)
 	fl.StringVar(&policyDir, "policy-dir", "", "directory of CUE policies (*.cue) every configuration obeys, besides the ConfigMaps of --controller-namespace labelled "+controller.PolicyLabel)
 	fl.BoolVar(&leaderElect, "leader-elect", false, "run as one of several replicas: every replica serves xDS, the holder of the Lease "+controller.LeaseName+" in --controller-namespace decides and writes")
+	fl.DurationVar(&leaseDuration, "lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: after a leader dies, the others wait this long")
+	fl.DurationVar(&renewDeadline, "renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
+	fl.DurationVar(&retryPeriod, "retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
 	fl.StringVar(&replica, "replica", os.Getenv("POD_NAME"), "this replica's name in the Lease and the status API (default: $POD_NAME, else the host name)")
 	fl.StringVar(&logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
 	fl.StringVar(&logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", "))

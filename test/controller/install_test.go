@@ -68,8 +68,9 @@ func asServiceAccount(cfg *rest.Config) *rest.Config {
 }
 
 // The install of config/default applies to a real API server, and the
-// controller does its work as the service account it creates, with exactly
-// the permissions of the generated ClusterRole.
+// controller, electing itself leader as the Deployment's replicas do, does
+// its work as the service account it creates, with exactly the permissions
+// of the generated ClusterRole.
 func TestControllerRunsWithItsOwnRole(t *testing.T) {
 	cluster := envtest.Start(t)
 	scheme, err := controller.Scheme()
@@ -77,7 +78,9 @@ func TestControllerRunsWithItsOwnRole(t *testing.T) {
 	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	apply(t, c, "default")
-	start(t, asServiceAccount(cluster.Config))
+	startWith(t, asServiceAccount(cluster.Config), func(o *controller.Options) {
+		o.LeaderElect, o.Replica, o.RetryPeriod = true, "legate-0", 200*time.Millisecond
+	})
 
 	ec := sample(t)
 	require.NoError(t, c.Create(context.Background(), ec))
