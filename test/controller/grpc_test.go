@@ -12,10 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/yaml"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
@@ -25,29 +22,12 @@ import (
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
-// marin3rType is the resources[].type of an Envoy message.
-var marin3rType = map[string]string{
-	"type.googleapis.com/envoy.config.listener.v3.Listener":              "listener",
-	"type.googleapis.com/envoy.config.route.v3.RouteConfiguration":       "route",
-	"type.googleapis.com/envoy.config.cluster.v3.Cluster":                "cluster",
-	"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": "endpoint",
-}
-
 // envoyConfig makes an EnvoyConfig of node from resource documents
 // (with "@type"), in MARIN3R's {type, value} form.
 func envoyConfig(t *testing.T, node string, docs ...string) *v1alpha1.EnvoyConfig {
 	t.Helper()
-	ec := &v1alpha1.EnvoyConfig{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: "default"}, Spec: v1alpha1.EnvoyConfigSpec{NodeID: node}}
-	for _, doc := range docs {
-		var m map[string]any
-		require.NoError(t, yaml.Unmarshal([]byte(doc), &m))
-		typ := marin3rType[m["@type"].(string)]
-		require.NotEmpty(t, typ, m["@type"])
-		delete(m, "@type")
-		raw, err := json.Marshal(m)
-		require.NoError(t, err)
-		ec.Spec.Resources = append(ec.Spec.Resources, v1alpha1.Resource{Type: typ, Value: &runtime.RawExtension{Raw: raw}})
-	}
+	ec, err := xdsyaml.EnvoyConfig(node, docs...)
+	require.NoError(t, err)
 	return ec
 }
 

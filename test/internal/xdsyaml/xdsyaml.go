@@ -9,8 +9,15 @@
 package xdsyaml
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/yaml"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
 )
 
 // Join returns the documents as one multi-document YAML file.
@@ -110,3 +117,35 @@ endpoints:
 // tests use it to add a field the message does not have, which legate's
 // renderer rejects with the field's file and line.
 func WithField(doc, key, value string) string { return doc + key + ": " + value + "\n" }
+
+// marin3rType is the resources[].type of an Envoy message.
+var marin3rType = map[string]string{
+	"type.googleapis.com/envoy.config.listener.v3.Listener":              "listener",
+	"type.googleapis.com/envoy.config.route.v3.RouteConfiguration":       "route",
+	"type.googleapis.com/envoy.config.cluster.v3.Cluster":                "cluster",
+	"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": "endpoint",
+}
+
+// EnvoyConfig is an EnvoyConfig object of node in namespace default made of
+// resource documents (with "@type"), in MARIN3R's {type, value} form.
+func EnvoyConfig(node string, docs ...string) (*v1alpha1.EnvoyConfig, error) {
+	ec := &v1alpha1.EnvoyConfig{ObjectMeta: metav1.ObjectMeta{Name: node, Namespace: "default"}, Spec: v1alpha1.EnvoyConfigSpec{NodeID: node}}
+	for _, doc := range docs {
+		var m map[string]any
+		if err := yaml.Unmarshal([]byte(doc), &m); err != nil {
+			return nil, err
+		}
+		url, _ := m["@type"].(string)
+		typ := marin3rType[url]
+		if typ == "" {
+			return nil, fmt.Errorf("no MARIN3R type for %q", url)
+		}
+		delete(m, "@type")
+		raw, err := json.Marshal(m)
+		if err != nil {
+			return nil, err
+		}
+		ec.Spec.Resources = append(ec.Spec.Resources, v1alpha1.Resource{Type: typ, Value: &runtime.RawExtension{Raw: raw}})
+	}
+	return ec, nil
+}

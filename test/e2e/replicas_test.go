@@ -1,0 +1,170 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	eventsv1 "k8s.io/api/events/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/legateproc"
+	"github.com/legate-dev/legate/test/internal/xdsyaml"
+)
+
+// controllerProc is one `legate controller --leader-elect` process.
+type controllerProc struct {
+	name, xds, http string
+	proc            *legateproc.Proc
+	logs            *strings.Builder
+}
+
+func (p *controllerProc) role() controller.ReplicaView {
+	var v controller.ReplicaView
+	getJSON("http://"+p.http+"/api/v1/replica", &v)
+	return v
+}
+
+// Three `legate controller` processes on one API server, a grpc-go client
+// on each. A configuration every client rejects is applied and the leader
+// is killed with SIGKILL at once, mid-rollout: another replica takes the
+// Lease when it expires, and the scenario still ends right: the rejected
+// revision tainted once, one RolledBack event, the good version served by
+// every replica left, and their clients calling the good backend
+// throughout.
+func TestReplicasSurviveTheLeadersKill(t *testing.T) {
+	cluster := envtest.Start(t)
+	scheme, err := controller.Scheme()
+	require.NoError(t, err)
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	ctx := context.Background()
+	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, cluster.KubeConfig, 0o600))
+
+	var procs []*controllerProc
+	for i := range 3 {
+		p := &controllerProc{name: fmt.Sprintf("replica-%d", i), xds: legateproc.LoopbackAddr(t), http: legateproc.LoopbackAddr(t), logs: &strings.Builder{}}
+		p.proc, err = legateproc.Start(legateBin, []string{
+			"controller", "--kubeconfig", kubeconfig, "--xds-addr", p.xds, "--http-addr", p.http, "--state-dir", t.TempDir(),
+			"--leader-elect", "--replica", p.name, "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "250ms",
+		}, p.logs)
+		require.NoError(t, err)
+		t.Cleanup(func() { p.proc.Stop(10 * time.Second) })
+		procs = append(procs, p)
+	}
+	leaderOf := func(ps []*controllerProc) *controllerProc {
+		var lead *controllerProc
+		require.Eventually(t, func() bool {
+			lead = nil
+			for _, p := range ps {
+				if p.role().Role == "leader" {
+					lead = p
+				}
+			}
+			return lead != nil
+		}, 60*time.Second, 50*time.Millisecond, "a leader is elected")
+		return lead
+	}
+	lead := leaderOf(procs)
+
+	a, b := backend.Start(t, "a"), backend.Start(t, "b")
+	docs := func(bad bool) []string {
+		route, cluster := "a", xdsyaml.EDSCluster("b")
+		if bad {
+			route, cluster = "b", xdsyaml.StaticCluster("b", b.Port) // grpc-go refuses STATIC
+		}
+		return []string{
+			xdsyaml.APIListener("greeter", "greeter", "routes"),
+			xdsyaml.RouteConfiguration("routes", "greeter", xdsyaml.Route{Cluster: route}),
+			xdsyaml.EDSCluster("a"), xdsyaml.Endpoints("a", a.Port), cluster, xdsyaml.Endpoints("b", b.Port),
+		}
+	}
+	ec, err := xdsyaml.EnvoyConfig("kill", docs(false)...)
+	require.NoError(t, err)
+	require.NoError(t, c.Create(ctx, ec))
+	clients := map[*controllerProc]*backend.Client{}
+	for i, p := range procs {
+		clients[p] = backend.Dial(t, p.xds, "kill", fmt.Sprintf("pod-%d", i), "greeter")
+	}
+	for p, cl := range clients {
+		require.Eventually(t, func() bool { return cl.Call() == "a" }, 60*time.Second, 50*time.Millisecond, "the client of %s", p.name)
+	}
+	getEC := func() *v1alpha1.EnvoyConfig {
+		var got v1alpha1.EnvoyConfig
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ec), &got))
+		return &got
+	}
+	require.Eventually(t, func() bool {
+		got := getEC()
+		return got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheInSync && got.Status.Proxies != nil && got.Status.Proxies.Accepted == 3
+	}, 60*time.Second, 50*time.Millisecond, "accepted by the proxies of every replica")
+	good := *getEC().Status.PublishedVersion
+
+	cur := getEC()
+	bad, err := xdsyaml.EnvoyConfig("kill", docs(true)...)
+	require.NoError(t, err)
+	cur.Spec = bad.Spec
+	require.NoError(t, c.Update(ctx, cur))
+	lead.proc.Kill() // SIGKILL: no step-down, the Lease runs out
+	killedAt := time.Now()
+
+	var left []*controllerProc
+	for _, p := range procs {
+		if p != lead {
+			left = append(left, p)
+		}
+	}
+	next := leaderOf(left)
+	t.Logf("%s leads %s after the kill", next.name, time.Since(killedAt).Round(10*time.Millisecond))
+	require.Eventually(t, func() bool {
+		got := getEC()
+		return got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheRollback && *got.Status.PublishedVersion == good
+	}, 90*time.Second, 50*time.Millisecond, "the rejected revision is rolled back to the good one:\n%s", next.logs)
+	for _, p := range left {
+		require.Eventually(t, func() bool {
+			var view struct {
+				Published *struct{ Hash string } `json:"published"`
+			}
+			return getJSON("http://"+p.http+"/api/v1/nodes/kill", &view) && view.Published != nil && strings.HasPrefix(view.Published.Hash, good)
+		}, 60*time.Second, 50*time.Millisecond, "%s serves the good revision", p.name)
+		assert.Equal(t, "a", clients[p].Call(), "the client of %s keeps the good configuration", p.name)
+	}
+
+	var revs v1alpha1.EnvoyConfigRevisionList
+	require.NoError(t, c.List(ctx, &revs, client.InNamespace("legate-system")))
+	tainted := 0
+	for _, r := range revs.Items {
+		if r.Spec.NodeID == "kill" && r.Status.Taint != nil {
+			tainted++
+		}
+	}
+	assert.Equal(t, 1, tainted, "the rejected revision is tainted, once")
+	require.Eventually(t, func() bool {
+		var evs eventsv1.EventList
+		require.NoError(t, c.List(ctx, &evs, client.InNamespace("default")))
+		n := 0
+		for _, ev := range evs.Items {
+			if ev.Regarding.Name == "kill" && ev.Reason == "RolledBack" {
+				n++
+				if ev.Series != nil {
+					n += int(ev.Series.Count) - 1
+				}
+			}
+		}
+		return n == 1
+	}, 30*time.Second, 50*time.Millisecond, "one RolledBack event")
+}
