@@ -401,3 +401,7 @@ func (c *Controller) replicaView(ctx context.Context) ReplicaView {
 	}
 	return v
 }
+
+// Leading reports whether this replica decides: it leads, or runs
+// without leader election.
+func (c *Controller) Leading() bool { return c.engine.Leading() }
