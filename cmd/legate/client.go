@@ -17,6 +17,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/standalone"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -169,6 +170,21 @@ func (c *client) node(ctx context.Context, id string) (statuspage.NodeView, erro
 func (c *client) sources(ctx context.Context) ([]statuspage.Source, error) {
 	var out []statuspage.Source
 	return out, c.do(ctx, http.MethodGet, "/api/v1/sources", false, &out)
+}
+
+// replica is what a legate controller replica says of itself; nil from a
+// legate serve, which has no replicas.
+func (c *client) replica(ctx context.Context) (*controller.ReplicaView, error) {
+	var out controller.ReplicaView
+	err := c.do(ctx, http.MethodGet, "/api/v1/replica", false, &out)
+	var ae *apiErr
+	if errors.As(err, &ae) && ae.code == http.StatusNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &out, nil
 }
 
 func (c *client) revision(ctx context.Context, node, hash string) (standalone.RevisionView, error) {

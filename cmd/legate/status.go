@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"fmt"
 	"io"
 	"slices"
@@ -54,7 +55,7 @@ serving it.`,
   legate status -o wide
   # for scripts
   legate status edge -o json | jq .state
-  # a legate serve elsewhere
+  # a legate serve elsewhere, or a legate controller replica (its role too)
   legate status --server 10.0.0.5:8080`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeNodes(&cf),
@@ -86,8 +87,19 @@ serving it.`,
 			if err != nil {
 				return err
 			}
+			replica, err := c.replica(cmd.Context())
+			if err != nil {
+				return err
+			}
 			if output == "json" || output == "yaml" {
-				return printJSONOrYAML(w, output, map[string]any{"nodes": nodes, "sources": srcs})
+				all := map[string]any{"nodes": nodes, "sources": srcs}
+				if replica != nil {
+					all["replica"] = replica
+				}
+				return printJSONOrYAML(w, output, all)
+			}
+			if replica != nil && replica.Role != "single" {
+				fmt.Fprintf(w, "replica %s: %s (the Lease holder is %s), serving %d xDS streams\n\n", replica.Replica, replica.Role, cmp.Or(replica.LeaseHolder, "nobody"), replica.Proxies)
 			}
 			printStatus(w, nodes, srcs, output == "wide", time.Now())
 			return nil

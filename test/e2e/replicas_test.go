@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -143,6 +144,11 @@ func TestReplicasSurviveTheLeadersKill(t *testing.T) {
 		}, 60*time.Second, 50*time.Millisecond, "%s serves the good revision", p.name)
 		assert.Equal(t, "a", clients[p].Call(), "the client of %s keeps the good configuration", p.name)
 	}
+
+	out, err := exec.Command(legateBin, "status", "--server", next.http).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	assert.Contains(t, string(out), "replica "+next.name+": leader (the Lease holder is "+next.name+")", "legate status says the role")
+	assert.Contains(t, string(out), "kill", "and the node")
 
 	var revs v1alpha1.EnvoyConfigRevisionList
 	require.NoError(t, c.List(ctx, &revs, client.InNamespace("legate-system")))

@@ -74,7 +74,7 @@ func (s *replicaSet) add(name string) {
 		if !stopped {
 			stopped = true
 			cancel()
-			<-done
+			require.NoError(s.b, <-done)
 		}
 	}
 	s.b.Cleanup(stop)
