@@ -170,6 +170,11 @@ func (r *replicas) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 		if r.c.engine.Leading() {
 			return ctrl.Result{}, nil // the leader wrote it
 		}
+		// The first list of the cache, and records this replica has read
+		// already, are not read again.
+		if rec, err := kubestore.RecordOf(&cm); err == nil && r.c.engine.Mirrored(rec.Node, rec.Revision) {
+			return ctrl.Result{}, nil
+		}
 		d, err := r.c.store.LoadNode(ctx, &cm)
 		if err != nil {
 			return ctrl.Result{}, err

@@ -58,6 +58,15 @@ func (e *Engine) Mirror(d NodeData) error {
 	return e.mirrorLocked([]NodeData{d})
 }
 
+// Mirrored reports whether the engine already holds node's record at
+// revision rev or newer, so a follower need not read the node again.
+func (e *Engine) Mirrored(node string, rev uint64) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	n := e.nodes[node]
+	return n != nil && rev != 0 && n.rec.Revision >= rev && !n.mirrorPending
+}
+
 // Lead makes a follower the leader: it reads the store again (the last
 // leader's last writes), then judges every node from there, its own
 // proxies' answers and the other replicas' summaries together. A

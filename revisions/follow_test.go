@@ -121,6 +121,10 @@ func TestFollowerServesTheLeadersPublicationsAndTakesOver(t *testing.T) {
 	require.NoError(t, follower.e.Mirror(st.node(node)))
 	good := leader.pub.last(t)
 	assert.Equal(t, good, follower.pub.last(t), "the same publication, versions and all")
+	rec := st.node(node).Record
+	assert.True(t, follower.e.Mirrored(node, rec.Revision), "the record read is known")
+	assert.False(t, follower.e.Mirrored(node, rec.Revision+1), "a newer record is to be read")
+	assert.False(t, follower.e.Mirrored("other", 1))
 	require.NoError(t, follower.e.Mirror(st.node(node)))
 	assert.Equal(t, 1, follower.pub.count(), "a record already served is not served again")
 	assert.ErrorIs(t, follower.e.Apply(ctx, node, config("l1", "c9"), gitOrigin("sha9")), revisions.ErrNotLeader)

@@ -176,11 +176,21 @@ func (s Store) LoadNode(ctx context.Context, record *corev1.ConfigMap) (revision
 	return s.nodeData(ctx, record)
 }
 
+// RecordOf decodes the record a node record ConfigMap holds.
+func RecordOf(cm *corev1.ConfigMap) (revisions.NodeRecord, error) {
+	var rec revisions.NodeRecord
+	if err := json.Unmarshal([]byte(cm.Data[recordKey]), &rec); err != nil {
+		return rec, fmt.Errorf("decode node record ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	}
+	return rec, nil
+}
+
 // nodeData decodes a record ConfigMap and reads its node's revisions.
 func (s Store) nodeData(ctx context.Context, cm *corev1.ConfigMap) (revisions.NodeData, error) {
 	var d revisions.NodeData
-	if err := json.Unmarshal([]byte(cm.Data[recordKey]), &d.Record); err != nil {
-		return d, fmt.Errorf("decode node record ConfigMap %s/%s: %w", cm.Namespace, cm.Name, err)
+	var err error
+	if d.Record, err = RecordOf(cm); err != nil {
+		return d, err
 	}
 	var revs v1alpha1.EnvoyConfigRevisionList
 	if err := s.Client.List(ctx, &revs, client.InNamespace(s.Namespace), client.MatchingLabels{LabelNode: cm.Labels[LabelNode], LabelComponent: "revision"}); err != nil {
