@@ -19,9 +19,11 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
 	"github.com/legate-dev/legate/test/internal/legateproc"
+	"github.com/legate-dev/legate/test/internal/service"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
@@ -38,13 +40,14 @@ func (p *controllerProc) role() controller.ReplicaView {
 	return v
 }
 
-// Three `legate controller` processes on one API server, a grpc-go client
-// on each. A configuration every client rejects is applied and the leader
-// is killed with SIGKILL at once, mid-rollout: another replica takes the
-// Lease when it expires, and the scenario still ends right: the rejected
-// revision tainted once, one RolledBack event, the good version served by
-// every replica left, and their clients calling the good backend
-// throughout.
+// Three `legate controller` processes on one API server behind one address
+// (a Service in miniature), three grpc-go clients spread over them. A
+// configuration every client rejects is applied and the leader is killed
+// with SIGKILL at once, mid-rollout: another replica takes the Lease when
+// it expires, and the scenario still ends right: the rejected revision
+// tainted once, one RolledBack event, the good revision served by every
+// replica left, the dead leader's clients reconnected to them, and every
+// client calling the good backend.
 func TestReplicasSurviveTheLeadersKill(t *testing.T) {
 	cluster := envtest.Start(t)
 	scheme, err := controller.Scheme()
@@ -97,13 +100,31 @@ func TestReplicasSurviveTheLeadersKill(t *testing.T) {
 	ec, err := xdsyaml.EnvoyConfig("kill", docs(false)...)
 	require.NoError(t, err)
 	require.NoError(t, c.Create(ctx, ec))
-	clients := map[*controllerProc]*backend.Client{}
-	for i, p := range procs {
-		clients[p] = backend.Dial(t, p.xds, "kill", fmt.Sprintf("pod-%d", i), "greeter")
+	// The clients dial one address that spreads them over the replicas, as
+	// the Service legate-xds does.
+	var addrs []string
+	for _, p := range procs {
+		addrs = append(addrs, p.xds)
 	}
-	for p, cl := range clients {
-		require.Eventually(t, func() bool { return cl.Call() == "a" }, 60*time.Second, 50*time.Millisecond, "the client of %s", p.name)
+	svc := service.Start(t, addrs...)
+	clients := make([]*backend.Client, len(procs))
+	for i := range procs {
+		clients[i] = backend.Dial(t, svc.Addr(), "kill", fmt.Sprintf("pod-%d", i), "greeter")
 	}
+	for i, cl := range clients {
+		require.Eventually(t, func() bool { return cl.Call() == "a" }, 60*time.Second, 50*time.Millisecond, "client %d", i)
+	}
+	served := func(ps []*controllerProc) int {
+		n := 0
+		for _, p := range ps {
+			var view statuspage.NodeView
+			if getJSON("http://"+p.http+"/api/v1/nodes/kill", &view) {
+				n += len(view.Proxies)
+			}
+		}
+		return n
+	}
+	require.Eventually(t, func() bool { return served(procs) == 3 }, 60*time.Second, 50*time.Millisecond, "every client has its stream")
 	getEC := func() *v1alpha1.EnvoyConfig {
 		var got v1alpha1.EnvoyConfig
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ec), &got))
@@ -142,13 +163,19 @@ func TestReplicasSurviveTheLeadersKill(t *testing.T) {
 			}
 			return getJSON("http://"+p.http+"/api/v1/nodes/kill", &view) && view.Published != nil && strings.HasPrefix(view.Published.Hash, good)
 		}, 60*time.Second, 50*time.Millisecond, "%s serves the good revision", p.name)
-		assert.Equal(t, "a", clients[p].Call(), "the client of %s keeps the good configuration", p.name)
 	}
 
 	out, err := exec.Command(legateBin, "status", "--server", next.http).CombinedOutput()
 	require.NoError(t, err, "%s", out)
 	assert.Contains(t, string(out), "replica "+next.name+": leader (the Lease holder is "+next.name+")", "legate status says the role")
 	assert.Contains(t, string(out), "kill", "and the node")
+
+	// The clients of the dead leader reconnected through the Service to a
+	// replica left; every client kept the good configuration.
+	require.Eventually(t, func() bool { return served(left) == 3 }, 60*time.Second, 50*time.Millisecond, "every client reconnects to a replica left")
+	for i, cl := range clients {
+		assert.Equal(t, "a", cl.Call(), "client %d keeps the good configuration", i)
+	}
 
 	var revs v1alpha1.EnvoyConfigRevisionList
 	require.NoError(t, c.List(ctx, &revs, client.InNamespace("legate-system")))
