@@ -95,6 +95,17 @@ func (e *Engine) Lead(ctx context.Context) error {
 			}
 			continue
 		}
+		// The last leader may have stored a taint and died before its
+		// rollback was stored: the publish rule decides again (nothing is
+		// published when its choice is what is served).
+		gen := n.rec.Generation
+		e.reconcile(n, now, false, false)
+		if n.rec.Generation != gen {
+			if cerr := e.commit(ctx, n, nil); cerr != nil {
+				err = errors.Join(err, cerr)
+			}
+			continue
+		}
 		n.verdict = verdictPending
 		e.evaluate(ctx, n, now)
 	}

@@ -2,6 +2,7 @@ package revisions_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -19,6 +20,8 @@ import (
 type sharedStore struct {
 	mu    sync.Mutex
 	nodes map[string]*revisions.NodeData
+	// refuse, when set, fails every commit from then on: the writer died.
+	refuse bool
 }
 
 func newSharedStore() *sharedStore { return &sharedStore{nodes: map[string]*revisions.NodeData{}} }
@@ -52,6 +55,9 @@ func (s *sharedStore) node(id string) revisions.NodeData {
 func (s *sharedStore) Commit(_ context.Context, u revisions.Update) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.refuse {
+		return errors.New("the writer is gone")
+	}
 	d := s.nodes[u.Record.Node]
 	if d == nil {
 		d = &revisions.NodeData{}
@@ -165,4 +171,51 @@ func TestFollowerServesTheLeadersPublicationsAndTakesOver(t *testing.T) {
 	now, _ := follower.e.Node(node)
 	assert.Equal(t, st.node(node).Record.Published, now.Published.Hash)
 	assert.NotEqual(t, rollback.Version, follower.pub.last(t).Version)
+}
+
+// A leader that stored a taint and died before its rollback was stored
+// leaves the store serving the tainted revision: the next leader rolls
+// back at once.
+func TestNewLeaderFinishesARollbackTheLastOneStarted(t *testing.T) {
+	ctx := context.Background()
+	st := newSharedStore()
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	leader, follower := newReplica(t, st, clock, true), newReplica(t, st, clock, false)
+	require.NoError(t, leader.e.Apply(ctx, node, config("l1", "c1"), gitOrigin("sha1")))
+	good := leader.pub.last(t)
+	require.NoError(t, leader.e.Apply(ctx, node, config("l1", "c2"), gitOrigin("sha2")))
+	bad := leader.pub.last(t)
+	require.NoError(t, follower.e.Mirror(st.node(node)))
+
+	// The taint is stored; the rollback's write fails: the leader died.
+	var once sync.Once
+	leader.pub.refuse = func(string, revisions.Publication) error {
+		once.Do(func() { st.mu.Lock(); st.refuse = true; st.mu.Unlock() })
+		return nil
+	}
+	leader.events(connect("pod-a"), nack("pod-a", bad, "no"))
+	stored := st.node(node)
+	require.Equal(t, stored.Record.Published, revisionHash(stored, bad), "the store still serves the rejected revision")
+	st.mu.Lock()
+	st.refuse = false
+	st.mu.Unlock()
+
+	require.NoError(t, follower.e.Lead(ctx))
+	now := follower.pub.last(t)
+	assert.NotEqual(t, bad.Version, now.Version, "the new leader rolls back")
+	assert.Equal(t, good.Types[cdsType].Resources, now.Types[cdsType].Resources, "to the good revision")
+	stored = st.node(node)
+	assert.Equal(t, revisionHash(stored, now), stored.Record.Published, "and stores it")
+	status, _ := follower.e.Node(node)
+	assert.Equal(t, revisions.StateRollback, status.State)
+}
+
+// revisionHash is the hash of the stored revision pub serves.
+func revisionHash(d revisions.NodeData, pub revisions.Publication) string {
+	for _, r := range d.Revisions {
+		if string(r.Config.Types[cdsType].Resources[0].Body) == string(pub.Types[cdsType].Resources[0].Body) {
+			return r.Hash
+		}
+	}
+	return ""
 }
