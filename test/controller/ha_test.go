@@ -39,13 +39,21 @@ type haReplica struct {
 // election timings, until stop or the end of the test.
 func startReplica(t *testing.T, cfg *rest.Config, name string) *haReplica {
 	t.Helper()
-	crlog.SetLogger(logr.Discard())
-	ctl, err := controller.New(controller.Options{
-		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
-		Render: renderOptions, Log: testr.NewWithOptions(t, testr.Options{Verbosity: 1}).WithName(name),
+	return startController(t, cfg, controller.Options{
 		LeaderElect: true, Replica: name, LeaseDuration: 3 * time.Second, RenewDeadline: 2 * time.Second, RetryPeriod: 200 * time.Millisecond,
 		AnswersInterval: 100 * time.Millisecond,
 	})
+}
+
+// startController runs a controller with o and the tests' settings until
+// stop or the end of the test.
+func startController(t *testing.T, cfg *rest.Config, o controller.Options) *haReplica {
+	t.Helper()
+	crlog.SetLogger(logr.Discard())
+	name := o.Replica
+	o.Config, o.Namespace, o.XDSAddr, o.HTTPAddr, o.StateDir = cfg, "legate-system", "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
+	o.Render, o.Log = renderOptions, testr.NewWithOptions(t, testr.Options{Verbosity: 1}).WithName(name)
+	ctl, err := controller.New(o)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
