@@ -116,7 +116,8 @@ bench: build tools ## Run every benchmark: go test -bench of the packages, then 
 
 .PHONY: bench-kube
 bench-kube: tools ## The Kubernetes home on envtest: EnvoyConfig update-to-ACK, NACK-to-Rollback condition, API server writes per publication.
-	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench . -benchtime 50x -timeout 30m
+	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench 'EnvoyConfig|WritesPerPublication|Replica' -benchtime 50x -timeout 30m
+	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench ControllerMemory -benchtime 1x -timeout 60m
 
 .PHONY: bench-fanout
 bench-fanout: ## xDS fan-out vs bare go-control-plane (slow: ~20 min), writes docs/bench-fanout.svg.
