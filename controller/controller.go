@@ -16,7 +16,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -38,7 +37,6 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
-	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
@@ -355,26 +353,6 @@ func New(opts Options) (*Controller, error) {
 	return c, nil
 }
 
-// xdsTLS is the gRPC option of xDS over TLS from opts' files, if any.
-func xdsTLS(opts Options) ([]grpc.ServerOption, error) {
-	if opts.XDSTLSCert == "" && opts.XDSTLSKey == "" && opts.XDSClientCA == "" {
-		return nil, nil
-	}
-	if opts.XDSTLSCert == "" || opts.XDSTLSKey == "" {
-		return nil, errors.New("xDS over TLS needs both --xds-tls-cert and --xds-tls-key")
-	}
-	certs, err := pki.LoadKeyPairFiles(opts.XDSTLSCert, opts.XDSTLSKey, opts.XDSClientCA)
-	var fe *pki.FileError
-	if errors.As(err, &fe) {
-		flag := map[string]string{"certFile": "--xds-tls-cert", "keyFile": "--xds-tls-key", "caFile": "--xds-client-ca"}[fe.Field]
-		return nil, fmt.Errorf("%s: %w", flag, fe.Err)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("xDS TLS: %w", err)
-	}
-	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(xds.ServerTLS(certs)))}, nil
-}
-
 // HTTPAddr is where the status API listens ("" when it is off).
 func (c *Controller) HTTPAddr() string {
 	if c.httpLis == nil {
@@ -443,16 +421,6 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	})
 	return c.mgr.Start(ctx)
-}
-
-// waitForLead is the result of a reconcile that decides on a replica that
-// does not lead yet: the leader's reconcilers start when it is elected,
-// and the engine leads once it has read the store (Lead).
-func (c *Controller) waitForLead() (ctrl.Result, bool) {
-	if c.engine.Leading() {
-		return ctrl.Result{}, false
-	}
-	return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, true
 }
 
 // outcome asks for a status update of the object whose node an engine

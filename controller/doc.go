@@ -7,8 +7,8 @@
 // conditions.
 //
 // Built: EnvoyConfig and EnvoySource objects (git, OCI, Flux sources),
-// Secrets and EndpointSlices, conditions and events, commit statuses.
-// Not yet: leader election (issue 15).
+// Secrets and EndpointSlices, conditions and events, commit statuses, and
+// several replicas with leader election (replicas.go).
 //
 // The package only schedules and displays: it must not render, decide
 // publication or taint, or re-implement a pipeline step.

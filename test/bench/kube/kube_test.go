@@ -6,7 +6,6 @@ package kube
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"testing"
@@ -19,12 +18,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
-	"sigs.k8s.io/yaml"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
@@ -40,26 +37,11 @@ import (
 
 const node = "grpc-client"
 
-var marin3rType = map[string]string{
-	"type.googleapis.com/envoy.config.listener.v3.Listener":              "listener",
-	"type.googleapis.com/envoy.config.route.v3.RouteConfiguration":       "route",
-	"type.googleapis.com/envoy.config.cluster.v3.Cluster":                "cluster",
-	"type.googleapis.com/envoy.config.endpoint.v3.ClusterLoadAssignment": "endpoint",
-}
-
 // spec is the EnvoyConfig spec of node from resource documents.
 func spec(b *testing.B, docs ...string) v1alpha1.EnvoyConfigSpec {
-	s := v1alpha1.EnvoyConfigSpec{NodeID: node}
-	for _, doc := range docs {
-		var m map[string]any
-		require.NoError(b, yaml.Unmarshal([]byte(doc), &m))
-		typ := marin3rType[m["@type"].(string)]
-		delete(m, "@type")
-		raw, err := json.Marshal(m)
-		require.NoError(b, err)
-		s.Resources = append(s.Resources, v1alpha1.Resource{Type: typ, Value: &runtime.RawExtension{Raw: raw}})
-	}
-	return s
+	ec, err := xdsyaml.EnvoyConfig(node, docs...)
+	require.NoError(b, err)
+	return ec.Spec
 }
 
 // start runs a controller on cfg until the benchmark ends.
