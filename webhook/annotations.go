@@ -11,6 +11,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/legate-dev/legate/pki"
 )
 
 // Injection is asked for by a Pod label: legate's, or MARIN3R's for pods
@@ -30,16 +32,25 @@ func Wants(labels map[string]string) bool {
 
 // Defaults of the sidecar, as MARIN3R has them where it has one.
 const (
-	DefaultContainerName    = "envoy-sidecar"
-	DefaultConfigVolume     = "envoy-sidecar-bootstrap"
-	DefaultTLSVolume        = "envoy-sidecar-tls"
-	DefaultClientCert       = "envoy-sidecar-client-cert"
-	DefaultAdminPort        = 9901
+	DefaultContainerName = "envoy-sidecar"
+	DefaultConfigVolume  = "envoy-sidecar-bootstrap"
+	DefaultTLSVolume     = "envoy-sidecar-tls"
+	DefaultAdminPort     = 9901
+	// DefaultReadinessPort serves Envoy's /ready (and nothing else of the
+	// admin) to the kubelet's probes on the pod IP.
+	DefaultReadinessPort    = 9902
 	DefaultAdminBindAddress = "127.0.0.1"
 	DefaultAdminAccessLog   = "/dev/null"
 	DefaultDrainTime        = 300 * time.Second
 	DrainGradual            = "gradual"
 	DrainImmediate          = "immediate"
+	// ModeNative runs the sidecar as a native sidecar: an init container
+	// with restartPolicy Always, started before every other container and
+	// stopped after them (Kubernetes 1.29 and later).
+	ModeNative = "native"
+	// ModeClassic runs it as one more entry of the pod's containers, as
+	// MARIN3R does.
+	ModeClassic = "classic"
 )
 
 // Sidecar is what a Pod's annotations ask of its Envoy sidecar.
@@ -56,13 +67,31 @@ type Sidecar struct {
 	AdminPort        int32
 	AdminBindAddress string
 	AdminAccessLog   string
-	ConfigVolume     string
-	TLSVolume        string
+	// ReadinessPort serves only Envoy's /ready, for the kubelet's probes.
+	ReadinessPort int32
+	// ConfigVolume is accepted for MARIN3R's annotations and unused: the
+	// bootstrap is passed inline (--config-yaml).
+	ConfigVolume string
+	TLSVolume    string
 	// ClientCertificate is the Secret holding the proxy's client
-	// certificate for xDS.
+	// certificate for xDS; empty when the annotations name none
+	// (SecretName).
 	ClientCertificate string
 	DrainTime         time.Duration
 	DrainStrategy     string
+	// Mode is ModeNative or ModeClassic, empty when the annotations name
+	// none (the injector's default applies).
+	Mode string
+}
+
+// SecretName is the Secret the sidecar mounts its client certificate from:
+// the one the client-certificate annotation names, else one per node ID
+// (pki.ProxySecretName).
+func (s Sidecar) SecretName() string {
+	if s.ClientCertificate != "" {
+		return s.ClientCertificate
+	}
+	return pki.ProxySecretName(s.NodeID)
 }
 
 // annotation is one setting a Pod may carry under either prefix.
@@ -71,21 +100,29 @@ type annotation struct {
 }
 
 var annotations = map[string]annotation{
-	"node-id":                     {func(s *Sidecar, n, v string) error { return nonEmpty(&s.NodeID, n, v) }},
-	"cluster-id":                  {func(s *Sidecar, n, v string) error { return nonEmpty(&s.ClusterID, n, v) }},
-	"container-name":              {func(s *Sidecar, n, v string) error { return dnsLabel(&s.ContainerName, n, v) }},
-	"envoy-image":                 {func(s *Sidecar, n, v string) error { return nonEmpty(&s.Image, n, v) }},
-	"config-volume":               {func(s *Sidecar, n, v string) error { return dnsLabel(&s.ConfigVolume, n, v) }},
-	"tls-volume":                  {func(s *Sidecar, n, v string) error { return dnsLabel(&s.TLSVolume, n, v) }},
-	"client-certificate":          {func(s *Sidecar, n, v string) error { return dnsSubdomain(&s.ClientCertificate, n, v) }},
-	"ports":                       {parsePorts},
-	"host-port-mappings":          {func(*Sidecar, string, string) error { return nil }}, // read with ports
-	"envoy-extra-args":            {func(s *Sidecar, _, v string) error { s.ExtraArgs = strings.Fields(v); return nil }},
-	"resources.requests.cpu":      {quantity(corev1.ResourceCPU, false)},
-	"resources.requests.memory":   {quantity(corev1.ResourceMemory, false)},
-	"resources.limits.cpu":        {quantity(corev1.ResourceCPU, true)},
-	"resources.limits.memory":     {quantity(corev1.ResourceMemory, true)},
-	"admin.port":                  {func(s *Sidecar, n, v string) error { return port(&s.AdminPort, n, v) }},
+	"node-id":                   {func(s *Sidecar, n, v string) error { return nonEmpty(&s.NodeID, n, v) }},
+	"cluster-id":                {func(s *Sidecar, n, v string) error { return nonEmpty(&s.ClusterID, n, v) }},
+	"container-name":            {func(s *Sidecar, n, v string) error { return dnsLabel(&s.ContainerName, n, v) }},
+	"envoy-image":               {func(s *Sidecar, n, v string) error { return nonEmpty(&s.Image, n, v) }},
+	"config-volume":             {func(s *Sidecar, n, v string) error { return dnsLabel(&s.ConfigVolume, n, v) }},
+	"tls-volume":                {func(s *Sidecar, n, v string) error { return dnsLabel(&s.TLSVolume, n, v) }},
+	"client-certificate":        {func(s *Sidecar, n, v string) error { return dnsSubdomain(&s.ClientCertificate, n, v) }},
+	"ports":                     {parsePorts},
+	"host-port-mappings":        {func(*Sidecar, string, string) error { return nil }}, // read with ports
+	"envoy-extra-args":          {func(s *Sidecar, _, v string) error { s.ExtraArgs = strings.Fields(v); return nil }},
+	"resources.requests.cpu":    {quantity(corev1.ResourceCPU, false)},
+	"resources.requests.memory": {quantity(corev1.ResourceMemory, false)},
+	"resources.limits.cpu":      {quantity(corev1.ResourceCPU, true)},
+	"resources.limits.memory":   {quantity(corev1.ResourceMemory, true)},
+	"admin.port":                {func(s *Sidecar, n, v string) error { return port(&s.AdminPort, n, v) }},
+	"readiness-port":            {func(s *Sidecar, n, v string) error { return port(&s.ReadinessPort, n, v) }},
+	"sidecar-mode": {func(s *Sidecar, n, v string) error {
+		if v != ModeNative && v != ModeClassic {
+			return fmt.Errorf("annotation %s: %q: want %s or %s", n, v, ModeNative, ModeClassic)
+		}
+		s.Mode = v
+		return nil
+	}},
 	"admin.bind-address":          {func(s *Sidecar, n, v string) error { return nonEmpty(&s.AdminBindAddress, n, v) }},
 	"admin.access-log-path":       {func(s *Sidecar, n, v string) error { return absPath(&s.AdminAccessLog, n, v) }},
 	"shutdown-manager.drain-time": {drainTime},
@@ -113,7 +150,7 @@ var annotations = map[string]annotation{
 func Parse(ann map[string]string) (Sidecar, error) {
 	s := Sidecar{
 		ContainerName: DefaultContainerName, ConfigVolume: DefaultConfigVolume, TLSVolume: DefaultTLSVolume,
-		ClientCertificate: DefaultClientCert, AdminPort: DefaultAdminPort, AdminBindAddress: DefaultAdminBindAddress,
+		AdminPort: DefaultAdminPort, ReadinessPort: DefaultReadinessPort, AdminBindAddress: DefaultAdminBindAddress,
 		AdminAccessLog: DefaultAdminAccessLog, DrainTime: DefaultDrainTime, DrainStrategy: DrainGradual,
 	}
 	seen := map[string]string{} // setting → annotation that set it
@@ -156,12 +193,44 @@ func Parse(ann map[string]string) (Sidecar, error) {
 			return Sidecar{}, err
 		}
 	}
+	if s.ReadinessPort == s.AdminPort {
+		return Sidecar{}, fmt.Errorf("annotations %s and %s both name port %d (Envoy's admin and the sidecar's readiness port): move one", settingName(seen, "admin.port"), settingName(seen, "readiness-port"), s.AdminPort)
+	}
 	for _, p := range s.Ports {
-		if p.ContainerPort == s.AdminPort {
+		switch p.ContainerPort {
+		case s.AdminPort:
 			return Sidecar{}, fmt.Errorf("annotation %s: port %d is also Envoy's admin port (admin.port)", seen["ports"], p.ContainerPort)
+		case s.ReadinessPort:
+			return Sidecar{}, fmt.Errorf("annotation %s: port %d is also the sidecar's readiness port (readiness-port)", seen["ports"], p.ContainerPort)
 		}
 	}
+	if err := requestsWithinLimits(s.Resources, seen); err != nil {
+		return Sidecar{}, err
+	}
 	return s, nil
+}
+
+// settingName is the annotation that set key, or legate's name of it
+// (the default applies).
+func settingName(seen map[string]string, key string) string {
+	if name, ok := seen[key]; ok {
+		return name
+	}
+	return legatePrefix + key
+}
+
+// requestsWithinLimits refuses a request above the limit of the same
+// resource: the API server would refuse the pod with a message about a
+// container the user did not write.
+func requestsWithinLimits(r corev1.ResourceRequirements, seen map[string]string) error {
+	for _, res := range []corev1.ResourceName{corev1.ResourceCPU, corev1.ResourceMemory} {
+		req, hasReq := r.Requests[res]
+		limit, hasLimit := r.Limits[res]
+		if hasReq && hasLimit && req.Cmp(limit) > 0 {
+			return fmt.Errorf("annotation %s: %s is above %s (%s)", seen["resources.requests."+string(res)], req.String(), seen["resources.limits."+string(res)], limit.String())
+		}
+	}
+	return nil
 }
 
 func nonEmpty(dst *string, name, v string) error {

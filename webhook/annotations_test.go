@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/legate-dev/legate/pki"
 )
 
 // A MARIN3R-annotated Pod reads as MARIN3R meant it, with MARIN3R's
@@ -41,13 +43,22 @@ func TestParseMARIN3RAnnotations(t *testing.T) {
 	assert.Equal(t, 30*time.Second, s.DrainTime)
 	assert.Equal(t, DrainGradual, s.DrainStrategy)
 	assert.Equal(t, DefaultContainerName, s.ContainerName)
-	assert.Equal(t, DefaultClientCert, s.ClientCertificate)
+	assert.Empty(t, s.ClientCertificate, "no Secret named: one per node ID")
+	assert.Equal(t, pki.ProxySecretName("kuard"), s.SecretName())
+	assert.Equal(t, int32(DefaultReadinessPort), s.ReadinessPort)
+	assert.Empty(t, s.Mode, "the injector's mode unless asked")
 	assert.Equal(t, int32(DefaultAdminPort), s.AdminPort)
 	assert.Equal(t, DefaultAdminBindAddress, s.AdminBindAddress, "admin stays on loopback unless asked")
 
-	same, err := Parse(map[string]string{"legate.dev/node-id": "kuard", "legate.dev/cluster-id": "shop", "marin3r.3scale.net/node-id": "kuard"})
+	same, err := Parse(map[string]string{
+		"legate.dev/node-id": "kuard", "legate.dev/cluster-id": "shop", "marin3r.3scale.net/node-id": "kuard",
+		"legate.dev/client-certificate": "kuard-cert", "legate.dev/sidecar-mode": "classic", "legate.dev/readiness-port": "15021",
+	})
 	require.NoError(t, err)
 	assert.Equal(t, "shop", same.ClusterID)
+	assert.Equal(t, "kuard-cert", same.SecretName(), "the annotation names the Secret")
+	assert.Equal(t, ModeClassic, same.Mode)
+	assert.Equal(t, int32(15021), same.ReadinessPort)
 }
 
 // Every malformed or unknown annotation refuses the Pod with a message
@@ -75,6 +86,13 @@ func TestParseRefusesNamingTheAnnotation(t *testing.T) {
 		{map[string]string{"legate.dev/node-id": "a", "legate.dev/shutdown-manager.drain-time": "-1"}, `want whole seconds from 0 to 3600`},
 		{map[string]string{"legate.dev/node-id": "a", "legate.dev/shutdown-manager.drain-strategy": "slow"}, `"slow": want gradual or immediate`},
 		{map[string]string{"legate.dev/node-id": "a", "marin3r.3scale.net/envoy-api-version": "v2"}, "Envoy reads only its v3 API"},
+		{map[string]string{"legate.dev/node-id": "a", "legate.dev/sidecar-mode": "sidecar"}, `annotation legate.dev/sidecar-mode: "sidecar": want native or classic`},
+		{map[string]string{"legate.dev/node-id": "a", "legate.dev/readiness-port": "9901"}, "annotations legate.dev/admin.port and legate.dev/readiness-port both name port 9901"},
+		{map[string]string{"legate.dev/node-id": "a", "legate.dev/admin.port": "9902"}, "annotations legate.dev/admin.port and legate.dev/readiness-port both name port 9902"},
+		{map[string]string{"legate.dev/node-id": "a", "legate.dev/readiness-port": "80"}, `annotation legate.dev/readiness-port: "80": want a port number`},
+		{map[string]string{"legate.dev/node-id": "a", "legate.dev/ports": "ready:9902"}, "annotation legate.dev/ports: port 9902 is also the sidecar's readiness port (readiness-port)"},
+		{map[string]string{"legate.dev/node-id": "a", "legate.dev/client-certificate": "Not_A_Name"}, `annotation legate.dev/client-certificate: "Not_A_Name"`},
+		{map[string]string{"legate.dev/node-id": "a", "legate.dev/resources.requests.cpu": "2", "marin3r.3scale.net/resources.limits.cpu": "500m"}, "annotation legate.dev/resources.requests.cpu: 2 is above marin3r.3scale.net/resources.limits.cpu (500m)"},
 	} {
 		_, err := Parse(tc.ann)
 		require.Error(t, err, "%v", tc.ann)
