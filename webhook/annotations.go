@@ -142,6 +142,8 @@ var annotations = map[string]annotation{
 	}},
 	// legate.dev/inject is a label; as an annotation it is tolerated.
 	"inject": {func(*Sidecar, string, string) error { return nil }},
+	// legate.dev/injected is the mark of an injected pod (Inject).
+	"injected": {func(*Sidecar, string, string) error { return nil }},
 }
 
 // Parse reads the sidecar settings of a Pod's annotations, under
