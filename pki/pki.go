@@ -72,7 +72,8 @@ func NewCA(name string, validity time.Duration, now time.Time) (*CA, Issued, err
 }
 
 // LoadCA reads a CA from its certificate and private key in PEM (as
-// NewCA's Issued holds them).
+// NewCA's Issued holds them, or as cert-manager writes a CA's Secret: an
+// RSA, ECDSA or Ed25519 key in PKCS #8, PKCS #1 or SEC 1).
 func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 	block, _ := pem.Decode(certPEM)
 	if block == nil || block.Type != "CERTIFICATE" {
@@ -89,9 +90,9 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 	if kblock == nil {
 		return nil, errors.New("the CA key is not PEM")
 	}
-	parsed, err := x509.ParsePKCS8PrivateKey(kblock.Bytes)
+	parsed, err := parseKey(kblock)
 	if err != nil {
-		return nil, errors.New("the CA key is not a PKCS #8 private key")
+		return nil, err
 	}
 	key, ok := parsed.(crypto.Signer)
 	if !ok {
@@ -102,6 +103,30 @@ func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
 		return nil, fmt.Errorf("the CA key does not belong to certificate %q", cert.Subject.CommonName)
 	}
 	return &CA{cert: cert, key: key, pem: certPEM}, nil
+}
+
+// parseKey reads a private key in PKCS #8, or in PKCS #1 (RSA) or SEC 1
+// (EC) when the PEM type says so, as cert-manager writes them by default.
+func parseKey(block *pem.Block) (any, error) {
+	switch block.Type {
+	case "RSA PRIVATE KEY":
+		key, err := x509.ParsePKCS1PrivateKey(block.Bytes)
+		if err != nil {
+			return nil, errors.New("the CA key is not a PKCS #1 RSA private key")
+		}
+		return key, nil
+	case "EC PRIVATE KEY":
+		key, err := x509.ParseECPrivateKey(block.Bytes)
+		if err != nil {
+			return nil, errors.New("the CA key is not a SEC 1 EC private key")
+		}
+		return key, nil
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return nil, errors.New("the CA key is not a PKCS #8 private key")
+	}
+	return key, nil
 }
 
 // CertPEM is the CA's certificate, for the trust bundles of proxies and of

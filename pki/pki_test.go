@@ -1,8 +1,16 @@
 package pki
 
 import (
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
 	"crypto/tls"
 	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"math/big"
 	"net"
 	"strings"
 	"testing"
@@ -114,4 +122,39 @@ func TestLongNodeIDHasNoCommonName(t *testing.T) {
 	assert.Empty(t, node.Cert.Subject.CommonName, "a common name holds at most 64 characters")
 	assert.Equal(t, []string{id}, node.Cert.DNSNames)
 	assert.Contains(t, Describe(node.Cert), id)
+}
+
+// A CA made elsewhere (cert-manager writes PKCS #1 RSA and SEC 1 EC keys
+// by default) loads and signs.
+func TestLoadCAKeyEncodings(t *testing.T) {
+	tmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "elsewhere"},
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(DefaultCAValidity),
+	}
+	rsaKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	require.NoError(t, err)
+	ecKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	require.NoError(t, err)
+	ecDER, err := x509.MarshalECPrivateKey(ecKey)
+	require.NoError(t, err)
+	for name, tc := range map[string]struct {
+		key    crypto.Signer
+		keyPEM *pem.Block
+	}{
+		"PKCS #1 RSA": {rsaKey, &pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(rsaKey)}},
+		"SEC 1 EC":    {ecKey, &pem.Block{Type: "EC PRIVATE KEY", Bytes: ecDER}},
+	} {
+		der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, tc.key.Public(), tc.key)
+		require.NoError(t, err, name)
+		certPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der})
+		ca, err := LoadCA(certPEM, pem.EncodeToMemory(tc.keyPEM))
+		require.NoError(t, err, name)
+		node, err := ca.IssueNode([]string{"edge"}, time.Hour, now)
+		require.NoError(t, err, name)
+		assert.NoError(t, verify(t, ca, node.Cert, x509.ExtKeyUsageClientAuth), name)
+
+		_, err = LoadCA(certPEM, pem.EncodeToMemory(&pem.Block{Type: tc.keyPEM.Type, Bytes: []byte("garbled")}))
+		assert.ErrorContains(t, err, "the CA key is not", name)
+	}
 }
