@@ -21,7 +21,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -37,6 +36,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
@@ -44,73 +44,9 @@ import (
 	"github.com/legate-dev/legate/sds/kubeendpoints"
 	"github.com/legate-dev/legate/sds/kubesecrets"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
+	"github.com/legate-dev/legate/webhook"
 	"github.com/legate-dev/legate/xds"
 )
-
-// DefaultXDSAddr is where the ADS server listens unless told otherwise.
-const DefaultXDSAddr = "127.0.0.1:18000"
-
-// Options configure a Controller.
-type Options struct {
-	Config *rest.Config
-	// Namespace keeps the revisions and node records (the controller's
-	// own namespace).
-	Namespace string
-	// WatchNamespace limits the EnvoyConfig objects reconciled to one
-	// namespace; "" watches every namespace.
-	WatchNamespace string
-	// XDSAddr is where the ADS server listens (loopback by default).
-	XDSAddr string
-	// HTTPAddr is where the read-only status API, status page and
-	// /metrics listen (DefaultHTTPAddr by default; "0" turns them off).
-	HTTPAddr string
-	// ProbeAddr is where /healthz and /readyz answer the kubelet alone
-	// (no data; "" or "0": off).
-	ProbeAddr string
-	// PublicURL is where people reach the status API; commit statuses
-	// link to <PublicURL>/api/v1/nodes/<node> when it is set.
-	PublicURL string
-	// StateDir keeps the clones of the Git repositories EnvoySources
-	// follow (a cache: an empty one is filled again); default
-	// $TMPDIR/legate-controller.
-	StateDir string
-	// Render returns the renderer options of one render (shared with
-	// legate validate) that obeys policies (path → CUE source) besides
-	// the rendered tree's own; nil renders with the defaults.
-	Render func(policies map[string][]byte) render.Options
-	// XDSTLSCert and XDSTLSKey are the xDS server's certificate chain and
-	// key (PEM files, read again when they change, so a renewed
-	// certificate is served without a restart); with them xDS runs over
-	// TLS.
-	XDSTLSCert, XDSTLSKey string
-	// XDSClientCA holds the CA certificates (PEM) that sign the proxies'
-	// client certificates: with it xDS runs over mutual TLS, a stream
-	// without a certificate is refused, and a certificate may fetch only
-	// the node IDs it names (xds.CertificateBinding). xDS beyond loopback
-	// requires it.
-	XDSClientCA string
-	// XDSInsecureSecrets names the secrets whose key material is served
-	// although xDS runs without mutual TLS ("*": all); by default none is.
-	XDSInsecureSecrets []string
-	// PolicyDir holds CUE policies (*.cue) every configuration obeys,
-	// besides those of ConfigMaps labelled PolicyLabel.
-	PolicyDir string
-	// LeaderElect runs the controller as one of several replicas: every
-	// replica serves xDS, the holder of the Lease LeaseName (in
-	// Namespace) decides and writes (see replicas.go).
-	LeaderElect bool
-	// Replica names this replica in the Lease, the answers it sends the
-	// leader and the status API (default: the host name, in a pod its
-	// name).
-	Replica string
-	// LeaseDuration, RenewDeadline and RetryPeriod time the election
-	// (default 15 s, 10 s, 2 s, as Kubernetes' own controllers).
-	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
-	// AnswersInterval bounds how often a follower writes its proxies'
-	// answers for the leader (default 250 ms).
-	AnswersInterval time.Duration
-	Log             logr.Logger
-}
 
 // Controller is one running Kubernetes home.
 type Controller struct {
@@ -134,6 +70,11 @@ type Controller struct {
 	feedback *forge.Feedback
 	store    kubestore.Store
 	replicas *replicas // nil without leader election
+
+	webhookLis   net.Listener // nil without admission webhooks
+	webhookCerts *pki.KeyPairFiles
+	admitting    chan struct{} // admission renders running
+	authority    webhook.ProxyIssuer
 
 	mu            sync.Mutex
 	sources       map[types.NamespacedName]*kubesrc.EnvoyConfigSource
@@ -350,6 +291,13 @@ func New(opts Options) (*Controller, error) {
 			return nil, fmt.Errorf("listen for the status API on %s: %w", opts.HTTPAddr, err)
 		}
 	}
+	if err := c.listenWebhooks(); err != nil {
+		_ = c.xdsLis.Close()
+		if c.httpLis != nil {
+			_ = c.httpLis.Close()
+		}
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -412,6 +360,13 @@ func (c *Controller) Run(ctx context.Context) error {
 		wg.Go(func() {
 			if err := c.http.serve(ctx, c.httpLis); err != nil {
 				c.log.Error(err, "the status API stopped")
+			}
+		})
+	}
+	if c.webhookLis != nil {
+		wg.Go(func() {
+			if err := c.serveWebhooks(ctx, c.webhookLis, c.admission().Handler()); err != nil {
+				c.log.Error(err, "the admission webhooks stopped")
 			}
 		})
 	}

@@ -83,23 +83,9 @@ func (c *Controller) watchPolicies(skipNameValidation bool) error {
 // reconcilePolicies reads every policy ConfigMap (any of them changed) and
 // re-renders every source when the set differs from the one in force.
 func (c *Controller) reconcilePolicies(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	var list corev1.ConfigMapList
-	if err := c.mgr.GetClient().List(ctx, &list, client.InNamespace(c.opts.Namespace), client.HasLabels{PolicyLabel}); err != nil {
+	set, err := c.readPolicies(ctx)
+	if err != nil {
 		return ctrl.Result{}, err
-	}
-	set := maps.Clone(c.dirPolicies)
-	total := 0
-	for _, cm := range list.Items {
-		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
-			if !strings.HasSuffix(key, ".cue") {
-				continue
-			}
-			if total += len(cm.Data[key]); total > maxPolicyBytes {
-				c.log.Error(nil, "policy ConfigMaps hold more than the limit; the rest are not read", "limit", maxPolicyBytes, "configmap", cm.Name)
-				break
-			}
-			set["configmap/"+cm.Namespace+"/"+cm.Name+"/"+key] = []byte(cm.Data[key])
-		}
 	}
 	c.mu.Lock()
 	same := maps.EqualFunc(set, c.policySet, func(a, b []byte) bool { return string(a) == string(b) })
@@ -113,4 +99,29 @@ func (c *Controller) reconcilePolicies(ctx context.Context, _ ctrl.Request) (ctr
 		c.trigger(source)
 	}
 	return ctrl.Result{}, nil
+}
+
+// readPolicies reads the policy set from the policy directory and the
+// labelled ConfigMaps in the cache (every replica has it, so the
+// admission webhook judges with the set the leader renders with).
+func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error) {
+	var list corev1.ConfigMapList
+	if err := c.mgr.GetClient().List(ctx, &list, client.InNamespace(c.opts.Namespace), client.HasLabels{PolicyLabel}); err != nil {
+		return nil, err
+	}
+	set := maps.Clone(c.dirPolicies)
+	total := 0
+	for _, cm := range list.Items {
+		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
+			if !strings.HasSuffix(key, ".cue") {
+				continue
+			}
+			if total += len(cm.Data[key]); total > maxPolicyBytes {
+				c.log.Error(nil, "policy ConfigMaps hold more than the limit; the rest are not read", "limit", maxPolicyBytes, "configmap", cm.Name)
+				return set, nil
+			}
+			set["configmap/"+cm.Namespace+"/"+cm.Name+"/"+key] = []byte(cm.Data[key])
+		}
+	}
+	return set, nil
 }

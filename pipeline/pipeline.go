@@ -41,7 +41,7 @@ type Options struct {
 	// Nil does nothing.
 	Prepare func(source string, result *render.Result)
 	// RenderLimit bounds one render from outside (zero: the render's
-	// timeout plus a grace of 30 s), see renderBounded.
+	// timeout plus a grace of 30 s), see RenderBounded.
 	RenderLimit time.Duration
 	// Rerender asks the home to sync source again soon, even though its
 	// content did not change: it is called when a node that source was
@@ -117,7 +117,7 @@ func (p *Pipeline) Sync(ctx context.Context, source string, res *sources.Result)
 
 	log := p.opts.Log.WithValues("source", source, "revision", origin.Revision())
 	start := time.Now()
-	result := renderBounded(res.Files, p.opts.Render(source), p.opts.RenderLimit)
+	result := RenderBounded(res.Files, p.opts.Render(source), p.opts.RenderLimit)
 	if p.opts.Scope != nil {
 		result.Diagnostics = append(result.Diagnostics, p.opts.Scope(source, result)...)
 	}

@@ -13,12 +13,12 @@ import (
 // be interrupted from inside, so the loop bounds them from outside.
 const renderGrace = 30 * time.Second
 
-// renderBounded renders files in a goroutine of its own and waits at most
+// RenderBounded renders files in a goroutine of its own and waits at most
 // limit (zero: the render's Timeout plus renderGrace). A render that does
 // not finish in time rejects the content with a limit diagnostic; the
 // goroutine is left to finish on its own, and since the loop does not
 // render the same content twice, one stuck render costs one goroutine.
-func renderBounded(files fs.FS, opts render.Options, limit time.Duration) *render.Result {
+func RenderBounded(files fs.FS, opts render.Options, limit time.Duration) *render.Result {
 	limit = renderLimit(opts, limit)
 	done := make(chan *render.Result, 1)
 	go func() {

@@ -26,7 +26,7 @@ func (g stuckGenerator) Generate(fs.FS) ([]render.Document, []render.Diagnostic)
 }
 
 func TestRenderBoundedCatchesAGeneratorPanic(t *testing.T) {
-	res := renderBounded(fstest.MapFS{}, render.Options{Generators: []render.Generator{panickingGenerator{}}}, time.Minute)
+	res := RenderBounded(fstest.MapFS{}, render.Options{Generators: []render.Generator{panickingGenerator{}}}, time.Minute)
 	require.Len(t, res.Diagnostics, 1)
 	assert.Equal(t, render.RuleInternal, res.Diagnostics[0].Rule)
 	assert.Contains(t, res.Diagnostics[0].Message, "generator bug")
@@ -35,14 +35,14 @@ func TestRenderBoundedCatchesAGeneratorPanic(t *testing.T) {
 func TestRenderBoundedGivesUpOnAStuckRender(t *testing.T) {
 	release := make(chan struct{})
 	defer close(release)
-	res := renderBounded(fstest.MapFS{}, render.Options{Generators: []render.Generator{stuckGenerator{release}}}, 50*time.Millisecond)
+	res := RenderBounded(fstest.MapFS{}, render.Options{Generators: []render.Generator{stuckGenerator{release}}}, 50*time.Millisecond)
 	require.Len(t, res.Diagnostics, 1)
 	assert.Equal(t, render.RuleLimit, res.Diagnostics[0].Rule)
 	assert.Contains(t, res.Diagnostics[0].Message, "did not finish within 50ms")
 }
 
 func TestRenderBoundedReturnsTheRender(t *testing.T) {
-	res := renderBounded(fstest.MapFS{}, render.Options{}, time.Minute)
+	res := RenderBounded(fstest.MapFS{}, render.Options{}, time.Minute)
 	assert.True(t, res.OK())
 	assert.Empty(t, res.Nodes)
 }

@@ -14,6 +14,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"io/fs"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -56,16 +57,7 @@ func (s *EnvoyConfigSource) Fetch(ctx context.Context) (*sources.Result, error) 
 		}
 		return nil, fmt.Errorf("read EnvoyConfig %s: %w", s.key, err)
 	}
-	doc, err := yaml.Marshal(document{
-		APIVersion: v1alpha1.GroupVersion.String(), Kind: "EnvoyConfig",
-		Metadata: metadata{Name: ec.Name, Namespace: ec.Namespace},
-		Spec:     ec.Spec,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("encode EnvoyConfig %s: %w", s.key, err)
-	}
-	path := ec.Namespace + "/" + ec.Name + ".yaml"
-	tree, err := sources.NewTree(map[string][]byte{path: doc})
+	tree, doc, err := Tree(&ec)
 	if err != nil {
 		return nil, err
 	}
@@ -81,6 +73,25 @@ func (s *EnvoyConfigSource) Fetch(ctx context.Context) (*sources.Result, error) 
 	}
 	s.last = content
 	return res, nil
+}
+
+// Tree is the file tree the renderer reads for ec, one document
+// <namespace>/<name>.yaml (the admission webhook renders the same tree the
+// reconciler does), and that document.
+func Tree(ec *v1alpha1.EnvoyConfig) (fs.FS, []byte, error) {
+	doc, err := yaml.Marshal(document{
+		APIVersion: v1alpha1.GroupVersion.String(), Kind: "EnvoyConfig",
+		Metadata: metadata{Name: ec.Name, Namespace: ec.Namespace},
+		Spec:     ec.Spec,
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("encode EnvoyConfig %s/%s: %w", ec.Namespace, ec.Name, err)
+	}
+	tree, err := sources.NewTree(map[string][]byte{ec.Namespace + "/" + ec.Name + ".yaml": doc})
+	if err != nil {
+		return nil, nil, err
+	}
+	return tree, doc, nil
 }
 
 // document is what the renderer reads: the object without its status and

@@ -4,8 +4,10 @@
 package envtest
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"k8s.io/client-go/rest"
@@ -22,6 +24,18 @@ type Cluster struct {
 	// KubeConfig is a kubeconfig file's content that reaches the API
 	// server as its administrator.
 	KubeConfig []byte
+	// Webhooks is where the API server calls legate's admission webhooks
+	// (StartWithWebhooks only).
+	Webhooks *Webhooks
+}
+
+// Webhooks is where a test serves the webhooks of config/webhook: the API
+// server calls https://Addr with the certificate of CertDir (tls.crt,
+// tls.key), which CAPEM signs.
+type Webhooks struct {
+	Addr    string
+	CertDir string
+	CAPEM   []byte
 }
 
 // assetsDir returns the directory holding kube-apiserver and etcd:
@@ -56,6 +70,19 @@ func FluxCRDs(t testing.TB) string {
 // with legate's CRDs and those of crdDirs installed.
 func Start(t testing.TB, crdDirs ...string) *Cluster {
 	t.Helper()
+	return start(t, false, crdDirs)
+}
+
+// StartWithWebhooks is Start with legate's webhook configurations
+// (config/webhook) registered: the API server runs its real admission
+// chain and calls the webhooks over TLS at Cluster.Webhooks.
+func StartWithWebhooks(t testing.TB, crdDirs ...string) *Cluster {
+	t.Helper()
+	return start(t, true, crdDirs)
+}
+
+func start(t testing.TB, webhooks bool, crdDirs []string) *Cluster {
+	t.Helper()
 	dir := assetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if st, err := os.Stat(filepath.Join(dir, bin)); err != nil || st.IsDir() {
@@ -71,6 +98,12 @@ func Start(t testing.TB, crdDirs ...string) *Cluster {
 	}
 	env.CRDDirectoryPaths = append([]string{filepath.Join(root, "config", "crd")}, crdDirs...)
 	env.ErrorIfCRDPathMissing = true
+	if webhooks {
+		env.WebhookInstallOptions = crenvtest.WebhookInstallOptions{
+			Paths: []string{filepath.Join(root, "config", "webhook")}, IgnoreErrorIfPathMissing: false,
+			LocalServingHost: "127.0.0.1",
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		t.Fatalf("start envtest API server from %s: %v", dir, err)
@@ -84,5 +117,13 @@ func Start(t testing.TB, crdDirs ...string) *Cluster {
 	if err != nil {
 		t.Fatalf("client for envtest API server: %v", err)
 	}
-	return &Cluster{Config: cfg, Client: c, KubeConfig: env.KubeConfig}
+	cluster := &Cluster{Config: cfg, Client: c, KubeConfig: env.KubeConfig}
+	if webhooks {
+		w := env.WebhookInstallOptions
+		cluster.Webhooks = &Webhooks{
+			Addr:    net.JoinHostPort(w.LocalServingHost, strconv.Itoa(w.LocalServingPort)),
+			CertDir: w.LocalServingCertDir, CAPEM: w.LocalServingCAData,
+		}
+	}
+	return cluster
 }

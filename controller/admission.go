@@ -1,0 +1,192 @@
+package controller
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"path/filepath"
+	"strings"
+	"time"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/render"
+	kubesrc "github.com/legate-dev/legate/sources/kube"
+	"github.com/legate-dev/legate/webhook"
+)
+
+// admissionRenderLimit bounds one render at admission: the API server
+// waits for the webhook at most its timeoutSeconds (config/webhook: 15 s).
+const admissionRenderLimit = 10 * time.Second
+
+// admissionRenders bounds the renders that run at once at admission, so
+// that a burst of applies cannot starve the reconcilers (a render that
+// outlives its limit keeps its goroutine until it ends).
+const admissionRenders = 2
+
+// maxAdmissionDiagnostics is how many errors a refusal lists.
+const maxAdmissionDiagnostics = 10
+
+// renderOptions are the options of every render of an object: the
+// controller's, obeying policies, with EndpointSlice generation on.
+func (c *Controller) renderOptions(policies map[string][]byte) render.Options {
+	o := c.opts.Render(policies)
+	o.EndpointSlices = true
+	return o
+}
+
+// validateEnvoyConfig renders an EnvoyConfig under admission as its
+// reconcile would (schema, policies in force, references, the namespace's
+// secret scope) and refuses it with the renderer's diagnostics.
+func (c *Controller) validateEnvoyConfig(ctx context.Context, req *admissionv1.AdmissionRequest) error {
+	var ec v1alpha1.EnvoyConfig
+	if err := json.Unmarshal(req.Object.Raw, &ec); err != nil {
+		return fmt.Errorf("decode the EnvoyConfig: %w", err)
+	}
+	if ec.Namespace == "" {
+		ec.Namespace = req.Namespace
+	}
+	if ec.Name == "" {
+		ec.Name = req.Name
+	}
+	tree, _, err := kubesrc.Tree(&ec)
+	if err != nil {
+		return err
+	}
+	policies, err := c.readPolicies(ctx)
+	if err != nil {
+		return fmt.Errorf("read the policies in force: %w", err)
+	}
+	select {
+	case c.admitting <- struct{}{}:
+		defer func() { <-c.admitting }()
+	case <-ctx.Done():
+		return errors.New("legate is busy validating other objects; apply again")
+	}
+	source := "envoyconfig/" + ec.Namespace + "/" + ec.Name
+	res := pipeline.RenderBounded(tree, c.renderOptions(policies), admissionRenderLimit)
+	if res.OK() {
+		res.Diagnostics = secretScope(source, res)
+	}
+	if res.OK() {
+		return nil
+	}
+	return refusal(fmt.Sprintf("EnvoyConfig %s/%s", ec.Namespace, ec.Name), res.Diagnostics)
+}
+
+// validateEnvoySource checks an EnvoySource's spec as its reconcile
+// builds a driver from it (without reading its Secret or the network).
+func (c *Controller) validateEnvoySource(_ context.Context, req *admissionv1.AdmissionRequest) error {
+	var es v1alpha1.EnvoySource
+	if err := json.Unmarshal(req.Object.Raw, &es); err != nil {
+		return fmt.Errorf("decode the EnvoySource: %w", err)
+	}
+	if es.Namespace == "" {
+		es.Namespace = req.Namespace
+	}
+	if es.Name == "" {
+		es.Name = req.Name
+	}
+	if _, err := c.buildDriver(&es, sourceKey(types.NamespacedName{Namespace: es.Namespace, Name: es.Name})+"/admission", nil); err != nil {
+		return err
+	}
+	return nil
+}
+
+// refusal lists the first diagnostics of a refused object, one a line.
+func refusal(what string, diags []render.Diagnostic) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s is refused by validation (%d error(s)):", what, len(diags))
+	for _, d := range diags[:min(len(diags), maxAdmissionDiagnostics)] {
+		b.WriteString("\n  ")
+		b.WriteString(d.String())
+	}
+	if len(diags) > maxAdmissionDiagnostics {
+		fmt.Fprintf(&b, "\n  … and %d more (legate validate prints them all)", len(diags)-maxAdmissionDiagnostics)
+	}
+	return errors.New(b.String())
+}
+
+// serveWebhooks serves the admission webhooks over TLS on lis until ctx
+// ends. The certificate is read again from CertDir when it changes (a
+// cert-manager renewal), so no restart is needed.
+func (c *Controller) serveWebhooks(ctx context.Context, lis net.Listener, h http.Handler) error {
+	certs := c.webhookCerts
+	srv := &http.Server{
+		Handler:           h,
+		ReadHeaderTimeout: 10 * time.Second,
+		ReadTimeout:       30 * time.Second,
+		WriteTimeout:      30 * time.Second,
+		MaxHeaderBytes:    64 << 10,
+		TLSConfig: &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: func(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+			cert, _, err := certs.Current()
+			return cert, err
+		}},
+	}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.ServeTLS(lis, "", ""); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// listenWebhooks opens the webhooks' listener when they are on.
+func (c *Controller) listenWebhooks() error {
+	c.admitting = make(chan struct{}, admissionRenders)
+	if c.opts.WebhookAddr == "" || c.opts.WebhookAddr == "0" {
+		return nil
+	}
+	if c.opts.WebhookCertDir == "" {
+		return errors.New("the admission webhooks need --webhook-cert-dir: the API server calls them over TLS only")
+	}
+	// Fail at start, not at the first call, on a missing certificate.
+	certs, err := pki.LoadKeyPairFiles(filepath.Join(c.opts.WebhookCertDir, "tls.crt"), filepath.Join(c.opts.WebhookCertDir, "tls.key"), "")
+	if err != nil {
+		return fmt.Errorf("--webhook-cert-dir: %w", err)
+	}
+	c.webhookCerts = certs
+	lis, err := net.Listen("tcp", c.opts.WebhookAddr)
+	if err != nil {
+		return fmt.Errorf("listen for the admission webhooks on %s: %w", c.opts.WebhookAddr, err)
+	}
+	c.webhookLis = lis
+	return nil
+}
+
+// WebhookAddr is where the admission webhooks listen ("" when off).
+func (c *Controller) WebhookAddr() string {
+	if c.webhookLis == nil {
+		return ""
+	}
+	return c.webhookLis.Addr().String()
+}
+
+// admission is the webhook server of this controller: sidecar injection
+// and the validation of legate's objects.
+func (c *Controller) admission() *webhook.Server {
+	s := &webhook.Server{
+		EnvoyConfigs: c.validateEnvoyConfig,
+		EnvoySources: c.validateEnvoySource,
+		Log:          c.log.WithName("admission"),
+	}
+	if c.opts.Injector != nil {
+		s.Mutator = c.opts.Injector
+	}
+	if c.authority != nil {
+		s.Issuer = c.authority
+	}
+	return s
+}
