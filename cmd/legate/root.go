@@ -29,6 +29,6 @@ proxies reject it.`,
 		newValidateCommand(), newSchemaCommand(), newUntaintCommand(), newPKICommand(),
 		newGetCommand(), newDiffCommand(), newReconcileCommand(),
 		newSuspendCommand(true), newSuspendCommand(false), newPruneCommand(),
-		newBootstrapCommand())
+		newBootstrapCommand(), newInjectCommand())
 	return root
 }
