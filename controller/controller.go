@@ -323,6 +323,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	defer wg.Wait()
 	if c.replicas == nil {
 		if err := c.engine.Restore(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while restoring
+			}
 			return err
 		}
 		c.feedback.Seed(c.engine.Nodes())
