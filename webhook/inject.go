@@ -246,7 +246,8 @@ func drainGrace(s Sidecar) int64 {
 // mergeResources takes the pod's requests and limits per resource and the
 // defaults for the rest. Where a default would contradict the pod's own
 // value (a default request above the pod's limit, a pod's request above
-// the default limit), the pod's value sets both.
+// the default limit), the pod's value sets both. A limit without a request
+// is the request too, as the API server would default it.
 func mergeResources(def, pod corev1.ResourceRequirements) corev1.ResourceRequirements {
 	out := corev1.ResourceRequirements{}
 	merge := func(def, pod corev1.ResourceList) corev1.ResourceList {
@@ -272,6 +273,14 @@ func mergeResources(def, pod corev1.ResourceRequirements) corev1.ResourceRequire
 			out.Requests[name] = limit.DeepCopy()
 		} else {
 			out.Limits[name] = req.DeepCopy()
+		}
+	}
+	for name, limit := range out.Limits {
+		if _, ok := out.Requests[name]; !ok {
+			if out.Requests == nil {
+				out.Requests = corev1.ResourceList{}
+			}
+			out.Requests[name] = limit.DeepCopy()
 		}
 	}
 	return out

@@ -222,6 +222,8 @@ func TestMergeResources(t *testing.T) {
 	assert.Equal(t, corev1.ResourceList{corev1.ResourceCPU: q("50m"), corev1.ResourceMemory: q("256Mi")}, got.Requests, "the default CPU request is lowered to the pod's limit")
 	assert.Equal(t, corev1.ResourceList{corev1.ResourceCPU: q("50m"), corev1.ResourceMemory: q("256Mi")}, got.Limits, "the default memory limit is raised to the pod's request")
 	assert.Empty(t, mergeResources(corev1.ResourceRequirements{}, corev1.ResourceRequirements{}).Requests)
+	got = mergeResources(corev1.ResourceRequirements{}, corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}})
+	assert.Equal(t, corev1.ResourceList{corev1.ResourceMemory: q("1Gi")}, got.Requests, "a limit alone is the request, as the API server defaults it")
 }
 
 // A pod the sidecar cannot join is refused, naming the field or the
