@@ -4,6 +4,7 @@
 // KeyPairFiles keeps a certificate, its key and a CA bundle read from files
 // and reads them again when they change; the xDS server takes its
 // certificates from it (xds.ServerTLS), so a renewed certificate is served
-// without a restart. The package renews nothing by itself: automatic
-// issuing and renewal for injected sidecars is not built yet.
+// without a restart. The package renews nothing by itself: pki/kubepki
+// keeps the CA, the proxies' certificates and the xDS server's certificate
+// in Kubernetes Secrets and renews them.
 package pki

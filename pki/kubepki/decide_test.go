@@ -82,8 +82,10 @@ func TestCheck(t *testing.T) {
 		"expired":                {data, ca, leaf.NotAfter.Add(time.Hour), "two thirds of its lifetime have passed"},
 		"CA changed":             {data, other, t0, "its ca.crt is not the current CA"},
 		"other ca.crt":           {with(map[string][]byte{pki.ProxyCAKey: other.pem}), ca, t0, "its ca.crt is not the current CA"},
-		"pair of another CA": {with(map[string][]byte{pki.ProxyCertKey: otherData[pki.ProxyCertKey], pki.ProxyKeyKey: otherData[pki.ProxyKeyKey]}),
-			ca, t0, "not signed by the current CA"},
+		"pair of another CA": {
+			with(map[string][]byte{pki.ProxyCertKey: otherData[pki.ProxyCertKey], pki.ProxyKeyKey: otherData[pki.ProxyKeyKey]}),
+			ca, t0, "not signed by the current CA",
+		},
 		"another node":         {otherNode, ca, t0, "its certificate names core, not edge"},
 		"a server certificate": {with(map[string][]byte{pki.ProxyCertKey: srv.CertPEM, pki.ProxyKeyKey: srv.KeyPEM}), ca, t0, "not for this use"},
 		"no SDS file":          {with(map[string][]byte{pki.ProxyCertificateSDSKey: nil}), ca, t0, "the Secret has no " + pki.ProxyCertificateSDSKey},
