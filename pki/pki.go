@@ -32,8 +32,10 @@ const (
 	DefaultLeafValidity = 90 * 24 * time.Hour
 )
 
-// backdate covers clocks that run a little behind the CA's.
-const backdate = 5 * time.Minute
+// Backdate is how far before its issue a certificate's validity starts:
+// it covers clocks that run a little behind the CA's. It is not part of
+// the lifetime asked for (renewal at two thirds counts from the issue).
+const Backdate = 5 * time.Minute
 
 // maxCommonName is the longest subject common name X.509 allows.
 const maxCommonName = 64
@@ -216,7 +218,7 @@ func sign(tmpl, parent *x509.Certificate, parentKey crypto.Signer, validity time
 	if tmpl.SerialNumber, err = rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 126)); err != nil {
 		return Issued{}, nil, fmt.Errorf("generate a serial number: %w", err)
 	}
-	tmpl.NotBefore = now.Add(-backdate).UTC()
+	tmpl.NotBefore = now.Add(-Backdate).UTC()
 	tmpl.NotAfter = now.Add(validity).UTC()
 	spki, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
 	if err != nil {

@@ -74,9 +74,15 @@ func leafValidity(want time.Duration, ca *x509.Certificate, now time.Time) (time
 }
 
 // renewAfter is when a certificate is due for renewal: two thirds into its
-// lifetime.
+// lifetime, counted from its issue (legate backdates NotBefore by
+// pki.Backdate; counting from there would make a short-lived certificate
+// due at once).
 func renewAfter(c *x509.Certificate) time.Time {
-	return c.NotBefore.Add(c.NotAfter.Sub(c.NotBefore) / 3 * 2)
+	issued := c.NotBefore
+	if c.NotAfter.Sub(c.NotBefore) > pki.Backdate {
+		issued = c.NotBefore.Add(pki.Backdate)
+	}
+	return issued.Add(c.NotAfter.Sub(issued) / 3 * 2)
 }
 
 // verdict is what a Secret's certificate needs.

@@ -38,9 +38,16 @@ func TestRenewAfterIsTwoThirds(t *testing.T) {
 		from, to time.Time
 		want     time.Time
 	}{
-		"90 days": {t0, t0.Add(90 * 24 * time.Hour), t0.Add(60 * 24 * time.Hour)},
-		"3 hours": {t0, t0.Add(3 * time.Hour), t0.Add(2 * time.Hour)},
-		"offset":  {t0.Add(time.Hour), t0.Add(4 * time.Hour), t0.Add(3 * time.Hour)},
+		// NotBefore is legate's backdated start: two thirds count from
+		// the issue, pki.Backdate later.
+		"90 days": {t0.Add(-pki.Backdate), t0.Add(90 * 24 * time.Hour), t0.Add(60 * 24 * time.Hour)},
+		"3 hours": {t0.Add(-pki.Backdate), t0.Add(3 * time.Hour), t0.Add(2 * time.Hour)},
+		"offset":  {t0.Add(time.Hour - pki.Backdate), t0.Add(4 * time.Hour), t0.Add(3 * time.Hour)},
+		// a short-lived certificate is not due at once
+		"30 seconds": {t0.Add(-pki.Backdate), t0.Add(30 * time.Second), t0.Add(20 * time.Second)},
+		// a certificate shorter than the backdate (not legate's) counts
+		// from its NotBefore
+		"3 minutes": {t0, t0.Add(3 * time.Minute), t0.Add(2 * time.Minute)},
 	} {
 		assert.Equal(t, tc.want, renewAfter(&x509.Certificate{NotBefore: tc.from, NotAfter: tc.to}), name)
 	}
@@ -50,7 +57,7 @@ func TestCheck(t *testing.T) {
 	ca, other := testSigner(t), testSigner(t)
 	data, leaf := proxyData(t, ca, "edge", 30*time.Hour)
 	due := renewAfter(leaf)
-	require.Equal(t, leaf.NotBefore.Add((30*time.Hour+5*time.Minute)/3*2), due, "NotBefore is backdated 5 minutes; the 2/3 rule counts from it")
+	require.Equal(t, t0.Add(20*time.Hour), due, "NotBefore is backdated; the 2/3 rule counts from the issue")
 	otherData, _ := proxyData(t, other, "edge", 30*time.Hour)
 	otherNode, _ := proxyData(t, ca, "core", 30*time.Hour)
 	srv, err := ca.ca.IssueServer([]string{"edge"}, 30*time.Hour, t0)

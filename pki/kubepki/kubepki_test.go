@@ -21,6 +21,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/pki/kubepki"
@@ -29,6 +30,17 @@ import (
 )
 
 var t0 = time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+
+// What the controller wires: the xDS server's certificates, and two
+// runnables of a controller-runtime manager (the leader's and every
+// replica's).
+var (
+	_ xds.Certificates               = (*kubepki.ServerCertificate)(nil)
+	_ manager.Runnable               = (*kubepki.Authority)(nil)
+	_ manager.LeaderElectionRunnable = (*kubepki.Authority)(nil)
+	_ manager.Runnable               = (*kubepki.ServerCertificate)(nil)
+	_ manager.LeaderElectionRunnable = (*kubepki.ServerCertificate)(nil)
+)
 
 // clock is a settable clock for Authority.Now and ServerCertificate.Now.
 type clock struct {
@@ -189,7 +201,7 @@ func TestProxy(t *testing.T) {
 	assert.Equal(t, kubepki.KindProxy, s.Labels[kubepki.LabelCertificate])
 	assert.Equal(t, "edge", s.Annotations[kubepki.AnnotationNodeID])
 	assert.Equal(t, leaf.NotAfter.Format(time.RFC3339), s.Annotations[kubepki.AnnotationNotAfter])
-	renewAt := leaf.NotBefore.Add(leaf.NotAfter.Sub(leaf.NotBefore) / 3 * 2)
+	renewAt := dueOf(leaf)
 	assert.Equal(t, renewAt.Format(time.RFC3339), s.Annotations[kubepki.AnnotationRenewAfter])
 	assert.Equal(t, t0.Add(pki.DefaultLeafValidity), leaf.NotAfter, "default validity")
 	assert.Equal(t, []string{"edge"}, leaf.DNSNames, "the certificate names the node ID")
@@ -257,7 +269,7 @@ func TestProxy(t *testing.T) {
 	assert.True(t, renewedLeaf.NotAfter.After(leaf.NotAfter))
 	require.NoError(t, verifies(ca, renewedLeaf, clk.Now(), x509.ExtKeyUsageClientAuth))
 	racedLeaf := leafOf(t, get(t, c, ns, "raced"))
-	assert.Equal(t, racedLeaf.NotBefore.Add(racedLeaf.NotAfter.Sub(racedLeaf.NotBefore)/3*2), next, "the next due time is raced's")
+	assert.Equal(t, dueOf(racedLeaf), next, "the next due time is raced's")
 	_, renewed, err = a.RenewDue(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, 0, renewed, "a second pass renews nothing")
@@ -484,4 +496,11 @@ func handshake(t *testing.T, certs xds.Certificates, roots *x509.CertPool, cert 
 		t.Fatal("the TLS server did not finish its handshake")
 		return nil
 	}
+}
+
+// dueOf is when a certificate legate issued is due: two thirds of its
+// lifetime after its issue, pki.Backdate after its NotBefore.
+func dueOf(c *x509.Certificate) time.Time {
+	issued := c.NotBefore.Add(pki.Backdate)
+	return issued.Add(c.NotAfter.Sub(issued) / 3 * 2)
 }
