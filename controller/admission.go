@@ -21,6 +21,7 @@ import (
 	"github.com/legate-dev/legate/render"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/webhook"
+	"github.com/legate-dev/legate/xds"
 )
 
 // admissionRenderLimit bounds one render at admission: the API server
@@ -119,7 +120,10 @@ func refusal(what string, diags []render.Diagnostic) error {
 // ends. The certificate is read again from CertDir when it changes (a
 // cert-manager renewal), so no restart is needed.
 func (c *Controller) serveWebhooks(ctx context.Context, lis net.Listener, h http.Handler) error {
-	certs := c.webhookCerts
+	var certs xds.Certificates = c.webhookPKI
+	if c.webhookCerts != nil {
+		certs = c.webhookCerts
+	}
 	srv := &http.Server{
 		Handler:           h,
 		ReadHeaderTimeout: 10 * time.Second,
@@ -150,7 +154,15 @@ func (c *Controller) listenWebhooks() error {
 		return nil
 	}
 	if c.opts.WebhookCertDir == "" {
-		return errors.New("the admission webhooks need --webhook-cert-dir: the API server calls them over TLS only")
+		if c.webhookPKI == nil {
+			return errors.New("the admission webhooks need --webhook-cert-dir or legate's PKI: the API server calls them over TLS only")
+		}
+		lis, err := net.Listen("tcp", c.opts.WebhookAddr)
+		if err != nil {
+			return fmt.Errorf("listen for the admission webhooks on %s: %w", c.opts.WebhookAddr, err)
+		}
+		c.webhookLis = lis
+		return nil
 	}
 	// Fail at start, not at the first call, on a missing certificate.
 	certs, err := pki.LoadKeyPairFiles(filepath.Join(c.opts.WebhookCertDir, "tls.crt"), filepath.Join(c.opts.WebhookCertDir, "tls.key"), "")
@@ -185,8 +197,8 @@ func (c *Controller) admission() *webhook.Server {
 	if c.opts.Injector != nil {
 		s.Mutator = c.opts.Injector
 	}
-	if c.authority != nil {
-		s.Issuer = c.authority
+	if c.issuer != nil {
+		s.Issuer = c.issuer
 	}
 	return s
 }

@@ -37,6 +37,7 @@ import (
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
@@ -71,10 +72,11 @@ type Controller struct {
 	store    kubestore.Store
 	replicas *replicas // nil without leader election
 
-	webhookLis   net.Listener // nil without admission webhooks
-	webhookCerts *pki.KeyPairFiles
-	admitting    chan struct{} // admission renders running
-	authority    webhook.ProxyIssuer
+	webhookLis   net.Listener               // nil without admission webhooks
+	webhookCerts *pki.KeyPairFiles          // the webhooks' certificate from files, or
+	webhookPKI   *kubepki.ServerCertificate // from legate's PKI
+	admitting    chan struct{}              // admission renders running
+	issuer       *proxyIssuer               // nil without legate's PKI
 
 	mu            sync.Mutex
 	sources       map[types.NamespacedName]*kubesrc.EnvoyConfigSource
@@ -107,7 +109,7 @@ func New(opts Options) (*Controller, error) {
 	if opts.XDSAddr == "" {
 		opts.XDSAddr = DefaultXDSAddr
 	}
-	mutual := opts.XDSClientCA != ""
+	mutual := opts.XDSClientCA != "" || opts.PKI != nil
 	if xds.BeyondLoopback(opts.XDSAddr) && !mutual {
 		return nil, fmt.Errorf("xds address %s reaches beyond loopback without mutual TLS: anyone who reached it could fetch every node's configuration and answer for its proxies; "+
 			"set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them), or listen on 127.0.0.1", opts.XDSAddr)
@@ -139,7 +141,15 @@ func New(opts Options) (*Controller, error) {
 	}
 	// The only ConfigMaps cached are the policy ones (the store reads its
 	// own directly).
-	mopts.Cache.ByObject = map[client.Object]cache.ByObject{&corev1.ConfigMap{}: {Label: policyLabel}}
+	proxyLabel, err := labels.Parse(webhook.ProxyLabel)
+	if err != nil {
+		return nil, err
+	}
+	mopts.Cache.ByObject = map[client.Object]cache.ByObject{
+		&corev1.ConfigMap{}: {Label: policyLabel},
+		// injected pods only, and of them what names their proxy
+		&corev1.Pod{}: {Label: proxyLabel, Transform: podMetadata},
+	}
 	// The cache holds EndpointSlices in full (their endpoints are read on
 	// every change) and no object's managed fields.
 	mopts.Cache.DefaultTransform = cache.TransformStripManagedFields()
@@ -185,6 +195,14 @@ func New(opts Options) (*Controller, error) {
 		reporters: map[string]forge.Reporter{}, reporterSpecs: map[string]reporterOf{},
 	}
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
+	if opts.PKI != nil {
+		if grpcOpts != nil {
+			return nil, errors.New("xDS certificates come from files (--xds-tls-cert, --xds-tls-key, --xds-client-ca) or from legate's PKI (--pki-ca-secret), not both")
+		}
+		if grpcOpts, err = c.startPKI(direct); err != nil {
+			return nil, fmt.Errorf("legate's PKI: %w", err)
+		}
+	}
 	if opts.ProbeAddr != "0" {
 		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
 			return nil, err

@@ -78,6 +78,9 @@ type Options struct {
 	// WebhookCertDir holds the webhooks' serving certificate, tls.crt
 	// and tls.key (read again when they change).
 	WebhookCertDir string
+	// PKI turns on legate's own certificate authority (see PKIOptions):
+	// xDS then runs over mutual TLS with the certificates it issues.
+	PKI *PKIOptions
 	// Injector injects Envoy sidecars into the Pods that ask for one
 	// (webhook.Injector); nil: Pods are not mutated.
 	Injector webhook.PodMutator

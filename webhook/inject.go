@@ -27,6 +27,11 @@ const DefaultXDSAddress = "legate-xds.legate-system.svc:18000"
 // injection of the same pod removes before injecting again.
 const InjectedAnnotation = legatePrefix + "injected"
 
+// ProxyLabel marks a pod legate injected, so that the controller, which
+// watches only such pods, issues its proxy's client certificate (into
+// Sidecar.SecretName) once the API server has stored the pod.
+const ProxyLabel = legatePrefix + "proxy"
+
 // drainMargin is added to the drain time when the pod's grace period is
 // shorter: the time the other containers get to stop (the default grace
 // period) on top of Envoy's drain.
@@ -147,6 +152,10 @@ func (in Injector) Inject(pod *corev1.Pod) (Sidecar, bool, error) {
 		out.Annotations = map[string]string{}
 	}
 	out.Annotations[InjectedAnnotation] = s.ContainerName + "/" + s.TLSVolume
+	if out.Labels == nil {
+		out.Labels = map[string]string{}
+	}
+	out.Labels[ProxyLabel] = "injected"
 	*pod = *out
 	return s, true, nil
 }

@@ -39,7 +39,9 @@ type PodMutator interface {
 }
 
 // ProxyIssuer makes sure the Secret holding a proxy's client certificate
-// exists for its node ID (pki/kubepki.Authority).
+// exists for its node ID; with dryRun it only says whether it could
+// (pki/kubepki.Authority, behind the controller's check that the node ID
+// may be served to that namespace).
 type ProxyIssuer interface {
 	EnsureProxy(ctx context.Context, namespace, secretName, nodeID string, dryRun bool) error
 }
@@ -55,9 +57,10 @@ type Validator func(ctx context.Context, req *admissionv1.AdmissionRequest) erro
 // when legate does not answer at all).
 type Server struct {
 	Mutator PodMutator
-	// Issuer, when set, issues each injected proxy's client certificate
-	// (not on dry-run); without it the pods mount Secrets someone else
-	// provides (cert-manager, for example).
+	// Issuer, when set, checks at admission that each injected proxy's
+	// client certificate can be issued (a dry run: the controller issues
+	// it once the pod is stored); without it the pods mount Secrets
+	// someone else provides (cert-manager, for example).
 	Issuer ProxyIssuer
 	// EnvoyConfigs and EnvoySources validate legate's objects (nil: the
 	// path answers 404).
@@ -224,8 +227,8 @@ func sameSpec(obj, old []byte) (bool, error) {
 	return bytes.Equal(ca.Bytes(), cb.Bytes()), nil
 }
 
-// mutatePod injects the sidecar a Pod asks for and issues its proxy's
-// certificate.
+// mutatePod injects the sidecar a Pod asks for and checks that its
+// proxy's certificate can be issued.
 func (s *Server) mutatePod(ctx context.Context, req *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse {
 	if req.Kind.Kind != "Pod" || req.Operation != admissionv1.Create {
 		return allow()
@@ -245,8 +248,11 @@ func (s *Server) mutatePod(ctx context.Context, req *admissionv1.AdmissionReques
 		return allow()
 	}
 	if s.Issuer != nil {
-		dryRun := req.DryRun != nil && *req.DryRun
-		if err := s.Issuer.EnsureProxy(ctx, req.Namespace, sidecar.SecretName(), sidecar.NodeID, dryRun); err != nil {
+		// Only a check: the controller issues the certificate once the
+		// API server has stored the pod (ProxyLabel), so that nothing is
+		// written for a review that did not come from the API server, a
+		// dry run, or a pod a later admission step refuses.
+		if err := s.Issuer.EnsureProxy(ctx, req.Namespace, sidecar.SecretName(), sidecar.NodeID, true); err != nil {
 			return deny(http.StatusUnprocessableEntity, fmt.Sprintf("Pod %s: the client certificate of node %q: %v", podName(&pod), sidecar.NodeID, err))
 		}
 	}

@@ -98,8 +98,9 @@ func pod(labels map[string]string) *corev1.Pod {
 }
 
 // The patch the server answers turns the Pod it was sent into the Pod the
-// mutator made, and the proxy's certificate is asked for with the
-// request's namespace and dry-run flag.
+// mutator made, and the proxy's certificate is checked (a dry run, even
+// when the request is not one: the controller issues it for stored pods
+// only) in the request's namespace.
 func TestMutatePodAnswersAPatchAndIssuesTheCertificate(t *testing.T) {
 	for _, dryRun := range []bool{false, true} {
 		issuer := &recordingIssuer{}
@@ -118,7 +119,7 @@ func TestMutatePodAnswersAPatchAndIssuesTheCertificate(t *testing.T) {
 		want := p.DeepCopy()
 		_, _, _ = addSidecar(want)
 		assert.Equal(t, want.Spec, got.Spec)
-		assert.Equal(t, []issued{{"shop", (Sidecar{NodeID: "edge"}).SecretName(), "edge", dryRun}}, issuer.calls)
+		assert.Equal(t, []issued{{"shop", (Sidecar{NodeID: "edge"}).SecretName(), "edge", true}}, issuer.calls)
 	}
 }
 

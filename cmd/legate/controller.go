@@ -35,6 +35,7 @@ func newControllerCommand() *cobra.Command {
 	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir, logLevel, logFormat string
 	var tlsCert, tlsKey, clientCA, replica string
 	var leaderElect bool
+	var hooks webhookFlags
 	var leaseDuration, renewDeadline, retryPeriod time.Duration
 	cmd := &cobra.Command{
 		Use: "controller",
@@ -79,14 +80,15 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 			if err != nil {
 				return err
 			}
-			ctl, err := controller.New(controller.Options{
+			ctl, err := newController(namespace, controller.Options{
 				Config: cfg, Namespace: namespace, WatchNamespace: watchNamespace, XDSAddr: xdsAddr,
 				HTTPAddr: httpAddr, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,
 				XDSInsecureSecrets: insecureSecrets, XDSTLSCert: tlsCert, XDSTLSKey: tlsKey, XDSClientCA: clientCA,
 				LeaderElect: leaderElect, Replica: replica,
 				LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 				Render: newPolicyRenderOptions(), Log: log,
-			})
+				WebhookAddr: hooks.addr, WebhookCertDir: hooks.certDir,
+			}, hooks.apply)
 			if err != nil {
 				return err
 			}
@@ -118,6 +120,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	fl.DurationVar(&renewDeadline, "renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
 	fl.DurationVar(&retryPeriod, "retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
 	fl.StringVar(&replica, "replica", os.Getenv("POD_NAME"), "this replica's name in the Lease and the status API (default: $POD_NAME, else the host name)")
+	hooks.register(fl)
 	fl.StringVar(&logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
 	fl.StringVar(&logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", "))
 	return cmd

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/x509"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -44,6 +45,9 @@ type Authority struct {
 	Now func() time.Time
 	// Log receives renewals and failures (no key material).
 	Log logr.Logger
+
+	wakeOnce sync.Once
+	wake     chan struct{} // Run's wake-up: a certificate was issued
 }
 
 func (a *Authority) now() time.Time {
@@ -139,7 +143,23 @@ func (a *Authority) createProxy(ctx context.Context, ca signer, key types.Namesp
 		return fmt.Errorf("create the proxy Secret %s: %w", key, err)
 	}
 	a.Log.Info("issued proxy certificate", "node", nodeID, "secret", key.String(), "notAfter", leaf.NotAfter)
+	a.poke()
 	return nil
+}
+
+// poke wakes Run: a certificate it has not seen may be due before the
+// time it waits for.
+func (a *Authority) poke() {
+	select {
+	case a.wakeup() <- struct{}{}:
+	default: // a wake-up is pending already
+	}
+}
+
+// wakeup is the channel that wakes Run.
+func (a *Authority) wakeup() chan struct{} {
+	a.wakeOnce.Do(func() { a.wake = make(chan struct{}, 1) })
+	return a.wake
 }
 
 // renewProxy replaces the certificate of s, read at its resourceVersion,

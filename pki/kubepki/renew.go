@@ -91,7 +91,7 @@ func (a *Authority) renewIfDue(ctx context.Context, ca signer, s *corev1.Secret)
 
 // Run renews the proxy certificates until ctx ends: a RenewDue pass, then
 // a wait until the next certificate is due (at least a second, at most an
-// hour). It returns nil when ctx ends.
+// hour) or until EnsureProxy issues a new one. It returns nil when ctx ends.
 func (a *Authority) Run(ctx context.Context) error {
 	for {
 		next, renewed, err := a.RenewDue(ctx)
@@ -108,6 +108,16 @@ func (a *Authority) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			t.Stop()
 			return nil
+		case <-a.wakeup():
+			// Passes list every proxy Secret: a burst of issues (a
+			// rollout) coalesces into one a second.
+			t.Reset(minWait)
+			select {
+			case <-ctx.Done():
+				t.Stop()
+				return nil
+			case <-t.C:
+			}
 		case <-t.C:
 		}
 	}

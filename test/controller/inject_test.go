@@ -101,7 +101,7 @@ func TestDeploymentPodIsInjected(t *testing.T) {
 	require.NotNil(t, secretVolume, "the client certificate's Secret is mounted")
 	assert.Equal(t, pki.ProxySecretName(s.NodeID), secretVolume.SecretName, "one Secret per node ID")
 	// The app's own containers are kept as they were.
-	assert.Equal(t, len(pod.Spec.Containers), len(stored.Spec.Containers))
+	assert.Len(t, stored.Spec.Containers, len(pod.Spec.Containers))
 }
 
 // Pods migrating from MARIN3R keep their label and annotations: the

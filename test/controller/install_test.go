@@ -10,7 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -21,6 +23,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/test/envtest"
 )
 
@@ -70,9 +73,15 @@ func asServiceAccount(cfg *rest.Config) *rest.Config {
 // The install of config/default applies to a real API server, and the
 // controller, electing itself leader as the Deployment's replicas do, does
 // its work as the service account it creates, with exactly the permissions
-// of the generated ClusterRole.
+// of the generated ClusterRole: with its own PKI (as the Deployment runs
+// it) it creates its CA, issues the webhooks' serving certificate and
+// writes its CA into the webhook configurations, so that the API server
+// calls its webhooks; they validate an EnvoyConfig and inject a Pod whose
+// proxy certificate it then issues.
 func TestControllerRunsWithItsOwnRole(t *testing.T) {
-	cluster := envtest.Start(t)
+	// The API server reaches the webhooks at a local address instead of
+	// the Service legate-webhook (envtest rewrites the configurations).
+	cluster := envtest.StartWithWebhooks(t)
 	scheme, err := controller.Scheme()
 	require.NoError(t, err)
 	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
@@ -80,14 +89,42 @@ func TestControllerRunsWithItsOwnRole(t *testing.T) {
 	apply(t, c, "default")
 	startWith(t, asServiceAccount(cluster.Config), func(o *controller.Options) {
 		o.LeaderElect, o.Replica, o.RetryPeriod = true, "legate-0", 200*time.Millisecond
+		o.WebhookAddr, o.Injector = cluster.Webhooks.Addr, testInjector
+		o.PKI = &controller.PKIOptions{
+			CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"},
+			WebhookSecret: "legate-webhook-tls", WebhookHosts: []string{"127.0.0.1"},
+		}
 	})
+	ctx := context.Background()
 
 	ec := sample(t)
-	require.NoError(t, c.Create(context.Background(), ec))
+	require.Eventually(t, func() bool {
+		err := c.Create(ctx, ec.DeepCopy())
+		return err == nil
+	}, 60*time.Second, 200*time.Millisecond, "the API server trusts the webhooks' certificate once legate wrote its CA into the caBundle")
+	var mut admissionregistrationv1.MutatingWebhookConfiguration
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: controller.InjectorWebhookConfiguration}, &mut))
+	var ca corev1.Secret
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "legate-system", Name: "legate-ca"}, &ca))
+	for _, w := range mut.Webhooks {
+		assert.Equal(t, string(ca.Data[corev1.TLSCertKey]), string(w.ClientConfig.CABundle), w.Name)
+	}
 	require.Eventually(t, func() bool {
 		got := get(t, c, ec)
 		return got.Status.CacheState != nil && *got.Status.CacheState == v1alpha1.CacheInSync
 	}, 60*time.Second, 50*time.Millisecond, "the controller reconciles as its service account")
+
+	broken := sample(t)
+	broken.Name, broken.Spec.NodeID = "broken", "broken"
+	broken.Spec.Resources[0].Value.Raw = []byte(`{"name":"backend","type":"STRICT_DNS","connect_timeout":"-1s"}`)
+	refusal(t, c.Create(ctx, broken))
+
+	pod := injectedPod("default", "edge")
+	require.NoError(t, c.Create(ctx, pod))
+	require.NotEmpty(t, pod.Spec.InitContainers, "the Pod is injected")
+	require.Eventually(t, func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: pki.ProxySecretName("edge")}, &corev1.Secret{}) == nil
+	}, 30*time.Second, 50*time.Millisecond, "the proxy's certificate is issued as the service account")
 }
 
 // The namespaced install (config/namespaced) grants the generated role in

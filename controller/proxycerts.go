@@ -1,0 +1,124 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	ctrl "sigs.k8s.io/controller-runtime"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/pki/kubepki"
+	"github.com/legate-dev/legate/webhook"
+)
+
+// What the controller needs of the API server for the injected proxies.
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+
+// Events on a Pod whose proxy's certificate is refused or issued.
+const (
+	EventProxyCertificateRefused = "ProxyCertificateRefused"
+	EventProxyCertificateFailed  = "ProxyCertificateFailed"
+)
+
+// proxyIssuer checks that a namespace may hold a node ID's certificate
+// before its authority issues it: the admission webhook (a dry run) and
+// the Pod reconciler go through it.
+type proxyIssuer struct {
+	c         *Controller
+	authority *kubepki.Authority
+}
+
+func (p proxyIssuer) EnsureProxy(ctx context.Context, namespace, secretName, nodeID string, dryRun bool) error {
+	if err := p.c.mayServe(ctx, namespace, nodeID); err != nil {
+		return err
+	}
+	return p.authority.EnsureProxy(ctx, namespace, secretName, nodeID, dryRun)
+}
+
+// mayServe refuses a certificate for nodeID in namespace when an object of
+// another namespace configures that node: the certificate would fetch
+// that namespace's configuration and the key material of its Secrets.
+// The sources of the controller's own namespace are the platform's and
+// serve every namespace. A node ID nobody configures yet is free.
+func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) error {
+	reader := c.mgr.GetClient()
+	var ecs v1alpha1.EnvoyConfigList
+	if err := reader.List(ctx, &ecs); err != nil {
+		return fmt.Errorf("list the EnvoyConfigs: %w", err)
+	}
+	for _, ec := range ecs.Items {
+		if ec.Spec.NodeID == nodeID && ec.Namespace != namespace && ec.Namespace != c.opts.Namespace {
+			return fmt.Errorf("node ID %q is configured by EnvoyConfig %s/%s: a proxy in namespace %s may not take its identity (its certificate would fetch that namespace's configuration and secrets); use a node ID of your own namespace", nodeID, ec.Namespace, ec.Name, namespace)
+		}
+	}
+	var ess v1alpha1.EnvoySourceList
+	if err := reader.List(ctx, &ess); err != nil {
+		return fmt.Errorf("list the EnvoySources: %w", err)
+	}
+	for _, es := range ess.Items {
+		if es.Namespace != namespace && es.Namespace != c.opts.Namespace && slices.Contains(es.Status.Nodes, nodeID) {
+			return fmt.Errorf("node ID %q is configured by EnvoySource %s/%s: a proxy in namespace %s may not take its identity; use a node ID of your own namespace", nodeID, es.Namespace, es.Name, namespace)
+		}
+	}
+	return nil
+}
+
+// watchInjectedPods registers the reconciler that issues (and keeps) the
+// client certificate of every injected proxy (Pods labelled
+// webhook.ProxyLabel, the only ones the cache holds) once the API server
+// has stored its Pod.
+func (c *Controller) watchInjectedPods(skipNameValidation bool) error {
+	err := ctrl.NewControllerManagedBy(c.mgr).Named("proxy-certificates").
+		For(&corev1.Pod{}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
+		Complete(reconcile.Func(c.reconcileInjectedPod))
+	if err != nil {
+		return fmt.Errorf("proxy certificate reconciler: %w", err)
+	}
+	return nil
+}
+
+func (c *Controller) reconcileInjectedPod(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !c.watches(req.Namespace) {
+		return ctrl.Result{}, nil
+	}
+	var pod corev1.Pod
+	if err := c.mgr.GetClient().Get(ctx, req.NamespacedName, &pod); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, nil // the Secret stays for the node's other pods
+		}
+		return ctrl.Result{}, err
+	}
+	if pod.DeletionTimestamp != nil || pod.Labels[webhook.ProxyLabel] == "" {
+		return ctrl.Result{}, nil
+	}
+	s, err := webhook.Parse(pod.Annotations)
+	if err != nil {
+		c.recorder.Eventf(&pod, nil, corev1.EventTypeWarning, EventProxyCertificateRefused, "IssueCertificate", "%v", err)
+		return ctrl.Result{}, nil
+	}
+	if err := c.mayServe(ctx, pod.Namespace, s.NodeID); err != nil {
+		c.recorder.Eventf(&pod, nil, corev1.EventTypeWarning, EventProxyCertificateRefused, "IssueCertificate", "%v", err)
+		return ctrl.Result{}, nil
+	}
+	if err := c.issuer.authority.EnsureProxy(ctx, pod.Namespace, s.SecretName(), s.NodeID, false); err != nil {
+		c.recorder.Eventf(&pod, nil, corev1.EventTypeWarning, EventProxyCertificateFailed, "IssueCertificate", "%v", err)
+		return ctrl.Result{}, err
+	}
+	return ctrl.Result{}, nil
+}
+
+// podMetadata keeps of a cached Pod its metadata (the annotations name
+// its proxy): the cache of injected pods grows with the fleet.
+func podMetadata(obj any) (any, error) {
+	if pod, ok := obj.(*corev1.Pod); ok {
+		pod.ManagedFields = nil
+		pod.Spec, pod.Status = corev1.PodSpec{}, corev1.PodStatus{}
+	}
+	return obj, nil
+}
