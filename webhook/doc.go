@@ -1,7 +1,9 @@
-// Package webhook holds legate's Kubernetes admission webhooks: Envoy sidecar
-// injection into Pods and validation of legate's own resources through the
-// renderer. Built so far: the injection's annotations (Parse), legate's and
-// MARIN3R's alike, each malformed or unknown one refused by name; the
-// mutation, the admission server and the certificates are issue 16's
-// remaining work.
+// Package webhook holds legate's Kubernetes admission webhooks: Envoy
+// sidecar injection into Pods (Injector: legate's and MARIN3R's
+// annotations, a native or classic sidecar with a bootstrap per pod over
+// mutual TLS, readiness and drain; InjectManifests for legate inject) and
+// the admission server (Server) that answers the API server's
+// AdmissionReviews, injecting Pods and running the validators of legate's
+// own objects that the controller supplies. Every malformed input is
+// refused by name, never a panic.
 package webhook

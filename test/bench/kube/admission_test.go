@@ -1,0 +1,90 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/xdsyaml"
+	"github.com/legate-dev/legate/webhook"
+)
+
+// BenchmarkAdmission times, through a real API server that calls legate's
+// webhooks over TLS (config/webhook), the creation of a Pod that asks for
+// a sidecar (the API server calls the mutating webhook: decode, inject,
+// the certificate check, the patch) beside, in the same iteration, a Pod
+// that does not ask (the objectSelector skips the webhook: the baseline),
+// and the creation of an EnvoyConfig (the validating webhook renders it
+// with the policies in force). Each reports p50/p99; the webhook's own
+// share is the difference between the two Pod creations.
+func BenchmarkAdmission(b *testing.B) {
+	cluster := envtest.StartWithWebhooks(b)
+	scheme, err := controller.Scheme()
+	require.NoError(b, err)
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(b, err)
+	ctx := context.Background()
+	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	crlog.SetLogger(logr.Discard())
+	ctl, err := controller.New(controller.Options{
+		Config: cluster.Config, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "0", StateDir: b.TempDir(), Log: logr.Discard(),
+		WebhookAddr: cluster.Webhooks.Addr, WebhookCertDir: cluster.Webhooks.CertDir,
+		Injector: webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"},
+		PKI:      &controller.PKIOptions{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}},
+	})
+	require.NoError(b, err)
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- ctl.Run(runCtx) }()
+	b.Cleanup(func() {
+		cancel()
+		require.NoError(b, <-done)
+	})
+
+	pod := func(inject bool) *corev1.Pod {
+		p := &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "default", Labels: map[string]string{"app": "web"}},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1", Ports: []corev1.ContainerPort{{ContainerPort: 8080}}}}},
+		}
+		if inject {
+			p.Labels[webhook.InjectLabel] = webhook.Enabled
+			p.Annotations = map[string]string{"legate.dev/node-id": "web", "legate.dev/ports": "http:8443"}
+		}
+		return p
+	}
+	timed := func(obj client.Object) time.Duration {
+		start := time.Now()
+		require.NoError(b, c.Create(ctx, obj))
+		return time.Since(start)
+	}
+	// Warm up: the first call of each webhook opens its connection and
+	// fills the controller's caches.
+	require.Eventually(b, func() bool { return c.Create(ctx, pod(true)) == nil }, time.Minute, 100*time.Millisecond)
+
+	var injected, plain, validated []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		injected = append(injected, timed(pod(true)))
+		plain = append(plain, timed(pod(false)))
+		ec, err := xdsyaml.EnvoyConfig(fmt.Sprintf("edge-%d", i),
+			xdsyaml.APIListener("greeter", "greeter", "routes"),
+			xdsyaml.RouteConfiguration("routes", "greeter", xdsyaml.Route{Cluster: "a"}),
+			xdsyaml.EDSCluster("a"), xdsyaml.Endpoints("a", 8080))
+		require.NoError(b, err)
+		validated = append(validated, timed(ec))
+	}
+	b.StopTimer()
+	report(b, "pod-injected", injected)
+	report(b, "pod-plain", plain)
+	report(b, "envoyconfig-validated", validated)
+}
