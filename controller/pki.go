@@ -88,6 +88,9 @@ func (c *Controller) startPKI(direct client.Client) ([]grpc.ServerOption, error)
 		CA: ca, Client: direct, Validity: p.ProxyValidity, Namespace: c.opts.WatchNamespace, Log: log,
 	}
 	c.issuer = &proxyIssuer{c: c, authority: authority}
+	if err := c.indexNodes(); err != nil {
+		return nil, err
+	}
 	if err := c.watchInjectedPods(true); err != nil {
 		return nil, err
 	}

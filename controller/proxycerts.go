@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -48,7 +49,7 @@ func (p proxyIssuer) EnsureProxy(ctx context.Context, namespace, secretName, nod
 func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) error {
 	reader := c.mgr.GetClient()
 	var ecs v1alpha1.EnvoyConfigList
-	if err := reader.List(ctx, &ecs); err != nil {
+	if err := reader.List(ctx, &ecs, client.MatchingFields{nodeIndex: nodeID}); err != nil {
 		return fmt.Errorf("list the EnvoyConfigs: %w", err)
 	}
 	for _, ec := range ecs.Items {
@@ -57,13 +58,35 @@ func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) err
 		}
 	}
 	var ess v1alpha1.EnvoySourceList
-	if err := reader.List(ctx, &ess); err != nil {
+	if err := reader.List(ctx, &ess, client.MatchingFields{nodeIndex: nodeID}); err != nil {
 		return fmt.Errorf("list the EnvoySources: %w", err)
 	}
 	for _, es := range ess.Items {
 		if es.Namespace != namespace && es.Namespace != c.opts.Namespace && slices.Contains(es.Status.Nodes, nodeID) {
 			return fmt.Errorf("node ID %q is configured by EnvoySource %s/%s: a proxy in namespace %s may not take its identity; use a node ID of your own namespace", nodeID, es.Namespace, es.Name, namespace)
 		}
+	}
+	return nil
+}
+
+// nodeIndex indexes EnvoyConfigs by spec.nodeID and EnvoySources by the
+// nodes they render, so that mayServe reads only the objects of one node.
+const nodeIndex = "legate.dev/node"
+
+// indexNodes registers nodeIndex with the manager's cache.
+func (c *Controller) indexNodes() error {
+	ctx := context.Background()
+	err := c.mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.EnvoyConfig{}, nodeIndex, func(obj client.Object) []string {
+		return []string{obj.(*v1alpha1.EnvoyConfig).Spec.NodeID}
+	})
+	if err != nil {
+		return fmt.Errorf("index EnvoyConfigs by node: %w", err)
+	}
+	err = c.mgr.GetFieldIndexer().IndexField(ctx, &v1alpha1.EnvoySource{}, nodeIndex, func(obj client.Object) []string {
+		return obj.(*v1alpha1.EnvoySource).Status.Nodes
+	})
+	if err != nil {
+		return fmt.Errorf("index EnvoySources by node: %w", err)
 	}
 	return nil
 }

@@ -7,8 +7,10 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	jsonpatch "github.com/evanphx/json-patch/v5"
 	"github.com/go-logr/logr"
@@ -51,7 +53,7 @@ func addSidecar(p *corev1.Pod) (Sidecar, bool, error) {
 	return Sidecar{NodeID: "edge"}, true, nil
 }
 
-func review(t *testing.T, req *admissionv1.AdmissionRequest) []byte {
+func review(t testing.TB, req *admissionv1.AdmissionRequest) []byte {
 	t.Helper()
 	data, err := json.Marshal(admissionv1.AdmissionReview{
 		TypeMeta: metav1.TypeMeta{APIVersion: "admission.k8s.io/v1", Kind: "AdmissionReview"},
@@ -61,7 +63,7 @@ func review(t *testing.T, req *admissionv1.AdmissionRequest) []byte {
 	return data
 }
 
-func podRequest(t *testing.T, pod *corev1.Pod, dryRun bool) *admissionv1.AdmissionRequest {
+func podRequest(t testing.TB, pod *corev1.Pod, dryRun bool) *admissionv1.AdmissionRequest {
 	t.Helper()
 	raw, err := json.Marshal(pod)
 	require.NoError(t, err)
@@ -71,7 +73,7 @@ func podRequest(t *testing.T, pod *corev1.Pod, dryRun bool) *admissionv1.Admissi
 	}
 }
 
-func post(t *testing.T, h http.Handler, path, contentType string, body []byte) *httptest.ResponseRecorder {
+func post(t testing.TB, h http.Handler, path, contentType string, body []byte) *httptest.ResponseRecorder {
 	t.Helper()
 	r := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
 	r.Header.Set("Content-Type", contentType)
@@ -250,4 +252,38 @@ func FuzzAdmissionReview(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkAdmitPod times the webhook's own work on one Pod (decode the
+// review, inject, compute the patch, encode the answer) with the real
+// Injector, beside, in the same run, a Pod that does not ask (decode and
+// answer only: the baseline). The API server's round trip is in
+// test/bench/kube's BenchmarkAdmission.
+func BenchmarkAdmitPod(b *testing.B) {
+	s := &Server{Mutator: Injector{XDSAddress: "legate-xds.legate-system.svc:18000"}, Log: logr.Discard()}
+	h := s.Handler()
+	asks := pod(map[string]string{InjectLabel: Enabled, "app": "web"})
+	asks.Annotations = map[string]string{"legate.dev/node-id": "web", "legate.dev/ports": "http:8443"}
+	bodies := map[string][]byte{
+		"injected": review(b, podRequest(b, asks, false)),
+		"plain":    review(b, podRequest(b, pod(map[string]string{"app": "web"}), false)),
+	}
+	lat := map[string][]time.Duration{}
+	b.ResetTimer()
+	for range b.N {
+		for _, name := range []string{"injected", "plain"} {
+			start := time.Now()
+			w := post(b, h, MutatePodsPath, "application/json", bodies[name])
+			lat[name] = append(lat[name], time.Since(start))
+			if w.Code != http.StatusOK {
+				b.Fatalf("%s: %d %s", name, w.Code, w.Body.String())
+			}
+		}
+	}
+	b.StopTimer()
+	for name, l := range lat {
+		slices.Sort(l)
+		b.ReportMetric(float64(l[len(l)/2])/1e3, name+"-p50-µs")
+		b.ReportMetric(float64(l[len(l)*99/100])/1e3, name+"-p99-µs")
+	}
 }
