@@ -16,11 +16,13 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/legateproc"
@@ -31,15 +33,8 @@ import (
 // EnvoyConfig, shows it on /api/v1/nodes and the status page, exports its
 // metrics, and stops cleanly on SIGTERM.
 func TestControllerCommand(t *testing.T) {
-	cluster := envtest.Start(t)
-	scheme, err := controller.Scheme()
-	require.NoError(t, err)
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	_, c, kubeconfig := controllerCluster(t, envtest.Start)
 	ctx := context.Background()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, cluster.KubeConfig, 0o600))
 
 	httpAddr := legateproc.LoopbackAddr(t)
 	var logs strings.Builder
@@ -105,4 +100,96 @@ func get(t *testing.T, url string) string {
 	body, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(body)
+}
+
+// `legate controller` with its webhooks and its own PKI, as the
+// Deployment runs it: the API server calls the webhooks over TLS once the
+// controller has written its CA into the configurations' caBundle; a Pod
+// labelled for injection is stored with its sidecar (the flags' xDS
+// address in its bootstrap), a MARIN3R-annotated one too, the proxy's
+// certificate is issued into the Secret it mounts, and a broken
+// EnvoyConfig is refused at apply and at a server-side dry run alike.
+func TestControllerCommandInjectsAndValidates(t *testing.T) {
+	cluster, c, kubeconfig := controllerCluster(t, envtest.StartWithWebhooks)
+	ctx := context.Background()
+
+	httpAddr := legateproc.LoopbackAddr(t)
+	var logs strings.Builder
+	proc, err := legateproc.Start(legateBin, []string{
+		"controller", "--kubeconfig", kubeconfig, "--xds-addr", legateproc.LoopbackAddr(t),
+		"--http-addr", httpAddr, "--state-dir", t.TempDir(),
+		"--webhook-addr", cluster.Webhooks.Addr, "--pki-ca-secret", "legate-ca",
+		"--pki-webhook-hosts", "127.0.0.1", "--pki-xds-hosts", "127.0.0.1",
+		"--sidecar-xds-address", "xds.example:18000", "--sidecar-image", "envoyproxy/envoy:v1.36.2",
+	}, &logs)
+	require.NoError(t, err)
+	t.Cleanup(func() { proc.Stop(10 * time.Second) })
+	proc.WaitReady(t, "http://"+httpAddr+"/readyz", 60*time.Second, 50*time.Millisecond)
+
+	pod := func(labels, annotations map[string]string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "default", Labels: labels, Annotations: annotations},
+			Spec:       corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app"}}},
+		}
+	}
+	legatePod := pod(map[string]string{"legate.dev/inject": "enabled"}, map[string]string{"legate.dev/node-id": "web"})
+	require.Eventually(t, func() bool {
+		p := legatePod.DeepCopy()
+		if c.Create(ctx, p) != nil {
+			return false
+		}
+		legatePod = p
+		return true
+	}, 60*time.Second, 200*time.Millisecond, "the API server reaches the webhooks once legate wrote its CA:\n%s", &logs)
+	var stored corev1.Pod
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(legatePod), &stored))
+	require.NotEmpty(t, stored.Spec.InitContainers)
+	sidecar := stored.Spec.InitContainers[0]
+	assert.Equal(t, "envoy-sidecar", sidecar.Name)
+	assert.Equal(t, "envoyproxy/envoy:v1.36.2", sidecar.Image)
+	assert.Contains(t, strings.Join(sidecar.Args, " "), "xds.example", "the flags' xDS address is in the bootstrap")
+
+	marin3r := pod(map[string]string{"marin3r.3scale.net/status": "enabled"}, map[string]string{
+		"marin3r.3scale.net/node-id": "kuard", "marin3r.3scale.net/ports": "https:8443",
+	})
+	require.NoError(t, c.Create(ctx, marin3r))
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(marin3r), &stored))
+	require.NotEmpty(t, stored.Spec.InitContainers)
+	assert.Equal(t, int32(8443), stored.Spec.InitContainers[0].Ports[0].ContainerPort)
+
+	for _, node := range []string{"web", "kuard"} {
+		require.Eventually(t, func() bool {
+			var s corev1.Secret
+			return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: pki.ProxySecretName(node)}, &s) == nil && len(s.Data[pki.ProxyCertKey]) > 0
+		}, 30*time.Second, 50*time.Millisecond, "node %s's certificate is issued:\n%s", node, &logs)
+	}
+
+	broken := &v1alpha1.EnvoyConfig{
+		ObjectMeta: metav1.ObjectMeta{Name: "broken", Namespace: "default"},
+		Spec: v1alpha1.EnvoyConfigSpec{NodeID: "broken", Resources: []v1alpha1.Resource{{
+			Type: "cluster", Value: &runtime.RawExtension{Raw: []byte(`{"name":"backend","type":"STRICT_DNS","connect_timeout":"-1s"}`)},
+		}}},
+	}
+	err = c.Create(ctx, broken.DeepCopy())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "connect_timeout")
+	dry := c.Create(ctx, broken.DeepCopy(), client.DryRunAll)
+	require.Error(t, dry)
+	assert.Equal(t, err.Error(), dry.Error(), "a server-side dry run gives the same verdict")
+}
+
+// controllerCluster starts an API server with start and returns it, a
+// client knowing legate's types, and a kubeconfig file reaching it as its
+// administrator, with the controller's namespace created.
+func controllerCluster(t *testing.T, start func(testing.TB, ...string) *envtest.Cluster) (*envtest.Cluster, client.Client, string) {
+	t.Helper()
+	cluster := start(t)
+	scheme, err := controller.Scheme()
+	require.NoError(t, err)
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, cluster.KubeConfig, 0o600))
+	return cluster, c, kubeconfig
 }

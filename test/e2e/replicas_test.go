@@ -3,18 +3,14 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
@@ -49,19 +45,13 @@ func (p *controllerProc) role() controller.ReplicaView {
 // replica left, the dead leader's clients reconnected to them, and every
 // client calling the good backend.
 func TestReplicasSurviveTheLeadersKill(t *testing.T) {
-	cluster := envtest.Start(t)
-	scheme, err := controller.Scheme()
-	require.NoError(t, err)
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	require.NoError(t, err)
+	_, c, kubeconfig := controllerCluster(t, envtest.Start)
 	ctx := context.Background()
-	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	require.NoError(t, os.WriteFile(kubeconfig, cluster.KubeConfig, 0o600))
 
 	var procs []*controllerProc
 	for i := range 3 {
 		p := &controllerProc{name: fmt.Sprintf("replica-%d", i), xds: legateproc.LoopbackAddr(t), http: legateproc.LoopbackAddr(t), logs: &strings.Builder{}}
+		var err error
 		p.proc, err = legateproc.Start(legateBin, []string{
 			"controller", "--kubeconfig", kubeconfig, "--xds-addr", p.xds, "--http-addr", p.http, "--state-dir", t.TempDir(),
 			"--leader-elect", "--replica", p.name, "--lease-duration", "3s", "--renew-deadline", "2s", "--retry-period", "250ms",
