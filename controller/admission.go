@@ -119,13 +119,17 @@ func refusal(what string, diags []render.Diagnostic) error {
 // serveWebhooks serves the admission webhooks over TLS on lis until ctx
 // ends. The certificate is read again from CertDir when it changes (a
 // cert-manager renewal), so no restart is needed.
-func (c *Controller) serveWebhooks(ctx context.Context, lis net.Listener, h http.Handler) error {
+func (c *Controller) serveWebhooks(ctx context.Context, lis net.Listener) error {
+	admission := c.admission()
+	if err := admission.Register(c.http.reg); err != nil {
+		return err
+	}
 	var certs xds.Certificates = c.webhookPKI
 	if c.webhookCerts != nil {
 		certs = c.webhookCerts
 	}
 	srv := &http.Server{
-		Handler:           h,
+		Handler:           admission.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
 		ReadTimeout:       30 * time.Second,
 		WriteTimeout:      30 * time.Second,

@@ -386,7 +386,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	}
 	if c.webhookLis != nil {
 		wg.Go(func() {
-			if err := c.serveWebhooks(ctx, c.webhookLis, c.admission().Handler()); err != nil {
+			if err := c.serveWebhooks(ctx, c.webhookLis); err != nil {
 				c.log.Error(err, "the admission webhooks stopped")
 			}
 		})

@@ -6,10 +6,15 @@
 # runs out (the coordinator's deadline fires while a worker still runs
 # an input). That is not a finding: such a run is tried once more. Any
 # run that writes a failing input, or fails otherwise, fails.
+#
+# Minimizing a new interesting input may take up to a minute by default
+# (-fuzzminimizetime 60s), uncounted: one minimization could eat the whole
+# short window (FuzzExtract stalled at a few dozen executions), so it is
+# bounded to 2 s; failing inputs are still written, minimized or not.
 set -uo pipefail
 pkg=$1 fn=$2 fuzztime=$3
 for attempt in 1 2; do
-  out=$("${GO:-go}" test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" "$pkg" 2>&1)
+  out=$("${GO:-go}" test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "$pkg" 2>&1)
   rc=$?
   printf '%s\n' "$out"
   if [ "$rc" -eq 0 ]; then

@@ -176,6 +176,10 @@ func TestControllerCommandInjectsAndValidates(t *testing.T) {
 	dry := c.Create(ctx, broken.DeepCopy(), client.DryRunAll)
 	require.Error(t, dry)
 	assert.Equal(t, err.Error(), dry.Error(), "a server-side dry run gives the same verdict")
+
+	metrics := get(t, "http://"+httpAddr+"/metrics")
+	assert.Contains(t, metrics, `legate_admission_duration_seconds_count{allowed="true",webhook="pods"}`)
+	assert.Contains(t, metrics, `legate_admission_duration_seconds_count{allowed="false",webhook="envoyconfigs"} 2`)
 }
 
 // controllerCluster starts an API server with start and returns it, a
