@@ -220,6 +220,9 @@ func New(opts Options) (*Controller, error) {
 	if mutual {
 		xopts.Authorizer = xds.CertificateBinding
 	}
+	if c.issuer != nil {
+		xopts.Authorizer = c.namespacedBinding
+	}
 	if c.xds, err = xds.New(xopts); err != nil {
 		return nil, err
 	}

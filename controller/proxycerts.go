@@ -12,9 +12,14 @@ import (
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+
 	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/webhook"
+	"github.com/legate-dev/legate/xds"
 )
 
 // What the controller needs of the API server for the injected proxies.
@@ -144,4 +149,24 @@ func podMetadata(obj any) (any, error) {
 		pod.Spec, pod.Status = corev1.PodSpec{}, corev1.PodStatus{}
 	}
 	return obj, nil
+}
+
+// namespacedBinding is xds.CertificateBinding, and for a certificate legate
+// issued to a proxy of a namespace (pki.NamespaceOf) the namespace rule of
+// mayServe too: a certificate a namespace got for a node ID nobody
+// configured then is refused once another namespace configures that node.
+func (c *Controller) namespacedBinding(ctx context.Context, node string) (string, error) {
+	identity, err := xds.CertificateBinding(ctx, node)
+	if err != nil {
+		return "", err
+	}
+	p, _ := peer.FromContext(ctx)
+	if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.PeerCertificates) > 0 {
+		if ns := pki.NamespaceOf(info.State.PeerCertificates[0]); ns != "" {
+			if err := c.mayServe(ctx, ns, node); err != nil {
+				return "", err
+			}
+		}
+	}
+	return identity, nil
 }

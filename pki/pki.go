@@ -160,10 +160,39 @@ func (ca *CA) IssueServer(hosts []string, validity time.Duration, now time.Time)
 	return iss, err
 }
 
+// namespaceUnit prefixes the organizational unit that records, in a proxy
+// certificate issued for a Kubernetes namespace, that namespace.
+const namespaceUnit = "namespace:"
+
+// IssueNodeIn is IssueNode for a proxy of a Kubernetes namespace: the
+// certificate also records the namespace (NamespaceOf reads it), so that
+// legate can refuse it for a node another namespace configures.
+func (ca *CA) IssueNodeIn(namespace string, nodeIDs []string, validity time.Duration, now time.Time) (Issued, error) {
+	if err := checkName(namespace); err != nil {
+		return Issued{}, fmt.Errorf("namespace %q: %w", namespace, err)
+	}
+	return ca.issueNode(nodeIDs, []string{namespaceUnit + namespace}, validity, now)
+}
+
+// NamespaceOf is the Kubernetes namespace a proxy certificate was issued
+// for (IssueNodeIn), or "" when it records none.
+func NamespaceOf(c *x509.Certificate) string {
+	for _, ou := range c.Subject.OrganizationalUnit {
+		if ns, ok := strings.CutPrefix(ou, namespaceUnit); ok {
+			return ns
+		}
+	}
+	return ""
+}
+
 // IssueNode issues a proxy's client certificate that may fetch the given
 // node IDs: each is one of its DNS names, and the first is also its common
 // name when it fits.
 func (ca *CA) IssueNode(nodeIDs []string, validity time.Duration, now time.Time) (Issued, error) {
+	return ca.issueNode(nodeIDs, nil, validity, now)
+}
+
+func (ca *CA) issueNode(nodeIDs, units []string, validity time.Duration, now time.Time) (Issued, error) {
 	if len(nodeIDs) == 0 {
 		return Issued{}, errors.New("a proxy certificate needs at least one node ID")
 	}
@@ -173,7 +202,7 @@ func (ca *CA) IssueNode(nodeIDs []string, validity time.Duration, now time.Time)
 		}
 	}
 	tmpl := &x509.Certificate{
-		Subject:     pkix.Name{CommonName: commonName(nodeIDs[0]), Organization: []string{"legate proxies"}},
+		Subject:     pkix.Name{CommonName: commonName(nodeIDs[0]), Organization: []string{"legate proxies"}, OrganizationalUnit: units},
 		DNSNames:    nodeIDs,
 		KeyUsage:    x509.KeyUsageDigitalSignature,
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},

@@ -158,3 +158,18 @@ func TestLoadCAKeyEncodings(t *testing.T) {
 		assert.ErrorContains(t, err, "the CA key is not", name)
 	}
 }
+
+// A proxy certificate issued for a namespace records it, and only that
+// certificate: one issued without a namespace records none.
+func TestIssueNodeInRecordsTheNamespace(t *testing.T) {
+	ca, _ := newTestCA(t)
+	in, err := ca.IssueNodeIn("shop", []string{"edge"}, time.Hour, now)
+	require.NoError(t, err)
+	assert.Equal(t, "shop", NamespaceOf(in.Cert))
+	assert.Equal(t, []string{"edge"}, in.Cert.DNSNames)
+	plain, err := ca.IssueNode([]string{"edge"}, time.Hour, now)
+	require.NoError(t, err)
+	assert.Empty(t, NamespaceOf(plain.Cert))
+	_, err = ca.IssueNodeIn("two words", []string{"edge"}, time.Hour, now)
+	require.Error(t, err)
+}

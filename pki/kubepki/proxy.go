@@ -106,15 +106,15 @@ func proxyWant(nodeID string) want {
 	return want{names: []string{nodeID}, usage: x509.ExtKeyUsageClientAuth, keys: proxyKeys}
 }
 
-// issueProxy issues a certificate for nodeID and the Secret data that
-// holds it.
-func (a *Authority) issueProxy(ca signer, nodeID string) (map[string][]byte, *x509.Certificate, error) {
+// issueProxy issues a certificate for nodeID in namespace (which it
+// records) and the Secret data that holds it.
+func (a *Authority) issueProxy(ca signer, namespace, nodeID string) (map[string][]byte, *x509.Certificate, error) {
 	now := a.now()
 	validity, err := leafValidity(a.Validity, ca.cert, now)
 	if err != nil {
 		return nil, nil, err
 	}
-	iss, err := ca.ca.IssueNode([]string{nodeID}, validity, now)
+	iss, err := ca.ca.IssueNodeIn(namespace, []string{nodeID}, validity, now)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -126,7 +126,7 @@ func (a *Authority) issueProxy(ca signer, nodeID string) (map[string][]byte, *x5
 }
 
 func (a *Authority) createProxy(ctx context.Context, ca signer, key types.NamespacedName, nodeID string) error {
-	data, leaf, err := a.issueProxy(ca, nodeID)
+	data, leaf, err := a.issueProxy(ca, key.Namespace, nodeID)
 	if err != nil {
 		return err
 	}
@@ -166,7 +166,7 @@ func (a *Authority) wakeup() chan struct{} {
 // by a new one; a conflict (someone wrote first) is returned as it is.
 // It returns when the new certificate is due.
 func (a *Authority) renewProxy(ctx context.Context, ca signer, s *corev1.Secret, nodeID, reason string) (time.Time, error) {
-	data, leaf, err := a.issueProxy(ca, nodeID)
+	data, leaf, err := a.issueProxy(ca, s.Namespace, nodeID)
 	if err != nil {
 		return time.Time{}, err
 	}

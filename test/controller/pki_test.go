@@ -11,8 +11,12 @@ import (
 	"testing"
 	"time"
 
+	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
+	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
+	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
@@ -117,6 +121,27 @@ func TestInjectedProxyGetsItsCertificate(t *testing.T) {
 	err = c.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: pki.ProxySecretName("shop")}, &corev1.Secret{})
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "no certificate is issued there")
 
+	// A node nobody configures is issued to the first namespace that
+	// asks; once another namespace configures it, that certificate is
+	// refused for it.
+	require.NoError(t, c.Create(ctx, injectedPod("elsewhere", "future")))
+	var early corev1.Secret
+	require.Eventually(t, func() bool {
+		return c.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: pki.ProxySecretName("future")}, &early) == nil
+	}, 30*time.Second, 50*time.Millisecond, "a node nobody configures is free")
+	require.NoError(t, c.Create(ctx, envoyConfig(t, "future",
+		xdsyaml.APIListener("greeter", "greeter", "routes"),
+		xdsyaml.RouteConfiguration("routes", "greeter", xdsyaml.Route{Cluster: "a"}),
+		xdsyaml.EDSCluster("a"), xdsyaml.Endpoints("a", a.Port),
+	)))
+	earlyPair, err := tls.X509KeyPair(early.Data[pki.ProxyCertKey], early.Data[pki.ProxyKeyKey])
+	require.NoError(t, err)
+	earlyCreds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{earlyPair}})
+	require.Eventually(t, func() bool {
+		return status.Code(listenersError(t, ctl.XDSAddr(), earlyCreds, "future")) == codes.PermissionDenied
+	}, 30*time.Second, 100*time.Millisecond, "another namespace's certificate is refused for the node default configures")
+	assert.NoError(t, listenersError(t, ctl.XDSAddr(), creds, "shop"), "the node's own namespace's certificate is served")
+
 	// Both certificates are renewed without a restart.
 	require.Eventually(t, func() bool {
 		require.NoError(t, c.Get(ctx, key, &secret))
@@ -150,4 +175,26 @@ func TestInjectedProxyGetsItsCertificate(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "a new connection gets the renewed server certificate")
 	fresh := backend.DialBootstrap(t, xdsclient.Bootstrap{ServerAddr: ctl.XDSAddr(), NodeID: "shop", Metadata: map[string]any{"pod_name": "shop-2"}, TLS: files}, "greeter")
 	require.Eventually(t, func() bool { return fresh.Call() == "b" }, 60*time.Second, 50*time.Millisecond, "a proxy with the renewed certificate is served")
+}
+
+// listenersError opens an ADS stream over creds as node, asks for its
+// listeners, and returns the error that ends the stream, or nil once a
+// response came.
+func listenersError(t *testing.T, addr string, creds credentials.TransportCredentials, node string) error {
+	t.Helper()
+	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
+	require.NoError(t, err)
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
+	if err != nil {
+		return err
+	}
+	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: node}, TypeUrl: resourcev3.ListenerType}); err != nil {
+		_, err = stream.Recv()
+		return err
+	}
+	_, err = stream.Recv()
+	return err
 }
