@@ -13,7 +13,7 @@ import (
 	"time"
 
 	admissionv1 "k8s.io/api/admission/v1"
-	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline"
@@ -21,7 +21,6 @@ import (
 	"github.com/legate-dev/legate/render"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/webhook"
-	"github.com/legate-dev/legate/xds"
 )
 
 // admissionRenderLimit bounds one render at admission: the API server
@@ -49,14 +48,8 @@ func (c *Controller) renderOptions(policies map[string][]byte) render.Options {
 // secret scope) and refuses it with the renderer's diagnostics.
 func (c *Controller) validateEnvoyConfig(ctx context.Context, req *admissionv1.AdmissionRequest) error {
 	var ec v1alpha1.EnvoyConfig
-	if err := json.Unmarshal(req.Object.Raw, &ec); err != nil {
-		return fmt.Errorf("decode the EnvoyConfig: %w", err)
-	}
-	if ec.Namespace == "" {
-		ec.Namespace = req.Namespace
-	}
-	if ec.Name == "" {
-		ec.Name = req.Name
+	if err := decodeAdmitted(req, &ec); err != nil {
+		return err
 	}
 	tree, _, err := kubesrc.Tree(&ec)
 	if err != nil {
@@ -87,17 +80,25 @@ func (c *Controller) validateEnvoyConfig(ctx context.Context, req *admissionv1.A
 // builds a driver from it (without reading its Secret or the network).
 func (c *Controller) validateEnvoySource(_ context.Context, req *admissionv1.AdmissionRequest) error {
 	var es v1alpha1.EnvoySource
-	if err := json.Unmarshal(req.Object.Raw, &es); err != nil {
-		return fmt.Errorf("decode the EnvoySource: %w", err)
-	}
-	if es.Namespace == "" {
-		es.Namespace = req.Namespace
-	}
-	if es.Name == "" {
-		es.Name = req.Name
-	}
-	if _, err := c.buildDriver(&es, sourceKey(types.NamespacedName{Namespace: es.Namespace, Name: es.Name})+"/admission", nil); err != nil {
+	if err := decodeAdmitted(req, &es); err != nil {
 		return err
+	}
+	_, err := c.buildDriver(&es, sourceKey(client.ObjectKeyFromObject(&es))+"/admission", nil)
+	return err
+}
+
+// decodeAdmitted decodes the object under admission into obj, named as the
+// request names it (a generateName object has no name yet; the namespace
+// may come from the request alone).
+func decodeAdmitted(req *admissionv1.AdmissionRequest, obj client.Object) error {
+	if err := json.Unmarshal(req.Object.Raw, obj); err != nil {
+		return fmt.Errorf("decode the %s: %w", req.Kind.Kind, err)
+	}
+	if obj.GetNamespace() == "" {
+		obj.SetNamespace(req.Namespace)
+	}
+	if obj.GetName() == "" {
+		obj.SetName(req.Name)
 	}
 	return nil
 }
@@ -117,17 +118,14 @@ func refusal(what string, diags []render.Diagnostic) error {
 }
 
 // serveWebhooks serves the admission webhooks over TLS on lis until ctx
-// ends. The certificate is read again from CertDir when it changes (a
-// cert-manager renewal), so no restart is needed.
+// ends. Each handshake takes the current certificate (files read again
+// when they change, or legate's PKI's renewal), so no restart is needed.
 func (c *Controller) serveWebhooks(ctx context.Context, lis net.Listener) error {
 	admission := c.admission()
 	if err := admission.Register(c.http.reg); err != nil {
 		return err
 	}
-	var certs xds.Certificates = c.webhookPKI
-	if c.webhookCerts != nil {
-		certs = c.webhookCerts
-	}
+	certs := c.webhookTLS
 	srv := &http.Server{
 		Handler:           admission.Handler(),
 		ReadHeaderTimeout: 10 * time.Second,
@@ -151,29 +149,25 @@ func (c *Controller) serveWebhooks(ctx context.Context, lis net.Listener) error 
 	return nil
 }
 
-// listenWebhooks opens the webhooks' listener when they are on.
+// listenWebhooks opens the webhooks' listener when they are on, with
+// their certificate from --webhook-cert-dir or, without it, from legate's
+// PKI (startPKI).
 func (c *Controller) listenWebhooks() error {
 	c.admitting = make(chan struct{}, admissionRenders)
 	if c.opts.WebhookAddr == "" || c.opts.WebhookAddr == "0" {
 		return nil
 	}
-	if c.opts.WebhookCertDir == "" {
-		if c.webhookPKI == nil {
-			return errors.New("the admission webhooks need --webhook-cert-dir or legate's PKI: the API server calls them over TLS only")
-		}
-		lis, err := net.Listen("tcp", c.opts.WebhookAddr)
+	if c.opts.WebhookCertDir != "" {
+		// Fail at start, not at the first call, on a missing certificate.
+		certs, err := pki.LoadKeyPairFiles(filepath.Join(c.opts.WebhookCertDir, "tls.crt"), filepath.Join(c.opts.WebhookCertDir, "tls.key"), "")
 		if err != nil {
-			return fmt.Errorf("listen for the admission webhooks on %s: %w", c.opts.WebhookAddr, err)
+			return fmt.Errorf("--webhook-cert-dir: %w", err)
 		}
-		c.webhookLis = lis
-		return nil
+		c.webhookTLS = certs
 	}
-	// Fail at start, not at the first call, on a missing certificate.
-	certs, err := pki.LoadKeyPairFiles(filepath.Join(c.opts.WebhookCertDir, "tls.crt"), filepath.Join(c.opts.WebhookCertDir, "tls.key"), "")
-	if err != nil {
-		return fmt.Errorf("--webhook-cert-dir: %w", err)
+	if c.webhookTLS == nil {
+		return errors.New("the admission webhooks need --webhook-cert-dir or legate's PKI: the API server calls them over TLS only")
 	}
-	c.webhookCerts = certs
 	lis, err := net.Listen("tcp", c.opts.WebhookAddr)
 	if err != nil {
 		return fmt.Errorf("listen for the admission webhooks on %s: %w", c.opts.WebhookAddr, err)

@@ -36,8 +36,6 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
-	"github.com/legate-dev/legate/pki"
-	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
@@ -72,11 +70,10 @@ type Controller struct {
 	store    kubestore.Store
 	replicas *replicas // nil without leader election
 
-	webhookLis   net.Listener               // nil without admission webhooks
-	webhookCerts *pki.KeyPairFiles          // the webhooks' certificate from files, or
-	webhookPKI   *kubepki.ServerCertificate // from legate's PKI
-	admitting    chan struct{}              // admission renders running
-	issuer       *proxyIssuer               // nil without legate's PKI
+	webhookLis net.Listener     // nil without admission webhooks
+	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
+	admitting  chan struct{}    // admission renders running
+	issuer     *proxyIssuer     // nil without legate's PKI
 
 	mu            sync.Mutex
 	sources       map[types.NamespacedName]*kubesrc.EnvoyConfigSource

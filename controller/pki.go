@@ -103,16 +103,17 @@ func (c *Controller) startPKI(direct client.Client) ([]grpc.ServerOption, error)
 		if p.WebhookSecret == "" || len(p.WebhookHosts) == 0 {
 			return nil, errors.New("the admission webhooks need --webhook-cert-dir, or legate's PKI with the webhook certificate's Secret and host names")
 		}
-		c.webhookPKI = &kubepki.ServerCertificate{
+		webhookCert := &kubepki.ServerCertificate{
 			Client: direct, CA: ca, Secret: types.NamespacedName{Namespace: ns, Name: p.WebhookSecret},
 			Hosts: p.WebhookHosts, Validity: p.ServerValidity, Log: log,
 		}
-		if _, err := c.webhookPKI.Ensure(ctx); err != nil {
+		if _, err := webhookCert.Ensure(ctx); err != nil {
 			return nil, fmt.Errorf("the webhooks' serving certificate: %w", err)
 		}
-		if err := c.mgr.Add(c.webhookPKI); err != nil {
+		if err := c.mgr.Add(webhookCert); err != nil {
 			return nil, err
 		}
+		c.webhookTLS = webhookCert
 		bundle := caBundle{client: direct, ca: ca.CertPEM(), log: c.log}
 		if err := c.mgr.Add(manager.RunnableFunc(bundle.run)); err != nil {
 			return nil, err

@@ -12,9 +12,6 @@ import (
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/peer"
-
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/pki/kubepki"
@@ -160,12 +157,13 @@ func (c *Controller) namespacedBinding(ctx context.Context, node string) (string
 	if err != nil {
 		return "", err
 	}
-	p, _ := peer.FromContext(ctx)
-	if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.PeerCertificates) > 0 {
-		if ns := pki.NamespaceOf(info.State.PeerCertificates[0]); ns != "" {
-			if err := c.mayServe(ctx, ns, node); err != nil {
-				return "", err
-			}
+	leaf, err := xds.ClientCertificate(ctx) // verified by CertificateBinding
+	if err != nil {
+		return "", err
+	}
+	if ns := pki.NamespaceOf(leaf); ns != "" {
+		if err := c.mayServe(ctx, ns, node); err != nil {
+			return "", err
 		}
 	}
 	return identity, nil

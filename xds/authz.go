@@ -18,19 +18,27 @@ import (
 // certPrincipal), so that the proxies a certificate speaks for are counted
 // under it, whatever pod name they claim.
 func CertificateBinding(ctx context.Context, node string) (string, error) {
-	p, ok := peer.FromContext(ctx)
-	if !ok {
-		return "", errors.New("no peer on the stream")
+	leaf, err := ClientCertificate(ctx)
+	if err != nil {
+		return "", err
 	}
-	info, ok := p.AuthInfo.(credentials.TLSInfo)
-	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.PeerCertificates) == 0 {
-		return "", errors.New("the stream presented no verified client certificate")
-	}
-	leaf := info.State.PeerCertificates[0]
 	if !slices.Contains(certIdentities(leaf), node) {
 		return "", fmt.Errorf("the client certificate (subject %q) does not name this node ID in its DNS names, URIs or common name", leaf.Subject.CommonName)
 	}
 	return certPrincipal(leaf), nil
+}
+
+// ClientCertificate is the verified client certificate of a stream's peer.
+func ClientCertificate(ctx context.Context) (*x509.Certificate, error) {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return nil, errors.New("no peer on the stream")
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.PeerCertificates) == 0 {
+		return nil, errors.New("the stream presented no verified client certificate")
+	}
+	return info.State.PeerCertificates[0], nil
 }
 
 // certIdentities lists the names a certificate binds: its DNS names, its

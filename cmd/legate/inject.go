@@ -27,8 +27,10 @@ ask, are printed as they were read. Nothing is sent to a cluster.
 
 The proxy mounts its client certificate from a Secret (one per node ID,
 legate-proxy-<node ID>-<hash>, unless the client-certificate annotation names
-one) that the webhook creates at admission: without the webhook, create it
-yourself.`,
+one). The printed pods carry the label legate.dev/proxy, so a legate
+controller running its own PKI (--pki-ca-secret) issues that Secret once a
+pod is stored, as it does for pods its webhook injected; without it, create
+the Secret yourself.`,
 		Example: `  legate inject -f deployment.yaml | kubectl apply -f -
   kubectl get deploy shop -o yaml | legate inject -f - --mode classic`,
 		Args: cobra.NoArgs,

@@ -315,19 +315,11 @@ func TestProxyRun(t *testing.T) {
 	first := leafOf(t, get(t, c, ns, "edge-cert")).SerialNumber
 	clk.Set(t0.Add(time.Hour))
 
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- a.Run(runCtx) }()
+	stop := running(t, a.Run)
 	require.Eventually(t, func() bool {
 		return leafOf(t, get(t, c, ns, "edge-cert")).SerialNumber.Cmp(first) != 0
 	}, 30*time.Second, 50*time.Millisecond, "Run renews the certificate past two thirds")
-	cancel()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not end with its context")
-	}
+	stop()
 	assert.True(t, a.NeedLeaderElection())
 }
 
@@ -422,9 +414,7 @@ func TestServerCertificate(t *testing.T) {
 
 	// Run keeps a follower up to date.
 	runner := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: []string{"xds.example"}, Now: followerClock.Now, Interval: 100 * time.Millisecond}
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- runner.Run(runCtx) }()
+	stop := running(t, runner.Run)
 	require.Eventually(t, func() bool {
 		cur, _, err := runner.Current()
 		return err == nil && cur.Leaf.SerialNumber.Cmp(mc.Leaf.SerialNumber) == 0
@@ -439,13 +429,7 @@ func TestServerCertificate(t *testing.T) {
 		cur, _, err := runner.Current()
 		return err == nil && cur.Leaf.SerialNumber.Cmp(mc2.Leaf.SerialNumber) == 0
 	}, 30*time.Second, 20*time.Millisecond, "Run picks up a renewal made elsewhere")
-	cancel()
-	select {
-	case err := <-done:
-		assert.NoError(t, err)
-	case <-time.After(10 * time.Second):
-		t.Fatal("Run did not end with its context")
-	}
+	stop()
 	assert.False(t, runner.NeedLeaderElection())
 
 	// A Secret legate did not issue is refused.
@@ -503,4 +487,23 @@ func handshake(t *testing.T, certs xds.Certificates, roots *x509.CertPool, cert 
 func dueOf(c *x509.Certificate) time.Time {
 	issued := c.NotBefore.Add(pki.Backdate)
 	return issued.Add(c.NotAfter.Sub(issued) / 3 * 2)
+}
+
+// running starts run and returns what stops it: its context canceled, it
+// must end, without an error, within 10 seconds.
+func running(t *testing.T, run func(context.Context) error) (stop func()) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	return func() {
+		t.Helper()
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(10 * time.Second):
+			t.Fatal("Run did not end with its context")
+		}
+	}
 }

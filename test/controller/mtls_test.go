@@ -30,20 +30,21 @@ import (
 	"github.com/legate-dev/legate/test/xdsclient"
 )
 
-// adsError opens an ADS stream over creds as node, asks for its secrets,
-// and returns the error that ends the stream (nil if a response came).
-func adsError(t *testing.T, addr string, creds credentials.TransportCredentials, node string) error {
+// adsError opens an ADS stream over creds as node, asks for names of
+// typeURL, and returns the error that ends the stream (nil once a response
+// came).
+func adsError(t *testing.T, addr string, creds credentials.TransportCredentials, node, typeURL string, names ...string) error {
 	t.Helper()
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
 	require.NoError(t, err)
 	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
 	if err != nil {
 		return err
 	}
-	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: node}, TypeUrl: resourcev3.SecretType, ResourceNames: []string{"edge-cert"}}); err != nil {
+	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: node}, TypeUrl: typeURL, ResourceNames: names}); err != nil {
 		_, err = stream.Recv()
 		return err
 	}
@@ -79,11 +80,11 @@ func TestControllerServesXDSOverMutualTLS(t *testing.T) {
 	assert.Equal(t, string(secret.Data[corev1.TLSCertKey]), string(certOf(t, proxy.next(t))), "key material is served over mutual TLS without --xds-insecure-secrets")
 
 	other := ca.Issue(t, testpki.Identity{CommonName: "other-proxy", DNSNames: []string{"other"}})
-	err := adsError(t, ctl.XDSAddr(), clientTLS(other), "edge")
+	err := adsError(t, ctl.XDSAddr(), clientTLS(other), "edge", resourcev3.SecretType, "edge-cert")
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "a certificate for another node: %v", err)
 	untrusted := testpki.NewCA(t, "untrusted").Issue(t, testpki.Identity{CommonName: "edge-proxy", DNSNames: []string{"edge"}})
-	assert.Equal(t, codes.Unavailable, status.Code(adsError(t, ctl.XDSAddr(), clientTLS(untrusted), "edge")), "another CA's certificate")
-	assert.Equal(t, codes.Unavailable, status.Code(adsError(t, ctl.XDSAddr(), insecure.NewCredentials(), "edge")), "plaintext")
+	assert.Equal(t, codes.Unavailable, status.Code(adsError(t, ctl.XDSAddr(), clientTLS(untrusted), "edge", resourcev3.SecretType, "edge-cert")), "another CA's certificate")
+	assert.Equal(t, codes.Unavailable, status.Code(adsError(t, ctl.XDSAddr(), insecure.NewCredentials(), "edge", resourcev3.SecretType, "edge-cert")), "plaintext")
 
 	// grpc-go's xDS client with its own certificate (read through its
 	// file watcher) is served its node and calls the backend.

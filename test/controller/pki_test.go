@@ -11,12 +11,9 @@ import (
 	"testing"
 	"time"
 
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
@@ -112,7 +109,7 @@ func TestInjectedProxyGetsItsCertificate(t *testing.T) {
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(secret.Data[pki.ProxyCAKey]))
 	creds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{pair}})
-	assert.Equal(t, codes.PermissionDenied, status.Code(adsError(t, ctl.XDSAddr(), creds, "edge")), "the certificate fetches its own node only")
+	assert.Equal(t, codes.PermissionDenied, status.Code(adsError(t, ctl.XDSAddr(), creds, "edge", resourcev3.ListenerType)), "the certificate fetches its own node only")
 
 	// Another namespace cannot take the node's identity.
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}))
@@ -138,9 +135,9 @@ func TestInjectedProxyGetsItsCertificate(t *testing.T) {
 	require.NoError(t, err)
 	earlyCreds := credentials.NewTLS(&tls.Config{MinVersion: tls.VersionTLS12, RootCAs: pool, Certificates: []tls.Certificate{earlyPair}})
 	require.Eventually(t, func() bool {
-		return status.Code(listenersError(t, ctl.XDSAddr(), earlyCreds, "future")) == codes.PermissionDenied
+		return status.Code(adsError(t, ctl.XDSAddr(), earlyCreds, "future", resourcev3.ListenerType)) == codes.PermissionDenied
 	}, 30*time.Second, 100*time.Millisecond, "another namespace's certificate is refused for the node default configures")
-	assert.NoError(t, listenersError(t, ctl.XDSAddr(), creds, "shop"), "the node's own namespace's certificate is served")
+	assert.NoError(t, adsError(t, ctl.XDSAddr(), creds, "shop", resourcev3.ListenerType), "the node's own namespace's certificate is served")
 
 	// Both certificates are renewed without a restart.
 	require.Eventually(t, func() bool {
@@ -175,26 +172,4 @@ func TestInjectedProxyGetsItsCertificate(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "a new connection gets the renewed server certificate")
 	fresh := backend.DialBootstrap(t, xdsclient.Bootstrap{ServerAddr: ctl.XDSAddr(), NodeID: "shop", Metadata: map[string]any{"pod_name": "shop-2"}, TLS: files}, "greeter")
 	require.Eventually(t, func() bool { return fresh.Call() == "b" }, 60*time.Second, 50*time.Millisecond, "a proxy with the renewed certificate is served")
-}
-
-// listenersError opens an ADS stream over creds as node, asks for its
-// listeners, and returns the error that ends the stream, or nil once a
-// response came.
-func listenersError(t *testing.T, addr string, creds credentials.TransportCredentials, node string) error {
-	t.Helper()
-	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(creds))
-	require.NoError(t, err)
-	defer conn.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	stream, err := discoveryv3.NewAggregatedDiscoveryServiceClient(conn).StreamAggregatedResources(ctx)
-	if err != nil {
-		return err
-	}
-	if err := stream.Send(&discoveryv3.DiscoveryRequest{Node: &corev3.Node{Id: node}, TypeUrl: resourcev3.ListenerType}); err != nil {
-		_, err = stream.Recv()
-		return err
-	}
-	_, err = stream.Recv()
-	return err
 }

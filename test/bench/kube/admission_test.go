@@ -6,12 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
@@ -35,20 +33,10 @@ func BenchmarkAdmission(b *testing.B) {
 	require.NoError(b, err)
 	ctx := context.Background()
 	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	crlog.SetLogger(logr.Discard())
-	ctl, err := controller.New(controller.Options{
-		Config: cluster.Config, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "0", StateDir: b.TempDir(), Log: logr.Discard(),
-		WebhookAddr: cluster.Webhooks.Addr, WebhookCertDir: cluster.Webhooks.CertDir,
-		Injector: webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"},
-		PKI:      &controller.PKIOptions{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}},
-	})
-	require.NoError(b, err)
-	runCtx, cancel := context.WithCancel(ctx)
-	done := make(chan error, 1)
-	go func() { done <- ctl.Run(runCtx) }()
-	b.Cleanup(func() {
-		cancel()
-		require.NoError(b, <-done)
+	start(b, cluster.Config, func(o *controller.Options) {
+		o.WebhookAddr, o.WebhookCertDir = cluster.Webhooks.Addr, cluster.Webhooks.CertDir
+		o.Injector = webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"}
+		o.PKI = &controller.PKIOptions{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
 	})
 
 	pod := func(inject bool) *corev1.Pod {

@@ -44,12 +44,17 @@ func spec(b *testing.B, docs ...string) v1alpha1.EnvoyConfigSpec {
 	return ec.Spec
 }
 
-// start runs a controller on cfg until the benchmark ends.
-func start(b *testing.B, cfg *rest.Config) *controller.Controller {
+// start runs a controller on cfg until the benchmark ends, with its
+// options as change leaves them.
+func start(b *testing.B, cfg *rest.Config, change ...func(*controller.Options)) *controller.Controller {
 	crlog.SetLogger(logr.Discard())
-	ctl, err := controller.New(controller.Options{
+	opts := controller.Options{
 		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "0", StateDir: b.TempDir(), Log: logr.Discard(),
-	})
+	}
+	for _, f := range change {
+		f(&opts)
+	}
+	ctl, err := controller.New(opts)
 	require.NoError(b, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
