@@ -211,6 +211,11 @@ func (ca *CA) issueNode(nodeIDs, units []string, validity time.Duration, now tim
 	return iss, err
 }
 
+// CheckNodeID says whether a node ID can be named by a proxy certificate
+// (printable ASCII without spaces), so that a bad one is refused where it
+// is written rather than when its certificate is issued.
+func CheckNodeID(id string) error { return checkName(id) }
+
 // checkName accepts the names a certificate can carry as a DNS name:
 // printable ASCII without spaces.
 func checkName(s string) error {

@@ -100,7 +100,7 @@ type annotation struct {
 }
 
 var annotations = map[string]annotation{
-	"node-id":                   {func(s *Sidecar, n, v string) error { return nonEmpty(&s.NodeID, n, v) }},
+	"node-id":                   {nodeID},
 	"cluster-id":                {func(s *Sidecar, n, v string) error { return nonEmpty(&s.ClusterID, n, v) }},
 	"container-name":            {func(s *Sidecar, n, v string) error { return dnsLabel(&s.ContainerName, n, v) }},
 	"envoy-image":               {func(s *Sidecar, n, v string) error { return nonEmpty(&s.Image, n, v) }},
@@ -232,6 +232,15 @@ func requestsWithinLimits(r corev1.ResourceRequirements, seen map[string]string)
 			return fmt.Errorf("annotation %s: %s is above %s (%s)", seen["resources.requests."+string(res)], req.String(), seen["resources.limits."+string(res)], limit.String())
 		}
 	}
+	return nil
+}
+
+// nodeID reads a node ID its proxy's certificate can name.
+func nodeID(s *Sidecar, name, v string) error {
+	if err := pki.CheckNodeID(v); err != nil {
+		return fmt.Errorf("annotation %s: %q: %v (a node ID is named in the proxy's certificate)", name, v, err)
+	}
+	s.NodeID = v
 	return nil
 }
 

@@ -69,7 +69,8 @@ func TestParseRefusesNamingTheAnnotation(t *testing.T) {
 		want string
 	}{
 		{map[string]string{}, "annotation legate.dev/node-id is required"},
-		{map[string]string{"legate.dev/node-id": " "}, "annotation legate.dev/node-id is empty"},
+		{map[string]string{"legate.dev/node-id": " "}, `annotation legate.dev/node-id: " ": must be printable ASCII without spaces`},
+		{map[string]string{"legate.dev/node-id": "shop edge"}, `annotation legate.dev/node-id: "shop edge": must be printable ASCII without spaces`},
 		{map[string]string{"legate.dev/node-id": "a", "legate.dev/colour": "red"}, "unknown annotation legate.dev/colour: want one of"},
 		{map[string]string{"legate.dev/node-id": "a", "marin3r.3scale.net/ads-configmap": "x"}, "annotation marin3r.3scale.net/ads-configmap: legate generates each sidecar's bootstrap"},
 		{map[string]string{"legate.dev/node-id": "a", "marin3r.3scale.net/node-id": "b"}, `annotations legate.dev/node-id and marin3r.3scale.net/node-id disagree ("a", "b")`},
