@@ -238,7 +238,7 @@ func requestsWithinLimits(r corev1.ResourceRequirements, seen map[string]string)
 // nodeID reads a node ID its proxy's certificate can name.
 func nodeID(s *Sidecar, name, v string) error {
 	if err := pki.CheckNodeID(v); err != nil {
-		return fmt.Errorf("annotation %s: %q: %v (a node ID is named in the proxy's certificate)", name, v, err)
+		return fmt.Errorf("annotation %s: %q: %w (a node ID is named in the proxy's certificate)", name, v, err)
 	}
 	s.NodeID = v
 	return nil
