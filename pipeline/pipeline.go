@@ -22,6 +22,12 @@ type Engine interface {
 	Apply(ctx context.Context, node string, cfg *render.NodeConfig, origin sources.Origin) error
 	RecordValidationFailure(origin sources.Origin, diags []render.Diagnostic)
 	Revision(node, hash string) (rev revisions.Revision, served, ok bool)
+	// Owners, Ownership, Release and Forget keep node ownership as stored
+	// state (revisions.NodeRecord.Owner).
+	Owners() map[string]string
+	Ownership(node string) revisions.Ownership
+	Release(ctx context.Context, node, owner string) error
+	Forget(ctx context.Context, node string) error
 }
 
 // Options configure a Pipeline. Engine is required.
@@ -47,6 +53,13 @@ type Options struct {
 	// content did not change: it is called when a node that source was
 	// refused becomes free. It must not block; nil asks nothing.
 	Rerender func(source string)
+	// Tenant names the tenant a source belongs to (the Kubernetes home:
+	// its namespace); nil puts every source in one tenant. A node is
+	// owned by one source at a time, whatever the tenants; between
+	// tenants, a contest names nothing of the owner, and a node taken over
+	// from another tenant starts a new history (nothing of the other
+	// tenant's revisions, commits or proxies' texts is shown).
+	Tenant func(source string) string
 	// Registerer receives the render metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	Log        logr.Logger
@@ -57,6 +70,9 @@ type Options struct {
 type Pipeline struct {
 	opts    Options
 	metrics *metrics
+
+	// seeded: claims holds the owners the engine stored (seed).
+	seedOnce sync.Once
 
 	mu      sync.Mutex
 	sources map[string]*sourceState
@@ -92,7 +108,7 @@ func New(opts Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Pipeline{opts: opts, metrics: m, sources: map[string]*sourceState{}, claims: newClaims()}, nil
+	return &Pipeline{opts: opts, metrics: m, sources: map[string]*sourceState{}, claims: newClaims(opts.Tenant)}, nil
 }
 
 // Sync runs one fetch result of source through the pipeline and returns
@@ -101,6 +117,7 @@ func New(opts Options) (*Pipeline, error) {
 // render applied. Sync of one source must not run concurrently with itself
 // (a second call waits for the first).
 func (p *Pipeline) Sync(ctx context.Context, source string, res *sources.Result) Status {
+	p.seed()
 	st := p.state(source)
 	st.pass.Lock()
 	defer st.pass.Unlock()
@@ -154,29 +171,29 @@ func (p *Pipeline) Sync(ctx context.Context, source string, res *sources.Result)
 	})
 	p.mu.Lock()
 	p.claims.withdraw(source)
-	var mine []string
+	var mine, taken []string
 	for _, node := range nodes {
-		if owner, ok := p.claims.claim(node, source); !ok {
+		owner, ok, fresh := p.claims.claim(node, source)
+		if !ok {
+			if p.claims.tenant(owner) != p.claims.tenant(source) {
+				owner = "another tenant"
+			}
 			logging.Warn(log, "node is rendered by another source; this source's configuration of it is ignored", "node", node, "owner", owner)
 			continue
 		}
 		mine = append(mine, node)
-	}
-	freed := p.claims.disown(source, nodes)
-	for _, c := range freed {
-		if cs := p.sources[c]; cs != nil {
-			cs.content = "" // render again, though nothing changed
+		if fresh {
+			taken = append(taken, node)
 		}
 	}
+	released, freed := p.claims.disown(source, nodes)
+	p.markFreed(freed)
 	p.mu.Unlock()
 
+	p.takeOver(ctx, log, source, taken)
+	p.release(ctx, log, source, released)
 	applied, tainted, failed := p.apply(ctx, log, mine, result, origin)
-	for _, c := range freed {
-		log.Info("a node this source no longer renders is released to the source that also renders it", "to", c)
-		if p.opts.Rerender != nil {
-			p.opts.Rerender(c)
-		}
-	}
+	p.rerender(log, freed)
 	logApplied(log, origin.Commit, applied, tainted)
 
 	p.mu.Lock()
@@ -263,6 +280,87 @@ func (p *Pipeline) Invalidate() []string {
 	}
 	slices.Sort(names)
 	return names
+}
+
+// Remove forgets source (its object was deleted): the nodes it owned stop
+// being served and are released (revisions.Engine.Forget), and the sources
+// that were refused one of them render again to take it. It returns the
+// nodes it stopped serving.
+func (p *Pipeline) Remove(ctx context.Context, source string) []string {
+	p.seed()
+	st := p.state(source)
+	st.pass.Lock()
+	defer st.pass.Unlock()
+	p.mu.Lock()
+	p.claims.withdraw(source)
+	released, freed := p.claims.disown(source, nil)
+	p.markFreed(freed)
+	delete(p.sources, source)
+	p.mu.Unlock()
+
+	log := p.opts.Log.WithValues("source", source)
+	for _, node := range released {
+		if err := p.opts.Engine.Forget(ctx, node); err != nil && !errors.Is(err, revisions.ErrNotFound) {
+			log.Error(err, "could not stop serving the node of a removed source", "node", node)
+		}
+	}
+	p.rerender(log, freed)
+	return released
+}
+
+// seed takes, once, the node owners the engine stored as the claims'
+// starting point, so that a restarted or newly leading home honours them.
+// The engine must be restored (or leading) before the first Sync.
+func (p *Pipeline) seed() {
+	p.seedOnce.Do(func() {
+		owners := p.opts.Engine.Owners()
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		p.claims.seed(owners)
+	})
+}
+
+// markFreed makes the sources refused a released node render again,
+// though their content did not change. Called with mu held.
+func (p *Pipeline) markFreed(freed []string) {
+	for _, c := range freed {
+		if cs := p.sources[c]; cs != nil {
+			cs.content = ""
+		}
+	}
+}
+
+// rerender asks the home to sync the sources refused a released node.
+func (p *Pipeline) rerender(log logr.Logger, freed []string) {
+	for _, c := range freed {
+		log.Info("a node this source no longer renders is released to the source that also renders it", "to", c)
+		if p.opts.Rerender != nil {
+			p.opts.Rerender(c)
+		}
+	}
+}
+
+// takeOver starts a new history for the nodes source takes whose history
+// came from another tenant: a tenant sees nothing of another's revisions.
+func (p *Pipeline) takeOver(ctx context.Context, log logr.Logger, source string, nodes []string) {
+	for _, node := range nodes {
+		last := p.opts.Engine.Ownership(node).Last
+		if last == "" || p.claims.tenant(last) == p.claims.tenant(source) {
+			continue
+		}
+		if err := p.opts.Engine.Forget(ctx, node); err != nil && !errors.Is(err, revisions.ErrNotFound) {
+			log.Error(err, "could not clear the history another tenant left on a node", "node", node)
+		}
+	}
+}
+
+// release records that source no longer owns nodes.
+func (p *Pipeline) release(ctx context.Context, log logr.Logger, source string, nodes []string) {
+	for _, node := range nodes {
+		if err := p.opts.Engine.Release(ctx, node, source); err != nil {
+			log.Error(err, "could not store that a node is released", "node", node)
+		}
+	}
 }
 
 // Status returns the status of source; a source never synced has only its

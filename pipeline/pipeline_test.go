@@ -32,14 +32,25 @@ type harness struct {
 	served map[string]string // node -> version served
 	asked  []string          // sources the pipeline asked to render again
 	scope  func(string, *render.Result) []render.Diagnostic
+	store  *boltstore.Store
 }
+
+// closeStore closes the harness's store, before a restart on its dir.
+func (h *harness) closeStore() { require.NoError(h.t, h.store.Close()) }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	store, err := boltstore.Open(t.TempDir())
+	return harnessOn(t, t.TempDir(), nil)
+}
+
+// harnessOn is a harness on the store in dir (a second harness on the same
+// dir is a restart), with the sources' tenants told by tenant.
+func harnessOn(t *testing.T, dir string, tenant func(string) string) *harness {
+	t.Helper()
+	store, err := boltstore.Open(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = store.Close() })
-	h := &harness{t: t, served: map[string]string{}}
+	h := &harness{t: t, served: map[string]string{}, store: store}
 	h.e, err = revisions.New(revisions.Options{Store: store, Publisher: revisions.PublisherFunc(func(node string, pub revisions.Publication) error {
 		h.mu.Lock()
 		defer h.mu.Unlock()
@@ -50,6 +61,7 @@ func newHarness(t *testing.T) *harness {
 	require.NoError(t, h.e.Restore(context.Background()))
 	h.p, err = pipeline.New(pipeline.Options{
 		Engine: h.e,
+		Tenant: tenant,
 		Scope: func(source string, r *render.Result) []render.Diagnostic {
 			if h.scope == nil {
 				return nil
@@ -313,6 +325,10 @@ func (failingEngine) RecordValidationFailure(sources.Origin, []render.Diagnostic
 func (failingEngine) Revision(string, string) (revisions.Revision, bool, bool) {
 	return revisions.Revision{}, false, false
 }
+func (failingEngine) Owners() map[string]string                     { return nil }
+func (failingEngine) Ownership(string) revisions.Ownership          { return revisions.Ownership{} }
+func (failingEngine) Release(context.Context, string, string) error { return nil }
+func (failingEngine) Forget(context.Context, string) error          { return nil }
 
 // A status marked invalid without diagnostics (made by hand) still reads.
 func TestProblemsOfAnInvalidStatusWithoutDiagnostics(t *testing.T) {

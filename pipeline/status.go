@@ -58,13 +58,20 @@ type NodeError struct {
 // Contender's configuration of it is ignored until Owner stops rendering
 // it.
 type Conflict struct {
-	Node      string `json:"node"`
-	Owner     string `json:"owner"`
+	Node string `json:"node"`
+	// Owner is "" when Foreign.
+	Owner     string `json:"owner,omitempty"`
 	Contender string `json:"contender"`
+	// Foreign: the node belongs to another tenant (Options.Tenant), whose
+	// objects are not named.
+	Foreign bool `json:"foreign,omitempty"`
 }
 
 // Message says what the conflict means to source, one of its two sides.
 func (c Conflict) Message(source string) string {
+	if c.Foreign {
+		return fmt.Sprintf("node %q belongs to another namespace; a node ID is configured from one namespace only, so this configuration of it is ignored (use a node ID of your own)", c.Node)
+	}
 	if source == c.Owner {
 		return fmt.Sprintf("node %q is also claimed by source %q; its configuration from there is ignored", c.Node, c.Contender)
 	}

@@ -119,6 +119,9 @@ type nodeState struct {
 	// mirrorPending: a follower could not serve the stored publication
 	// yet; its tick tries again.
 	mirrorPending bool
+	// ownerChanged: the record's owner changed since the publication in
+	// place was made, so it is published again under the new owner.
+	ownerChanged bool
 }
 
 // New returns an Engine. Call Restore before anything else.
@@ -255,9 +258,16 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 	}
 	n.changed[rev.Hash] = true
 	n.rec.History = moveToTop(n.rec.History, rev.Hash)
+	if origin.Source != "" && n.rec.Owner != origin.Source {
+		// The pipeline lets only a node's owner apply to it: a new owner
+		// is recorded, and served with the publication below.
+		n.rec.Owner = origin.Source
+		n.ownerChanged = true
+	}
 
 	gen := n.rec.Generation
-	e.reconcile(n, now, false, true)
+	e.reconcile(n, now, n.ownerChanged, true)
+	n.ownerChanged = false
 	if n.rec.Generation == gen {
 		// Nothing was published (a refusal reports itself): tell the origin
 		// where its content stands.
@@ -317,7 +327,7 @@ func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
 		rev := n.revs[plan.Hash]
 		generation := n.rec.Generation + 1
 		version, types := assignVersions(rev.Config, n.rec.Types, generation, plan.Fresh)
-		err := e.publisher.Publish(rev.Node, publication(rev.Config, version, types))
+		err := e.publisher.Publish(rev.Node, publication(n.rec.Owner, rev.Config, version, types))
 		switch {
 		case errors.Is(err, ErrNotReady):
 			if n.waiting == nil {

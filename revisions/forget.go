@@ -31,6 +31,7 @@ func (e *Engine) Forget(ctx context.Context, node string) error {
 		return fmt.Errorf("stop serving node %q: %w", node, err)
 	}
 	drop := slices.Sorted(maps.Keys(n.revs))
+	n.rec.Owner = ""
 	n.rec.History, n.rec.Published, n.rec.Version, n.rec.Types = nil, "", version, types
 	clear(n.revs)
 	clear(n.changed)

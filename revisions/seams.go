@@ -19,7 +19,7 @@ func PublicationOf(rec NodeRecord, rev *Revision) (Publication, error) {
 	if rec.Published == "" || rev == nil || rev.Hash != rec.Published || rev.Config == nil {
 		return Publication{}, fmt.Errorf("node %q publishes %q: the revision given is not it", rec.Node, rec.Published)
 	}
-	return publication(rev.Config, rec.Version, rec.Types), nil
+	return publication(rec.Owner, rev.Config, rec.Version, rec.Types), nil
 }
 
 // RemoteAnswers summarises the answers of the proxies of one node that
@@ -128,8 +128,8 @@ func EncodedSize(cfg *render.NodeConfig) int {
 }
 
 // publication builds what the Publisher receives.
-func publication(cfg *render.NodeConfig, version string, types map[string]TypeVersion) Publication {
-	p := Publication{Version: version, Types: make(map[string]PublishedType, len(types)), ExternalSecrets: cfg.ExternalSecrets, ExternalEndpoints: cfg.ExternalEndpoints}
+func publication(owner string, cfg *render.NodeConfig, version string, types map[string]TypeVersion) Publication {
+	p := Publication{Version: version, Owner: owner, Types: make(map[string]PublishedType, len(types)), ExternalSecrets: cfg.ExternalSecrets, ExternalEndpoints: cfg.ExternalEndpoints}
 	for url, tv := range types {
 		p.Types[url] = PublishedType{Version: tv.Version, Resources: cfg.Types[url].Resources}
 	}

@@ -31,6 +31,13 @@ type NodeRecord struct {
 	Generation uint64 `json:"generation"`
 	// Types are the per-type versions of the publication in place.
 	Types map[string]TypeVersion `json:"types,omitempty"`
+	// Owner is the source that configures the node (the pipeline's
+	// source name, such as "envoyconfig/NAMESPACE/NAME"): the first source
+	// to render a node owns it until it stops rendering it or is deleted
+	// (Release, Forget). It is stored so that every replica, and a leader
+	// after a restart or a failover, honours the same owner instead of
+	// whichever source renders first.
+	Owner string `json:"owner,omitempty"`
 	// Revision counts the record's writes: an Update carries the number
 	// the stored record has plus one, and a store refuses it with
 	// ErrConflict otherwise (0 for a record never written).

@@ -100,6 +100,10 @@ func (f PublisherFunc) Publish(node string, pub Publication) error { return f(no
 type Publication struct {
 	// Version is unique per publication of a node: "<hash12>-<generation>".
 	Version string
+	// Owner is the source that owns the node (NodeRecord.Owner) when the
+	// publication is made; the xDS server checks, before every push, that
+	// a stream may receive a node of that owner.
+	Owner string
 	// Types maps an xDS type URL to its resources. Once a type has been
 	// published to a node it stays in every later publication, with no
 	// resources when the content no longer has any; a type never published
