@@ -6,6 +6,7 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 
+	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -47,6 +48,11 @@ type Config struct {
 	MaxRepoSize     int64
 	MaxCheckoutSize int64
 	MaxFiles        int
+	// Guard, when set, keeps the fetch from addresses it refuses (checked
+	// on every dial, for https, http and ssh alike), follows no redirect
+	// to another host, and refuses local repositories; nil fetches from
+	// anywhere (legate serve).
+	Guard *netguard.Guard
 }
 
 // Ref selects a commit the way Flux's GitRepository spec.ref does. When

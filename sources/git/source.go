@@ -43,8 +43,9 @@ type Source struct {
 	repo *gogit.Repository // opened once; its object caches survive polls
 	// quota bounds what a fetch may write to the clone (see fetchRef).
 	quota quota
-	// local is set for a repository on this machine (file transport).
-	local       bool
+	// local is set for a repository on this machine (file transport),
+	// ssh for an SSH remote.
+	local, ssh  bool
 	lastContent string
 	last        *sources.Result          // the previous snapshot, reused when the commit did not move
 	lastBlobs   map[plumbing.Hash][]byte // its file contents by blob hash, reused for unchanged files
@@ -71,8 +72,12 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
 	}
+	if err := checkGuarded(cfg, ep); err != nil {
+		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
+	}
 	return &Source{
 		local:    ep.Protocol == "file",
+		ssh:      ep.Protocol == "ssh",
 		cfg:      cfg,
 		endpoint: endpoint,
 		display:  sources.Redact(endpoint),
@@ -175,7 +180,8 @@ func (s *Source) fetch(ctx context.Context, creds credentials) (*sources.Result,
 	if err != nil {
 		return nil, fmt.Errorf("open remote of clone %s: %w", s.dir, err)
 	}
-	refs, err := remote.ListContext(ctx, &gogit.ListOptions{Auth: creds.method, PeelingOption: gogit.AppendPeeled})
+	lo := &gogit.ListOptions{Auth: creds.method, PeelingOption: gogit.AppendPeeled}
+	refs, err := remote.ListContext(s.guardList(ctx, lo), lo)
 	if err != nil {
 		return nil, timeoutHint(ctx, fmt.Errorf("list remote refs: %w", err), s.cfg.Timeout)
 	}
@@ -284,14 +290,15 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, tgt targe
 		s.quota.set(s.cfg.MaxRepoSize - before)
 		defer s.quota.set(math.MaxInt64)
 	}
-	err := repo.FetchContext(ctx, &gogit.FetchOptions{
+	fo := &gogit.FetchOptions{
 		RemoteName: remoteName,
 		RefSpecs:   []gitconfig.RefSpec{spec},
 		Auth:       creds.method,
 		Depth:      s.cfg.Depth,
 		Tags:       gogit.NoTags,
 		Force:      true,
-	})
+	}
+	err := repo.FetchContext(s.guardFetch(ctx, fo), fo)
 	if err != nil && (errors.Is(err, errOverQuota) || strings.Contains(err.Error(), errOverQuota.Error())) {
 		// The partial pack is of no use: start the clone again next time.
 		s.repo = nil

@@ -107,13 +107,7 @@ func TestSSHWithKnownHosts(t *testing.T) {
 	repo.git("clone", "-q", "--bare", repo.dir, filepath.Join(root, "cfg.git"))
 	t.Setenv("PATH", filepath.Dir(strings.TrimSpace(repo.git("--exec-path"))+"/")+string(os.PathListSeparator)+os.Getenv("PATH"))
 
-	clientPub, clientPriv, err := ed25519.GenerateKey(rand.Reader)
-	require.NoError(t, err)
-	sshPub, err := ssh.NewPublicKey(clientPub)
-	require.NoError(t, err)
-	block, err := ssh.MarshalPrivateKey(clientPriv, "")
-	require.NoError(t, err)
-	keyFile := writeSecret(t, string(pem.EncodeToMemory(block)))
+	keyFile, sshPub := sshKey(t)
 	srv := serveGitSSH(t, root, sshPub)
 
 	writeKnownHosts := func(key ssh.PublicKey) string {
