@@ -69,6 +69,10 @@ type Config struct {
 	Timeout time.Duration
 	// Limits bound the download and what it unpacks to.
 	Limits oci.Limits
+	// Budget bounds the files kept in memory (those the renderer reads),
+	// alone and with the other sources sharing it (default: a budget of
+	// its own with sources.DefaultSourceBytes).
+	Budget *sources.Budget
 }
 
 // Source fetches one Flux object's artifact. It is not safe for concurrent
@@ -107,6 +111,9 @@ func New(cfg Config) (*Source, error) {
 	}
 	if cfg.Limits.Files <= 0 {
 		cfg.Limits.Files = DefaultMaxFiles
+	}
+	if cfg.Budget == nil {
+		cfg.Budget = sources.NewBudget(0, 0)
 	}
 	return &Source{cfg: cfg, path: p}, nil
 }
@@ -148,7 +155,9 @@ func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
 		prev.Changed = false
 		return &prev, nil
 	}
-	files, err := s.download(ctx, art)
+	charge := s.cfg.Budget.Fetch(s.cfg.Name)
+	defer charge.Drop()
+	files, err := s.download(ctx, art, charge)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +200,7 @@ func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
 	}
 	res.Changed = s.last == nil || s.last.Content != res.Content
 	s.last, s.verified = res, art
+	charge.Keep()
 	return res, nil
 }
 
@@ -228,8 +238,8 @@ func (s *Source) artifactOf(obj *unstructured.Unstructured) (artifact, error) {
 }
 
 // download fetches and unpacks the artifact, verifying its digest over
-// every byte read.
-func (s *Source) download(ctx context.Context, art artifact) (map[string][]byte, error) {
+// every byte read; the files kept are counted against charge.
+func (s *Source) download(ctx context.Context, art artifact, charge *sources.Charge) (map[string][]byte, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	url, _ := sources.StripUserinfo(art.url)
@@ -246,7 +256,7 @@ func (s *Source) download(ctx context.Context, art artifact) (map[string][]byte,
 		return nil, fmt.Errorf("download the artifact of %s from %s: %s", s.Object(), url, resp.Status)
 	}
 	d, _ := newDigester(art.digest)
-	files, err := oci.Extract(io.TeeReader(resp.Body, d.h), s.path, s.cfg.Limits)
+	files, err := oci.Extract(io.TeeReader(resp.Body, d.h), s.path, s.cfg.Limits, charge)
 	if err != nil { // refused before its digest could be checked
 		return nil, fmt.Errorf("the artifact of %s (revision %s): %w", s.Object(), art.revision, err)
 	}

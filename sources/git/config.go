@@ -48,6 +48,10 @@ type Config struct {
 	MaxRepoSize     int64
 	MaxCheckoutSize int64
 	MaxFiles        int
+	// Budget bounds the files kept in memory (those under Path the
+	// renderer reads), alone and with the other sources sharing it
+	// (default: a budget of its own with sources.DefaultSourceBytes).
+	Budget *sources.Budget
 	// Guard, when set, keeps the fetch from addresses it refuses (checked
 	// on every dial, for https, http and ssh alike), follows no redirect
 	// to another host, and refuses local repositories; nil fetches from
@@ -105,6 +109,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxFiles <= 0 {
 		c.MaxFiles = DefaultMaxFiles
+	}
+	if c.Budget == nil {
+		c.Budget = sources.NewBudget(0, 0)
 	}
 }
 

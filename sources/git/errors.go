@@ -19,6 +19,12 @@ func (e *scrubbedError) Error() string { return e.msg }
 
 func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
 
+// As finds a budget refusal (a file name and sizes, nothing secret).
+func (e *scrubbedError) As(target any) bool {
+	le, ok := target.(**sources.LimitError)
+	return ok && errors.As(e.err, le)
+}
+
 func (s *Source) wrap(c credentials, err error) error {
 	if err == nil {
 		return nil

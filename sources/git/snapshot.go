@@ -14,8 +14,10 @@ import (
 	"github.com/legate-dev/legate/sources"
 )
 
-// snapshot reads the configured path at commit into memory, within the
-// checkout limits, and describes where it came from.
+// snapshot reads the files of the configured path at commit that the
+// renderer reads (sources.Kept) into memory, within the checkout limits
+// and the budget, and describes where they came from. Other files are
+// counted by the checkout limits but never read.
 // Contents of files whose blob did not change since the previous snapshot
 // are taken from it instead of being decoded again.
 func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, map[plumbing.Hash][]byte, error) {
@@ -33,6 +35,8 @@ func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, m
 			return nil, nil, fmt.Errorf("read path %q at commit %s: %w", s.path, commit.Hash, err)
 		}
 	}
+	charge := s.cfg.Budget.Fetch(s.cfg.Name)
+	defer charge.Drop()
 	files := map[string][]byte{}
 	blobs := map[plumbing.Hash][]byte{}
 	var total int64
@@ -55,6 +59,12 @@ func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, m
 		total += f.Size
 		if total > s.cfg.MaxCheckoutSize {
 			return nil, nil, fmt.Errorf("files under path %q at commit %s exceed the checkout size limit of %s: raise it or point the source at a smaller directory", s.path, commit.Hash, mib(s.cfg.MaxCheckoutSize))
+		}
+		if !sources.Kept(f.Name) {
+			continue
+		}
+		if err := charge.Add(s.repoPath(f.Name), f.Size); err != nil {
+			return nil, nil, fmt.Errorf("commit %s: %w", commit.Hash, err)
 		}
 		data, ok := s.lastBlobs[f.Hash]
 		if !ok {
@@ -79,6 +89,7 @@ func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, m
 		Author:  fmt.Sprintf("%s <%s>", commit.Author.Name, commit.Author.Email),
 		Message: strings.TrimSpace(commit.Message),
 	}
+	charge.Keep() // fetch keeps every snapshot it takes
 	return &sources.Result{
 		Snapshot: sources.Snapshot{Files: fsys, Origin: origin},
 		Content:  "sha1:" + tree.Hash.String(),

@@ -7,6 +7,8 @@ import (
 
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/legate-dev/legate/sources"
 )
 
 // Media types of Flux artifacts (`flux push artifact`).
@@ -54,6 +56,10 @@ type Config struct {
 	MaxArtifactSize  int64
 	MaxExtractedSize int64
 	MaxFiles         int
+	// Budget bounds the files the source keeps in memory (those the
+	// renderer reads), alone and with the other sources sharing it
+	// (default: a budget of its own with sources.DefaultSourceBytes).
+	Budget *sources.Budget
 }
 
 // Ref selects an artifact like Flux's OCIRepository spec.ref: Digest wins
@@ -76,6 +82,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.MaxFiles <= 0 {
 		c.MaxFiles = DefaultMaxFiles
+	}
+	if c.Budget == nil {
+		c.Budget = sources.NewBudget(0, 0)
 	}
 }
 

@@ -9,6 +9,8 @@ import (
 	"io"
 	"path"
 	"strings"
+
+	"github.com/legate-dev/legate/sources"
 )
 
 // Limits bound what one archive may unpack to.
@@ -18,13 +20,16 @@ type Limits struct {
 	Files      int
 }
 
-// Extract unpacks a tar or tar+gzip stream (detected by its magic bytes)
-// into memory, keeping the regular files under dir ("." for all) relative
-// to it. It rejects, naming the entry: absolute paths and paths with ".."
-// elements, symbolic and hard links, devices and FIFOs, and archives over
-// the limits. The stream is read to its end so that the caller's digest
-// check sees every byte.
-func Extract(r io.Reader, dir string, lim Limits) (map[string][]byte, error) {
+// Extract unpacks a tar or tar+gzip stream (detected by its magic bytes),
+// keeping in memory the regular files under dir ("." for all), relative to
+// it, that the renderer reads (sources.Kept); every other entry is read
+// past without being held. Each kept file is counted against charge before
+// it is read (nil counts nothing). It rejects, naming the entry: absolute
+// paths and paths with ".." elements, symbolic and hard links, devices and
+// FIFOs, and archives over the limits (which count every entry, kept or
+// not). The stream is read to its end so that the caller's digest check
+// sees every byte.
+func Extract(r io.Reader, dir string, lim Limits, charge *sources.Charge) (map[string][]byte, error) {
 	counted := &limitedReader{r: r, left: lim.Compressed}
 	br := bufio.NewReader(counted)
 	var tr *tar.Reader
@@ -40,6 +45,7 @@ func Extract(r io.Reader, dir string, lim Limits) (map[string][]byte, error) {
 		tr = tar.NewReader(br)
 	}
 	files := map[string][]byte{}
+	seen := map[string]bool{}
 	var total int64
 	var count int
 	for {
@@ -73,16 +79,25 @@ func Extract(r io.Reader, dir string, lim Limits) (map[string][]byte, error) {
 			return nil, fmt.Errorf("archive unpacks to more than %d bytes, the limit (at entry %q): raise the extracted size limit if this artifact is legitimate", lim.Extracted, hdr.Name)
 		}
 		total += hdr.Size
+		rel, ok := under(name, dir)
+		if !ok {
+			continue // tr.Next reads past it
+		}
+		if seen[rel] {
+			return nil, fmt.Errorf("archive has entry %q twice", hdr.Name)
+		}
+		seen[rel] = true
+		if !sources.Kept(rel) {
+			continue
+		}
+		if charge != nil {
+			if err := charge.Add(name, hdr.Size); err != nil {
+				return nil, err
+			}
+		}
 		data := make([]byte, hdr.Size)
 		if _, err := io.ReadFull(tr, data); err != nil {
 			return nil, wrapLimit(counted, lim, fmt.Errorf("read archive entry %q: %w", hdr.Name, err))
-		}
-		rel, ok := under(name, dir)
-		if !ok {
-			continue
-		}
-		if _, dup := files[rel]; dup {
-			return nil, fmt.Errorf("archive has entry %q twice", hdr.Name)
 		}
 		files[rel] = data
 	}

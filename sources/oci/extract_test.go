@@ -8,6 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/sources"
 )
 
 func TestExtractRejectsUnsafeArchives(t *testing.T) {
@@ -43,7 +45,7 @@ func TestExtractRejectsUnsafeArchives(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Extract(bytes.NewReader(tt.archive), ".", tt.lim)
+			_, err := Extract(bytes.NewReader(tt.archive), ".", tt.lim, nil)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tt.wantErr)
 		})
@@ -58,7 +60,35 @@ func TestExtractKeepsFilesUnderPath(t *testing.T) {
 		entry{name: "envoy2/c.yaml", body: "c"},
 		entry{name: "top.yaml", body: "t"},
 	)
-	files, err := Extract(bytes.NewReader(archive), "envoy", Limits{Compressed: 1 << 20, Extracted: 1 << 20, Files: 10})
+	files, err := Extract(bytes.NewReader(archive), "envoy", Limits{Compressed: 1 << 20, Extracted: 1 << 20, Files: 10}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string][]byte{"a.yaml": []byte("a"), "sub/b.yaml": []byte("b")}, files)
+}
+
+// Only the files the renderer reads are kept; the rest are read past and
+// still counted by the limits. Kept files are counted against the charge.
+func TestExtractKeepsWhatTheRendererReads(t *testing.T) {
+	archive := tarball(t, true,
+		entry{name: "envoy/a.yaml", body: "a"},
+		entry{name: "envoy/README.md", body: "docs"},
+		entry{name: "envoy/blob.bin", body: string(make([]byte, 4096))},
+		entry{name: "envoy/p.cue", body: "package p"},
+	)
+	budget := sources.NewBudget(1<<10, 1<<10)
+	charge := budget.Fetch("s")
+	files, err := Extract(bytes.NewReader(archive), "envoy", Limits{Compressed: 1 << 20, Extracted: 1 << 20, Files: 10}, charge)
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]byte{"a.yaml": []byte("a"), "p.cue": []byte("package p")}, files)
+	charge.Keep()
+	mine, _ := budget.Held("s")
+	assert.EqualValues(t, 1+len("package p"), mine)
+
+	_, err = Extract(bytes.NewReader(archive), "envoy", Limits{Compressed: 1 << 20, Extracted: 4096, Files: 10}, nil)
+	assert.ErrorContains(t, err, "unpacks to more than 4096 bytes", "what is not kept is still counted")
+
+	big := tarball(t, true, entry{name: "envoy/big.yaml", body: string(make([]byte, 2048))})
+	_, err = Extract(bytes.NewReader(big), "envoy", Limits{Compressed: 1 << 20, Extracted: 1 << 20, Files: 10}, budget.Fetch("t"))
+	var le *sources.LimitError
+	require.ErrorAs(t, err, &le)
+	assert.Equal(t, "envoy/big.yaml", le.File)
 }

@@ -8,6 +8,8 @@ import (
 	"path"
 	"strings"
 	"testing"
+
+	"github.com/legate-dev/legate/sources"
 )
 
 // tarOf writes entries (name, type, body) as a tar stream.
@@ -95,7 +97,8 @@ func FuzzExtract(f *testing.F) {
 	lim := Limits{Compressed: 64 << 10, Extracted: 4096, Files: 8}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		for _, dir := range []string{".", "envoy"} {
-			files, err := Extract(bytes.NewReader(data), dir, lim)
+			const kept = 2048 // under lim.Extracted: the budget binds first
+			files, err := Extract(bytes.NewReader(data), dir, lim, sources.NewBudget(kept, kept).Fetch("fuzz"))
 			if err != nil {
 				if files != nil {
 					t.Fatalf("files returned with an error: %v", err)
@@ -112,8 +115,13 @@ func FuzzExtract(f *testing.F) {
 					t.Fatalf("unclean name %q accepted", name)
 				}
 			}
-			if total > lim.Extracted {
-				t.Fatalf("%d bytes extracted over the limit of %d", total, lim.Extracted)
+			if total > kept {
+				t.Fatalf("%d bytes kept over the budget of %d", total, kept)
+			}
+			for name := range files {
+				if !sources.Kept(name) {
+					t.Fatalf("%q kept: the renderer never reads it", name)
+				}
 			}
 			if typ, ok := onlyFilesAndDirs(data); !ok {
 				t.Fatalf("an archive with an entry of type %q was accepted", typ)

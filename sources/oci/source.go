@@ -111,7 +111,9 @@ func (s *Source) fetch(ctx context.Context, kc *dockerConfigKeychain) (*sources.
 		return nil, fmt.Errorf("download layer %s of %s: %w", layerDesc.Digest, ref, err)
 	}
 	defer rc.Close()
-	files, err := Extract(rc, s.path, Limits{Compressed: s.cfg.MaxArtifactSize, Extracted: s.cfg.MaxExtractedSize, Files: s.cfg.MaxFiles})
+	charge := s.cfg.Budget.Fetch(s.cfg.Name)
+	defer charge.Drop()
+	files, err := Extract(rc, s.path, Limits{Compressed: s.cfg.MaxArtifactSize, Extracted: s.cfg.MaxExtractedSize, Files: s.cfg.MaxFiles}, charge)
 	if err != nil {
 		return nil, fmt.Errorf("artifact %s: %w", ref, err)
 	}
@@ -139,6 +141,7 @@ func (s *Source) fetch(ctx context.Context, kc *dockerConfigKeychain) (*sources.
 	if src := manifest.Annotations[SourceAnnotation]; src != "" {
 		origin.Message = "built from " + sources.Redact(src)
 	}
+	charge.Keep() // Fetch keeps every result fetch returns
 	return &sources.Result{
 		Snapshot: sources.Snapshot{Files: tree, Origin: origin},
 		Content:  layerDesc.Digest.String() + ":" + s.path,
@@ -237,5 +240,11 @@ type scrubbedError struct {
 
 func (e *scrubbedError) Error() string        { return e.msg }
 func (e *scrubbedError) Is(target error) bool { return errors.Is(e.err, target) }
+
+// As finds a budget refusal (a file name and sizes, nothing secret).
+func (e *scrubbedError) As(target any) bool {
+	le, ok := target.(**sources.LimitError)
+	return ok && errors.As(e.err, le)
+}
 
 var _ sources.Source = (*Source)(nil)

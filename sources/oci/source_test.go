@@ -79,7 +79,7 @@ func TestFetchFluxArtifact(t *testing.T) {
 func TestFetchRefs(t *testing.T) {
 	reg := startRegistry(t, "", "")
 	push := func(body string, tags ...string) string {
-		return reg.push(t, "cfg", fluxArtifact(t, "", entry{name: "v", body: body}), tags...)
+		return reg.push(t, "cfg", fluxArtifact(t, "", entry{name: "v.yaml", body: body}), tags...)
 	}
 	d1 := push("1.0.0", "1.0.0")
 	d12 := push("1.2.0", "v1.2.0")
@@ -101,7 +101,7 @@ func TestFetchRefs(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			res, err := newSource(t, Config{URL: "oci://" + reg.host + "/cfg", Ref: tt.ref}).Fetch(context.Background())
 			require.NoError(t, err)
-			assert.Equal(t, tt.body, readAll(t, res.Files)["v"])
+			assert.Equal(t, tt.body, readAll(t, res.Files)["v.yaml"])
 			assert.Equal(t, tt.revision, res.Origin.Revision())
 			assert.Empty(t, res.Origin.Commit)
 		})
@@ -134,7 +134,7 @@ func TestFetchPlainTarLayer(t *testing.T) {
 func TestFetchWithDockerConfigAuth(t *testing.T) {
 	const pass = "reg-Pass-0123456789"
 	reg := startRegistry(t, "robot", pass)
-	reg.push(t, "private", fluxArtifact(t, "", entry{name: "a", body: "a"}), "latest")
+	reg.push(t, "private", fluxArtifact(t, "", entry{name: "a.yaml", body: "a"}), "latest")
 	writeConfig := func(user, pw string) string {
 		p := filepath.Join(t.TempDir(), "config.json")
 		auth := base64.StdEncoding.EncodeToString([]byte(user + ":" + pw))
@@ -145,7 +145,7 @@ func TestFetchWithDockerConfigAuth(t *testing.T) {
 
 	res, err := newSource(t, Config{URL: url, DockerConfig: writeConfig("robot", pass)}).Fetch(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, "a", readAll(t, res.Files)["a"])
+	assert.Equal(t, "a", readAll(t, res.Files)["a.yaml"])
 
 	for name, cfg := range map[string]string{"anonymous": "", "wrong password": writeConfig("robot", pass+"x")} {
 		_, err = newSource(t, Config{URL: url, DockerConfig: cfg}).Fetch(context.Background())
