@@ -18,10 +18,7 @@ import (
 // controller's reconciler reads it again too.
 func TestFollowerKeepsRetryingAPublicationThatFailed(t *testing.T) {
 	ctx := context.Background()
-	st := newSharedStore()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	leader, follower := newReplica(t, st, clock, true), newReplica(t, st, clock, false)
-	require.NoError(t, leader.e.Apply(ctx, node, config("l1", "c1"), gitOrigin("sha1")))
+	st, clock, leader, follower := published(t)
 	want := leader.pub.last(t)
 	rec := st.node(node).Record
 
@@ -56,11 +53,7 @@ func TestFollowerKeepsRetryingAPublicationThatFailed(t *testing.T) {
 // The same record handed to Mirror again while it is pending is tried
 // again, not skipped as already read.
 func TestFollowerMirrorRetriesAPendingRecord(t *testing.T) {
-	ctx := context.Background()
-	st := newSharedStore()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
-	leader, follower := newReplica(t, st, clock, true), newReplica(t, st, clock, false)
-	require.NoError(t, leader.e.Apply(ctx, node, config("l1", "c1"), gitOrigin("sha1")))
+	st, _, leader, follower := published(t)
 
 	ready := false
 	follower.pub.refuse = func(string, revisions.Publication) error {
@@ -74,4 +67,15 @@ func TestFollowerMirrorRetriesAPendingRecord(t *testing.T) {
 	ready = true
 	require.NoError(t, follower.e.Mirror(st.node(node)))
 	assert.Equal(t, leader.pub.last(t), follower.pub.last(t))
+}
+
+// published is a leader and a follower on one store, the leader having
+// published a revision the follower has not read yet.
+func published(t *testing.T) (*sharedStore, *fakeClock, *replica, *replica) {
+	t.Helper()
+	st := newSharedStore()
+	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	leader, follower := newReplica(t, st, clock, true), newReplica(t, st, clock, false)
+	require.NoError(t, leader.e.Apply(context.Background(), node, config("l1", "c1"), gitOrigin("sha1")))
+	return st, clock, leader, follower
 }
