@@ -8,6 +8,7 @@ import (
 	"github.com/Masterminds/semver/v3"
 	"github.com/google/go-containerregistry/pkg/name"
 
+	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -60,6 +61,12 @@ type Config struct {
 	// renderer reads), alone and with the other sources sharing it
 	// (default: a budget of its own with sources.DefaultSourceBytes).
 	Budget *sources.Budget
+	// Guard, when set, keeps every request of a fetch (registry, token
+	// service, blob storage) from addresses it refuses, checked on every
+	// dial; a redirect to another host is followed only for a blob
+	// download, where registries hand over to their storage. nil fetches
+	// from anywhere (legate serve).
+	Guard *netguard.Guard
 }
 
 // Ref selects an artifact like Flux's OCIRepository spec.ref: Digest wins

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/Masterminds/semver/v3"
@@ -24,6 +26,9 @@ type Source struct {
 
 	mu   sync.Mutex
 	last *sources.Result
+	// transport is the guarded transport of every request (nil: ggcr's
+	// default), kept for its connections.
+	transport http.RoundTripper
 }
 
 // New validates cfg and applies defaults; it does not touch the network.
@@ -37,7 +42,22 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("oci source %q: %w", cfg.Name, err)
 	}
-	return &Source{cfg: cfg, repo: repo, path: p}, nil
+	src := &Source{cfg: cfg, repo: repo, path: p}
+	if cfg.Guard != nil {
+		src.transport = cfg.Guard.Transport(blobRedirect)
+	}
+	return src, nil
+}
+
+// blobRedirect allows a blob download to be redirected to another host:
+// registries serve blobs from their storage (S3, a CDN) that way. Every
+// hop is still dialled through the guard.
+func blobRedirect(next *http.Request) bool {
+	first := next
+	for first.Response != nil && first.Response.Request != nil {
+		first = first.Response.Request
+	}
+	return first.Method == http.MethodGet && strings.Contains(first.URL.Path, "/blobs/sha256:")
 }
 
 // Name implements sources.Source.
@@ -72,6 +92,9 @@ func (s *Source) fetch(ctx context.Context, kc *dockerConfigKeychain) (*sources.
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
+	if s.transport != nil {
+		opts = append(opts, remote.WithTransport(s.transport))
+	}
 	ref, display, err := s.reference(opts)
 	if err != nil {
 		return nil, err
