@@ -395,7 +395,7 @@ func (s *Server) snapshotLocked(pub revisions.Publication) (xds.Snapshot, error)
 // give a new version of that type only, while unchanged ones are not sent
 // again.
 func Snapshot(pub revisions.Publication, secrets, endpoints []render.Resource) (xds.Snapshot, error) {
-	snap := xds.Snapshot{Version: pub.Version, Types: make(map[string]xds.TypeSnapshot, len(pub.Types)+2)}
+	snap := xds.Snapshot{Version: pub.Version, Owner: pub.Owner, Types: make(map[string]xds.TypeSnapshot, len(pub.Types)+2)}
 	for url, t := range pub.Types {
 		snap.Types[url] = xds.TypeSnapshot{Version: t.Version, Resources: t.Resources}
 	}

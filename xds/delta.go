@@ -49,6 +49,9 @@ func (st *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
 			return err
 		}
 	}
+	if err := st.recheck(st.snapshot()); err != nil {
+		return err
+	}
 	url := req.GetTypeUrl()
 	if url == "" {
 		return status.Error(codes.InvalidArgument, "an ADS request must carry type_url")
@@ -136,6 +139,9 @@ func (st *deltaStream) push(url string, sub *deltaSub) error {
 }
 
 func (st *deltaStream) pushFrom(snap *nodeSnapshot, url string, sub *deltaSub) error {
+	if err := st.recheck(snap); err != nil {
+		return err
+	}
 	pt := snap.typ(url)
 	if pt == nil || (!sub.dirty && sub.sentVersion == pt.version) {
 		return nil

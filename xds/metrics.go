@@ -14,6 +14,7 @@ type metrics struct {
 	responses *prometheus.CounterVec
 	acks      *prometheus.CounterVec
 	nacks     *prometheus.CounterVec
+	revoked   prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -34,12 +35,16 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "legate_xds_nacks_total",
 			Help: "xDS responses proxies rejected, per resource type.",
 		}, []string{"type"}),
+		revoked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "legate_xds_streams_revoked_total",
+			Help: "xDS streams closed because they lost the right to receive their node.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.connected, m.responses, m.acks, m.nacks} {
+	for _, c := range []prometheus.Collector{m.connected, m.responses, m.acks, m.nacks, m.revoked} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

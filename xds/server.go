@@ -25,6 +25,16 @@ import (
 // are counted under; node metadata can only refine it (see proxyName).
 type Authorizer func(ctx context.Context, nodeID string) (identity string, err error)
 
+// Recheck decides, before every push of a new snapshot and after
+// Server.Reauthorize, whether a stream may still receive nodeID's
+// configuration now that owner (Snapshot.Owner, "" when the node has none
+// or no snapshot yet) owns it. It is called on the stream's goroutine with
+// the stream's context and must not block for long: it runs before the
+// stream sends anything. A non-nil error closes the stream with
+// PermissionDenied before it receives the snapshot, and no answer it sends
+// afterwards is counted.
+type Recheck func(ctx context.Context, nodeID, owner string) error
+
 // Options configure a Server. Every field is optional.
 type Options struct {
 	// Observer receives Connected, Disconnected, ACK and NACK events.
@@ -33,6 +43,9 @@ type Options struct {
 	Registerer prometheus.Registerer
 	// Authorizer checks a stream's node ID; nil admits every stream.
 	Authorizer Authorizer
+	// Recheck checks, at every push, that a stream may still receive its
+	// node; nil checks nothing beyond the Authorizer.
+	Recheck Recheck
 	// Log receives stream errors; the zero value discards them.
 	Log logr.Logger
 	// Clock stamps events and status; nil means time.Now.
@@ -53,6 +66,9 @@ type Server struct {
 	opts      Options
 	metrics   *metrics
 	streamSeq atomic.Uint64
+	// authEpoch counts Reauthorize calls: a stream rechecks its right
+	// when the epoch it checked under is not the current one.
+	authEpoch atomic.Uint64
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
@@ -71,6 +87,7 @@ type nodeState struct {
 // nodeSnapshot is a Snapshot with every type prepared for sending.
 type nodeSnapshot struct {
 	version string
+	owner   string
 	types   map[string]*preparedType
 }
 
@@ -133,7 +150,7 @@ func (s *Server) SetSnapshot(node string, snap Snapshot) error {
 	ns := s.node(node, true)
 	ns.setMu.Lock()
 	old := ns.snap.Load()
-	next := &nodeSnapshot{version: snap.Version, types: make(map[string]*preparedType, len(snap.Types))}
+	next := &nodeSnapshot{version: snap.Version, owner: snap.Owner, types: make(map[string]*preparedType, len(snap.Types))}
 	for url, ts := range snap.Types {
 		if old != nil {
 			if pt, ok := old.types[url]; ok && pt.version == ts.Version {
@@ -153,6 +170,20 @@ func (s *Server) SetSnapshot(node string, snap Snapshot) error {
 	}
 	s.mu.Unlock()
 	return nil
+}
+
+// Reauthorize makes every stream run the Recheck option again before it
+// sends or counts anything more, for a change of rights that comes with
+// no new snapshot (an owner's sharing withdrawn, say). It never blocks.
+func (s *Server) Reauthorize() {
+	s.authEpoch.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ns := range s.nodes {
+		for st := range ns.streams {
+			st.notify()
+		}
+	}
 }
 
 // Proxies returns the status of every open stream of node, sorted by proxy

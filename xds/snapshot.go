@@ -22,6 +22,10 @@ type Snapshot struct {
 	// Version is unique per publication of a node. Events report it as
 	// SnapshotVersion for the responses built from this snapshot.
 	Version string `json:"version"`
+	// Owner names who owns the node (revisions.Publication.Owner); the
+	// Recheck option decides from it which streams may receive the
+	// snapshot.
+	Owner string `json:"owner,omitempty"`
 	// Types maps an xDS type URL to its resources. A type that is absent is
 	// served as an empty set to wildcard subscribers.
 	Types map[string]TypeSnapshot `json:"types"`

@@ -37,6 +37,9 @@ func (st *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 			return err
 		}
 	}
+	if err := st.recheck(st.snapshot()); err != nil {
+		return err
+	}
 	url := req.GetTypeUrl()
 	if url == "" {
 		return status.Error(codes.InvalidArgument, "an ADS request must carry type_url")
@@ -108,6 +111,9 @@ func (st *sotwStream) push(url string, sub *sotwSub) error {
 }
 
 func (st *sotwStream) pushFrom(snap *nodeSnapshot, url string, sub *sotwSub) error {
+	if err := st.recheck(snap); err != nil {
+		return err
+	}
 	pt := snap.typ(url)
 	if pt == nil || (!sub.wildcard && len(sub.names) == 0) {
 		return nil

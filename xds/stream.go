@@ -36,6 +36,37 @@ type streamBase struct {
 	// from, or last reported the proxy's standing towards (see settle).
 	pushed  *nodeSnapshot
 	current string
+	// allowed is the snapshot, and authEpoch the epoch, of the stream's
+	// last successful Recheck.
+	allowed   *nodeSnapshot
+	authEpoch uint64
+	checked   bool
+}
+
+// recheck asks the Recheck option whether the stream may receive snap
+// (the node's current snapshot when it is about to push, or to count an
+// answer), once per snapshot and Reauthorize epoch. An error ends the
+// stream with PermissionDenied.
+func (b *streamBase) recheck(snap *nodeSnapshot) error {
+	check := b.srv.opts.Recheck
+	if check == nil || !b.started() {
+		return nil
+	}
+	epoch := b.srv.authEpoch.Load()
+	if b.checked && b.allowed == snap && b.authEpoch == epoch {
+		return nil
+	}
+	var owner string
+	if snap != nil {
+		owner = snap.owner
+	}
+	if err := check(b.ctx, b.nodeID, owner); err != nil {
+		b.srv.metrics.revoked.Inc()
+		logging.Warn(b.srv.opts.Log, "stream closed: it may no longer receive its node", "node", b.nodeID, "proxy", b.tr.proxy, "reason", err.Error())
+		return status.Errorf(codes.PermissionDenied, "node %q is not served to this proxy any more: %v", b.nodeID, err)
+	}
+	b.allowed, b.authEpoch, b.checked = snap, epoch, true
+	return nil
 }
 
 // snapshot is the node's current snapshot; nil before the stream started
@@ -225,6 +256,9 @@ func serveStream[Req any](b *streamBase, recv func() (Req, error), handle func(R
 				return err
 			}
 		case <-b.wake:
+			if err := b.recheck(b.snapshot()); err != nil {
+				return err
+			}
 			if err := pushAll(); err != nil {
 				return err
 			}
