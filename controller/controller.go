@@ -75,6 +75,9 @@ type Controller struct {
 	admitting  chan struct{}    // admission renders running
 	issuer     *proxyIssuer     // nil without legate's PKI
 
+	// the EnvoySources' fetch workers and memory (fairness.go)
+	sourceLimits
+
 	mu            sync.Mutex
 	sources       map[types.NamespacedName]*kubesrc.EnvoyConfigSource
 	drivers       map[string]*driver        // by pipeline source name
@@ -143,7 +146,8 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	mopts.Cache.ByObject = map[client.Object]cache.ByObject{
-		&corev1.ConfigMap{}: {Label: policyLabel},
+		// of the controller's namespace alone: no other binds (policies.go)
+		&corev1.ConfigMap{}: {Label: policyLabel, Namespaces: map[string]cache.Config{opts.Namespace: {}}},
 		// injected pods only, and of them what names their proxy
 		&corev1.Pod{}: {Label: proxyLabel, Transform: podMetadata},
 	}

@@ -97,6 +97,10 @@ func (c *Controller) reconcileSource(ctx context.Context, req ctrl.Request) (ctr
 
 	var st *pipeline.Status
 	res, reason, err := c.fetchSource(ctx, &es, name)
+	if errors.Is(err, errTurn) {
+		c.log.V(1).Info("fetch waits for its namespace's turn", "source", name)
+		return ctrl.Result{RequeueAfter: fairRetry}, nil
+	}
 	// The reporter is in place before the pipeline runs: the outcomes of
 	// this pass (published, then answered, possibly within milliseconds)
 	// get their statuses.
@@ -154,17 +158,32 @@ func (c *Controller) writeSourceStatus(ctx context.Context, es *v1alpha1.EnvoySo
 	return nil
 }
 
-// fetchSource fetches es through its driver; on failure it returns the
-// Ready reason with the error.
+// errTurn is a fetch that must wait for its namespace's turn (fairShare).
+var errTurn = errors.New("the namespace runs as many fetches as it may")
+
+// fetchSource fetches es through its driver, when its namespace's turn
+// allows (errTurn when not), within the per-fetch timeout; on failure it
+// returns the Ready reason with the error.
 func (c *Controller) fetchSource(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*sources.Result, string, error) {
 	d, err := c.driverOf(ctx, es, name)
 	if err != nil {
 		return nil, ReasonInvalidSpec, err
 	}
-	res, err := d.src.Fetch(ctx)
+	if !c.fetches.acquire(es.Namespace) {
+		return nil, "", errTurn
+	}
+	defer c.fetches.release(es.Namespace)
+	fctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer cancel()
+	res, err := d.src.Fetch(fctx)
+	var over *sources.LimitError
 	switch {
 	case errors.Is(err, flux.ErrDigestMismatch):
 		return nil, ReasonDigestMismatch, err
+	case errors.As(err, &over):
+		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err)
+	case err != nil && fctx.Err() != nil && ctx.Err() == nil:
+		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: the fetch was stopped at the per-fetch timeout of %s: %w", es.Namespace, es.Name, c.timeout, err)
 	case err != nil:
 		return nil, ReasonFetchFailed, err
 	}
@@ -200,6 +219,7 @@ func (c *Controller) driverOf(ctx context.Context, es *v1alpha1.EnvoySource, nam
 	c.mu.Lock()
 	c.drivers[name] = d
 	c.mu.Unlock()
+	c.budget.Release(name) // the files of the driver replaced are garbage
 	return d, nil
 }
 
@@ -237,7 +257,7 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 	}
 	switch spec := es.Spec; {
 	case spec.Git != nil:
-		cfg := gitsource.Config{Name: name, URL: spec.Git.URL, Path: spec.Path, StateDir: c.opts.StateDir}
+		cfg := gitsource.Config{Name: name, URL: spec.Git.URL, Path: spec.Path, StateDir: c.opts.StateDir, Timeout: c.timeout, Budget: c.budget}
 		if r := spec.Git.Ref; r != nil {
 			cfg.Ref = gitsource.Ref{Branch: r.Branch, Tag: r.Tag, SemVer: r.SemVer, Name: r.Name, Commit: r.Commit}
 		}
@@ -255,7 +275,7 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 		}
 		return src, nil
 	case spec.OCI != nil:
-		cfg := ocisource.Config{Name: name, URL: spec.OCI.URL, Path: spec.Path}
+		cfg := ocisource.Config{Name: name, URL: spec.OCI.URL, Path: spec.Path, Timeout: c.timeout, Budget: c.budget}
 		if r := spec.OCI.Ref; r != nil {
 			cfg.Ref = ocisource.Ref{Tag: r.Tag, SemVer: r.SemVer, Digest: r.Digest}
 		}
@@ -278,6 +298,7 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 		src, err := flux.New(flux.Config{
 			Name: name, Reader: c.mgr.GetClient(), Kind: spec.SourceRef.Kind,
 			Key: types.NamespacedName{Namespace: ns, Name: spec.SourceRef.Name}, Path: spec.Path,
+			Timeout: c.timeout, Budget: c.budget,
 		})
 		if err != nil {
 			return nil, field(fmt.Errorf("spec.sourceRef: %w", err))
@@ -294,6 +315,7 @@ func (c *Controller) sourceGone(ctx context.Context, name string) {
 	c.mu.Lock()
 	delete(c.drivers, name)
 	c.mu.Unlock()
+	c.budget.Release(name)
 }
 
 // forgetSource stops serving the nodes source owns.
@@ -342,12 +364,20 @@ func withoutTransitions(cs []metav1.Condition) []metav1.Condition {
 	return out
 }
 
-// watchSources registers the EnvoySource reconciler, and watches Flux's
-// source objects when their CRDs are installed, so that a new artifact is
-// read at once rather than at the next interval.
+// watchSources registers the EnvoySource reconciler, with its fetch
+// workers shared fairly between namespaces, and watches Flux's source
+// objects when their CRDs are installed, so that a new artifact is read at
+// once rather than at the next interval.
 func (c *Controller) watchSources(skipNameValidation bool) error {
+	o := c.opts
+	workers := cmp.Or(max(o.FetchWorkers, 0), DefaultFetchWorkers)
+	c.sourceLimits = sourceLimits{
+		budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
+		fetches: newFairShare(workers, cmp.Or(max(o.FetchesPerNamespace, 0), DefaultFetchesPerNamespace)),
+		timeout: cmp.Or(max(o.FetchTimeout, 0), DefaultFetchTimeout),
+	}
 	b := ctrl.NewControllerManagedBy(c.mgr).For(&v1alpha1.EnvoySource{}).Named("envoysource").
-		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: workers}).
 		WatchesRawSource(source.Channel(c.sourceEv, &handler.EnqueueRequestForObject{}))
 	for _, kind := range []string{flux.KindGitRepository, flux.KindOCIRepository} {
 		gvk := flux.GroupVersion.WithKind(kind)

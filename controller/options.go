@@ -55,6 +55,20 @@ type Options struct {
 	// XDSInsecureSecrets names the secrets whose key material is served
 	// although xDS runs without mutual TLS ("*": all); by default none is.
 	XDSInsecureSecrets []string
+	// FetchWorkers is how many EnvoySources are fetched at once (default
+	// DefaultFetchWorkers); FetchesPerNamespace how many of them one
+	// namespace may take (default DefaultFetchesPerNamespace): a fetch
+	// over it waits for its turn. A namespace already fetching never
+	// takes the last free worker.
+	FetchWorkers, FetchesPerNamespace int
+	// FetchTimeout bounds one fetch of an EnvoySource, whatever its Git,
+	// OCI or Flux server does (default DefaultFetchTimeout).
+	FetchTimeout time.Duration
+	// SourceMaxBytes bounds the files (those the renderer reads) one
+	// EnvoySource keeps in memory, SourcesMaxBytes what all of them keep
+	// together (defaults sources.DefaultSourceBytes and
+	// sources.DefaultTotalBytes).
+	SourceMaxBytes, SourcesMaxBytes int64
 	// PolicyDir holds CUE policies (*.cue) every configuration obeys,
 	// besides those of ConfigMaps labelled PolicyLabel.
 	PolicyDir string
