@@ -28,8 +28,9 @@ import (
 const admissionRenderLimit = 10 * time.Second
 
 // admissionRenders bounds the renders that run at once at admission, so
-// that a burst of applies cannot starve the reconcilers (a render that
-// outlives its limit keeps its goroutine until it ends).
+// that a burst of applies cannot starve the reconcilers nor add more than
+// two renders' budgets to the controller's memory: a slot is held until
+// its render has stopped, not only until admission answers.
 const admissionRenders = 2
 
 // maxAdmissionDiagnostics is how many errors a refusal lists.
@@ -51,6 +52,9 @@ func (c *Controller) validateEnvoyConfig(ctx context.Context, req *admissionv1.A
 	if err := decodeAdmitted(req, &ec); err != nil {
 		return err
 	}
+	if err := c.mayConfigure(ecSource(&ec), ec.Spec.NodeID); err != nil {
+		return fmt.Errorf("EnvoyConfig %s/%s: spec.nodeID: %w", ec.Namespace, ec.Name, err)
+	}
 	tree, _, err := kubesrc.Tree(&ec)
 	if err != nil {
 		return err
@@ -59,14 +63,14 @@ func (c *Controller) validateEnvoyConfig(ctx context.Context, req *admissionv1.A
 	if err != nil {
 		return fmt.Errorf("read the policies in force: %w", err)
 	}
-	select {
-	case c.admitting <- struct{}{}:
-		defer func() { <-c.admitting }()
-	case <-ctx.Done():
-		return errors.New("legate is busy validating other objects; apply again")
+	opts := c.renderOptions(policies)
+	res, err := renderInSlot(ctx, c.admitting, func(ctx context.Context) (*render.Result, <-chan struct{}) {
+		return pipeline.RenderWithin(ctx, tree, opts, admissionRenderLimit)
+	})
+	if err != nil {
+		return err
 	}
 	source := "envoyconfig/" + ec.Namespace + "/" + ec.Name
-	res := pipeline.RenderBounded(tree, c.renderOptions(policies), admissionRenderLimit)
 	if res.OK() {
 		res.Diagnostics = secretScope(source, res)
 	}
@@ -74,6 +78,25 @@ func (c *Controller) validateEnvoyConfig(ctx context.Context, req *admissionv1.A
 		return nil
 	}
 	return refusal(fmt.Sprintf("EnvoyConfig %s/%s", ec.Namespace, ec.Name), res.Diagnostics)
+}
+
+// renderInSlot runs one admission render in a slot of slots, waiting for
+// one until ctx ends. The slot is freed when the render has stopped (its
+// stopped channel closes), which may be after renderInSlot returns: a
+// render answered at its limit runs on to its next check, and a CUE
+// generator to its end, and until then it still holds its memory.
+func renderInSlot(ctx context.Context, slots chan struct{}, run func(context.Context) (*render.Result, <-chan struct{})) (*render.Result, error) {
+	select {
+	case slots <- struct{}{}:
+	case <-ctx.Done():
+		return nil, errors.New("legate is busy validating other objects; apply again")
+	}
+	res, stopped := run(ctx)
+	go func() {
+		<-stopped
+		<-slots
+	}()
+	return res, nil
 }
 
 // validateEnvoySource checks an EnvoySource's spec as its reconcile

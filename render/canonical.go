@@ -26,6 +26,9 @@ func (r *renderer) output() map[string]*NodeConfig {
 	bodies := make([][]byte, len(r.items))
 	errs := make([]error, len(r.items))
 	parallel(len(r.items), func(i int) {
+		if r.expired() {
+			return
+		}
 		if m := r.items[i].msg; m != nil {
 			bodies[i], errs[i] = Marshal(m)
 		}

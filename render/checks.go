@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync/atomic"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -56,6 +57,8 @@ type checker struct {
 	diags  []Diagnostic
 	refs   []ref
 	scopes []routeScope
+	// stopped is the render's stop flag, read at every message.
+	stopped *atomic.Bool
 }
 
 // validate runs PGV over every decoded resource (descending into every
@@ -73,6 +76,10 @@ func (r *renderer) validate() []*Decoded {
 	parallel(len(todo), func(i int) {
 		c := &checkers[i]
 		c.it = todo[i]
+		c.stopped = &r.jw.budget.stopped
+		if c.stopped.Load() {
+			return
+		}
 		var vs []violation
 		walkMessage(c.it.msg, nil, c.visit, &vs)
 		nameField := "name"
@@ -89,6 +96,7 @@ func (r *renderer) validate() []*Decoded {
 			c.diags = append(c.diags, c.it.diag(nil, RuleName, nameField+" is required: xDS clients ask for resources by name"))
 		}
 	})
+	r.checkDeadline()
 	out := make([]*Decoded, 0, len(todo))
 	for i := range checkers {
 		c := &checkers[i]
@@ -126,6 +134,9 @@ func local(cs *corev3.ConfigSource) bool {
 
 // visit applies the per-message rules to a message of an item's tree.
 func (c *checker) visit(path []string, m proto.Message) {
+	if c.stopped != nil && c.stopped.Load() {
+		panic(errStopped) // the render's boundary says why
+	}
 	switch m := m.(type) {
 	case *hcmv3.HttpConnectionManager:
 		if rds := m.GetRds(); rds != nil && local(rds.GetConfigSource()) {

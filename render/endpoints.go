@@ -115,9 +115,14 @@ func (r *renderer) labelSelector(file string, slices *yaml.Node) (string, bool) 
 			}
 			var values []string
 			if vs := mapValue(e, "values"); vs != nil {
+				size := int64(0)
 				for _, v := range resolveAlias(vs).Content {
 					values = append(values, scalar(v))
+					size += nodeCost + int64(len(values[len(values)-1]))
 				}
+				// Aliased expressions repeat their values: the
+				// selector is charged as the writer charges a resource.
+				r.spend(file, vs, size)
 			}
 			switch {
 			case len(values) == 0 && (op == selection.In || op == selection.NotIn):

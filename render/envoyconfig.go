@@ -230,8 +230,28 @@ func (r *renderer) envoyResources(file string, old *yaml.Node, nodes []string, n
 }
 
 // embedded parses a string value holding a resource and moves the
-// positions of its nodes to where the text sits in the file.
+// positions of its nodes to where the text sits in the file. A value
+// reached again through an alias is parsed once: its entries share the
+// tree, and the writer charges each for what it expands to.
 func (r *renderer) embedded(file string, v *yaml.Node, ser string) (*yaml.Node, error) {
+	if e, ok := r.embeds[v]; ok {
+		return e.root, e.err
+	}
+	root, err := r.parseEmbedded(v, ser)
+	if r.embeds == nil {
+		r.embeds = map[*yaml.Node]parsedValue{}
+	}
+	r.embeds[v] = parsedValue{root: root, err: err}
+	return root, err
+}
+
+// parsedValue is the tree of a string value, or why it does not parse.
+type parsedValue struct {
+	root *yaml.Node
+	err  error
+}
+
+func (r *renderer) parseEmbedded(v *yaml.Node, ser string) (*yaml.Node, error) {
 	var root *yaml.Node
 	if ser == "json" {
 		n, err := parseJSON([]byte(v.Value))
@@ -249,6 +269,7 @@ func (r *renderer) embedded(file string, v *yaml.Node, ser string) (*yaml.Node, 
 		}
 		root = docs[0]
 	}
+	r.jw.budget.allowInput(len(v.Value), root)
 	block := v.Style == yaml.LiteralStyle || v.Style == yaml.FoldedStyle
 	indent := 0
 	if block {

@@ -52,9 +52,7 @@ func (r *renderer) failedChecks() {
 		if len(ds) == 0 {
 			continue
 		}
-		jw.reset()
 		err := jw.writeResource(it.root, it.skip...)
-		jw.budget.spend(len(jw.buf))
 		if err != nil {
 			continue // not JSON-shaped, or over budget: the decode diagnostic says why.
 		}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"io/fs"
 	"time"
 
@@ -36,6 +37,17 @@ type Options struct {
 	// DefaultTimeout); a render past it is rejected with a limit
 	// diagnostic.
 	Timeout time.Duration
+	// Context, when set, stops the render when it ends (a caller that
+	// gave up on it): the render returns a limit diagnostic at its next
+	// check and keeps nothing of its work. Generators are not stopped
+	// from inside; the render stops between them.
+	Context context.Context
+	// MaxExpansion bounds what YAML aliases and merge keys may add to the
+	// render beyond what its input holds itself, in bytes of what the
+	// render holds for the values they expand to (default
+	// DefaultMaxExpansion). A render over it stops with a limit
+	// diagnostic at the value that crossed it.
+	MaxExpansion int64
 	// Generators add documents made from the tree by another language (CUE),
 	// before decoding. They run in order.
 	Generators []Generator
@@ -63,6 +75,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.Timeout <= 0 {
 		o.Timeout = DefaultTimeout
+	}
+	if o.MaxExpansion <= 0 {
+		o.MaxExpansion = DefaultMaxExpansion
 	}
 	return o
 }

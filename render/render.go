@@ -1,6 +1,7 @@
 package render
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -11,7 +12,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	yaml "go.yaml.in/yaml/v3"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -27,6 +27,11 @@ func Render(fsys fs.FS, opts Options) *Result {
 	opts = opts.withDefaults()
 	docs, diags := Load(fsys, opts)
 	for _, g := range opts.Generators {
+		// A generator cannot be stopped from inside: the render stops
+		// between them.
+		if opts.Context != nil && opts.Context.Err() != nil {
+			break
+		}
 		more, ds := g.Generate(fsys)
 		docs = append(docs, more...)
 		diags = append(diags, ds...)
@@ -66,10 +71,13 @@ type renderer struct {
 	settings map[string]Settings
 	// file is the document being read, for the diagnostic of a panic.
 	file string
-	// deadline ends the render (see checkBudget); ticks counts budget
-	// checks between clock reads.
-	deadline time.Time
-	ticks    int
+	// embeds are the string values of envoyResources already parsed.
+	embeds map[*yaml.Node]parsedValue
+	// parent is the caller's context (Options.Context), whose end
+	// stops the render as its own Timeout does (see watch).
+	parent context.Context
+	// ctx ends at the render's Timeout or with parent.
+	ctx context.Context
 }
 
 func (r *renderer) add(d Diagnostic) { r.diags = append(r.diags, d) }
@@ -84,25 +92,32 @@ func (r *renderer) warnf(pos Position, rule, format string, args ...any) {
 }
 
 func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Result) {
-	var input int64
-	for _, d := range docs {
-		input += int64(len(d.Data))
-	}
 	r := &renderer{opts: opts, diags: diags, generatedEndpoints: map[string]Position{}, envoyConfigs: map[string]envoyConfigRef{}, settings: map[string]Settings{}, fallback: map[string][]string{}}
-	r.jw.budget = newExpansionBudget(input)
-	r.deadline = time.Now().Add(opts.Timeout)
+	r.jw.budget = newBudget(opts.MaxExpansion)
+	defer r.watch(opts.Context)()
 	// Rendering fetched input must never take the process down: a panic
 	// left in the renderer rejects this render, naming the file it was
 	// working on, and the server goes on serving what it served. A render
-	// out of budget stops the same way.
+	// out of budget, or stopped, ends the same way, with one diagnostic
+	// and nothing of what it decoded.
 	defer func() {
 		if v := recover(); v != nil {
-			d, ok := v.(budgetError)
-			if ok {
-				res = &Result{Diagnostics: []Diagnostic{budgetDiagnostic(d)}}
-			} else {
-				res = &Result{Diagnostics: []Diagnostic{internalDiagnostic(r.file, v)}}
+			var d Diagnostic
+			switch v := v.(type) {
+			case budgetError:
+				d = v.diag
+			case error:
+				if errors.Is(v, errStopped) {
+					d = limitAt(r.file, r.stopMessage()).diag
+				} else {
+					d = internalDiagnostic(r.file, v)
+				}
+			default:
+				d = internalDiagnostic(r.file, v)
 			}
+			ds := []Diagnostic{d}
+			mapDiagnostics(positionMaps(docs), ds)
+			res = &Result{Diagnostics: ds}
 		}
 	}()
 	for _, d := range docs {
@@ -118,9 +133,11 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	r.references()
 	r.checkGenerated()
 	for _, c := range opts.Checks {
+		r.checkDeadline()
 		r.diags = append(r.diags, c.Check(decoded)...)
 	}
 	r.failedChecks()
+	r.checkDeadline()
 	maps := positionMaps(docs)
 	mapDiagnostics(maps, r.diags)
 	res = &Result{}
@@ -141,6 +158,7 @@ func renderDocuments(docs []Document, opts Options, diags []Diagnostic) (res *Re
 	}
 	res.Diagnostics = nil
 	res.Nodes = r.output()
+	r.checkDeadline()
 	mapSources(maps, res.Nodes)
 	return res
 }
@@ -156,6 +174,7 @@ func (r *renderer) document(d Document) {
 	}
 	r.settings[d.Path] = d.Settings
 	roots, err := parseDocuments(d.Data)
+	r.jw.budget.allowInput(len(d.Data), roots...)
 	if err != nil {
 		r.add(syntaxDiagnostic(d.Path, d.Data, err))
 		r.unparsed = append(r.unparsed, unparsedFile{file: d.Path, nodes: nodes})
@@ -213,13 +232,14 @@ var protojsonPos = regexp.MustCompile(`^proto:\s*(?:syntax error )?\(line (\d+):
 // decodeAll strictly decodes every item's resource message, in parallel.
 func (r *renderer) decodeAll() {
 	diags := make([]*Diagnostic, len(r.items))
+	b := r.jw.budget
 	parallel(len(r.items), func(i int) {
 		it := r.items[i]
-		if it.ext != nil || r.expired() {
+		if it.ext != nil || r.expired() || b.tripped.Load() != nil {
 			return
 		}
 		jw := writers.Get().(*jsonWriter)
-		jw.budget = r.jw.budget
+		jw.budget = b
 		defer func() {
 			if v := recover(); v != nil {
 				d := internalDiagnostic(it.file, v)
@@ -228,13 +248,22 @@ func (r *renderer) decodeAll() {
 		}()
 		m := it.kind.new()
 		if d := decodeWith(jw, it, m); d != nil {
+			if d.Rule == RuleLimit {
+				// The render stops at the first resource over its
+				// budget: that one diagnostic is its verdict.
+				b.tripped.CompareAndSwap(nil, d)
+				return
+			}
 			diags[i] = d
 			it.problems = append(it.problems, *d)
 		} else {
 			it.msg = m
 		}
-		writers.Put(jw)
+		if jw.pooled() {
+			writers.Put(jw)
+		}
 	})
+	r.checkDeadline()
 	for _, d := range diags {
 		if d != nil {
 			r.add(*d)
@@ -247,15 +276,21 @@ var writers = sync.Pool{New: func() any { return &jsonWriter{} }}
 // decodeWith decodes it.root into m with protojson, rejecting unknown
 // fields, and returns a diagnostic at the YAML node the error points at.
 func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
-	jw.reset()
 	err := jw.writeResource(it.root, it.skip...)
-	jw.budget.spend(len(jw.buf))
 	if err != nil {
 		var ne *nodeError
 		var d Diagnostic
-		if errors.As(err, &ne) {
-			d = it.diag(ne.node, RuleDecode, ne.msg)
-		} else {
+		switch {
+		case errors.Is(err, errStopped):
+			// The render's own diagnostic says why (checkDeadline).
+			d = it.diag(nil, RuleLimit, err.Error())
+		case errors.As(err, &ne):
+			rule := ne.rule
+			if rule == "" {
+				rule = RuleDecode
+			}
+			d = it.diag(ne.node, rule, ne.msg)
+		default:
 			d = it.diag(nil, RuleDecode, err.Error())
 		}
 		return &d
@@ -270,6 +305,8 @@ func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
 		// matches and decode again; explain what matches nothing.
 		scan := upperEnums(it.root, m.ProtoReflect().Descriptor(), it.skip)
 		if scan.fixed > 0 {
+			// Written again: the first text and message are dropped.
+			jw.refund()
 			proto.Reset(m)
 			return decodeWith(jw, it, m)
 		}

@@ -8,8 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync/atomic"
-	"unicode/utf8"
+		"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
 )
@@ -61,49 +60,66 @@ type jsonWriter struct {
 	nodes []*yaml.Node
 	depth int
 	// budget, when set, bounds what every resource of the render expands
-	// to together.
-	budget *expansionBudget
-}
-
-// expansionBudget bounds the JSON that all resources of one render expand
-// to. The per-resource bound alone lets many small alias bombs (in one
-// file or many) each expand to it. Safe for concurrent use.
-type expansionBudget struct {
-	limit int64
-	used  atomic.Int64
-}
-
-// newExpansionBudget allows a render to expand to minExpansionBudget, or
-// to a few times its input when that is more: without aliases, a
-// resource's JSON is about as long as its YAML.
-func newExpansionBudget(inputBytes int64) *expansionBudget {
-	return &expansionBudget{limit: max(minExpansionBudget, 4*inputBytes)}
-}
-
-// exceeded reports whether n more bytes would overrun the budget.
-func (b *expansionBudget) exceeded(n int) bool {
-	return b != nil && b.used.Load()+int64(n) > b.limit
-}
-
-func (b *expansionBudget) spend(n int) {
-	if b != nil {
-		b.used.Add(int64(n))
-	}
+	// to together and stops the writer when the render is stopped;
+	// charged is what this resource has charged it so far.
+	budget  *budget
+	charged int64
 }
 
 // Bounds on what YAML aliases can make of a document: a recursive alias
-// would never end, and nested aliases can grow exponentially.
+// would never end, nested aliases can grow exponentially (the render's
+// budget bounds that), and nested merge keys could make one mapping
+// enumerate exponentially many keys.
 const (
-	maxDepth           = 200
-	maxExpanded        = 32 << 20
-	minExpansionBudget = 128 << 20
+	maxDepth       = 200
+	maxMergedPairs = 10000
 )
 
 func (w *jsonWriter) reset() {
-	w.depth = 0
+	w.depth, w.charged = 0, 0
 	w.buf = w.buf[:0]
 	w.offs = w.offs[:0]
 	w.nodes = w.nodes[:0]
+}
+
+// cost is what the resource written so far holds: its text, and nodeCost
+// for each value.
+func (w *jsonWriter) cost() int64 {
+	return int64(len(w.buf)) + int64(len(w.offs))*nodeCost
+}
+
+// charge moves what was written since the last charge to the render's
+// budget, every chargeStep bytes (always when final), and stops the
+// writer, at node n, when the budget is spent or the render stopped.
+func (w *jsonWriter) charge(n *yaml.Node, final bool) error {
+	c := w.cost()
+	if w.budget == nil || (!final && c-w.charged < chargeStep) {
+		return nil
+	}
+	ok := w.budget.charge(c - w.charged)
+	w.charged = c
+	if w.budget.stopped.Load() {
+		return errStopped
+	}
+	if !ok {
+		return &nodeError{node: n, msg: w.budget.message(), rule: RuleLimit}
+	}
+	return nil
+}
+
+// refund gives back what this resource charged, when what was written
+// is dropped and written again.
+func (w *jsonWriter) refund() {
+	if w.budget != nil {
+		w.budget.used.Add(-w.charged)
+	}
+	w.charged = 0
+}
+
+// pooled reports whether the writer is small enough to keep for the next
+// resource: one that held a large resource gives its memory back.
+func (w *jsonWriter) pooled() bool {
+	return cap(w.buf) <= 1<<20 && cap(w.offs) <= 1<<16
 }
 
 func (w *jsonWriter) mark(n *yaml.Node) {
@@ -132,21 +148,26 @@ func (w *jsonWriter) nodeAt(col int) *yaml.Node {
 
 // writeResource writes a mapping node as a JSON object, leaving out the
 // keys in skip (such as "@type" on a resource whose type is known).
+// The writer starts afresh; what it writes is charged to its budget.
 func (w *jsonWriter) writeResource(n *yaml.Node, skip ...string) error {
+	w.reset()
 	n = resolveAlias(n)
 	if n.Kind != yaml.MappingNode {
 		return nodeErrorf(n, "expected a mapping, found %s", kindName(n))
 	}
-	return w.writeMapping(n, skip)
+	if err := w.writeMapping(n, skip); err != nil {
+		return err
+	}
+	return w.charge(n, true)
 }
 
 func (w *jsonWriter) write(n *yaml.Node) error {
 	n = resolveAlias(n)
-	if w.depth >= maxDepth || len(w.buf) > maxExpanded {
-		return nodeErrorf(n, "document nests too deep or expands too far (a recursive or repeated YAML alias?)")
+	if w.depth >= maxDepth {
+		return nodeErrorf(n, "document nests more than %d levels deep (a recursive YAML alias?)", maxDepth)
 	}
-	if w.budget.exceeded(len(w.buf)) {
-		return nodeErrorf(n, "the configuration expands to more than %d MiB in all (repeated YAML aliases?)", w.budget.limit>>20)
+	if err := w.charge(n, false); err != nil {
+		return err
 	}
 	w.depth++
 	defer func() { w.depth-- }()
@@ -198,12 +219,15 @@ func (w *jsonWriter) writeMapping(n *yaml.Node, skip []string) error {
 }
 
 // eachPair calls fn for every key/value of a mapping, expanding YAML merge
-// keys ("<<").
+// keys ("<<"): at most maxMergedPairs keys and mappings through them, so
+// that nested merges of repeated aliases cannot make one call enumerate
+// exponentially many keys.
 func eachPair(n *yaml.Node, fn func(k, v *yaml.Node) error) error {
-	return eachPairDepth(n, fn, 0)
+	merged := 0
+	return eachPairDepth(n, fn, 0, &merged)
 }
 
-func eachPairDepth(n *yaml.Node, fn func(k, v *yaml.Node) error, depth int) error {
+func eachPairDepth(n *yaml.Node, fn func(k, v *yaml.Node) error, depth int, merged *int) error {
 	if depth > maxDepth {
 		return nodeErrorf(n, "merge keys nest too deep (a recursive YAML alias?)")
 	}
@@ -211,6 +235,12 @@ func eachPairDepth(n *yaml.Node, fn func(k, v *yaml.Node) error, depth int) erro
 		k, v := n.Content[i], n.Content[i+1]
 		if k.Kind != yaml.ScalarNode {
 			return nodeErrorf(k, "mapping keys must be scalars")
+		}
+		if depth > 0 {
+			*merged++
+		}
+		if *merged > maxMergedPairs {
+			return &nodeError{node: k, rule: RuleLimit, msg: fmt.Sprintf("merge keys bring more than %d keys into this mapping (repeated YAML aliases?)", maxMergedPairs)}
 		}
 		if k.Tag == "!!merge" {
 			v = resolveAlias(v)
@@ -223,7 +253,8 @@ func eachPairDepth(n *yaml.Node, fn func(k, v *yaml.Node) error, depth int) erro
 				if s.Kind != yaml.MappingNode {
 					return nodeErrorf(s, "a merge key needs a mapping")
 				}
-				if err := eachPairDepth(s, fn, depth+1); err != nil {
+				*merged++
+				if err := eachPairDepth(s, fn, depth+1, merged); err != nil {
 					return err
 				}
 			}
@@ -385,6 +416,9 @@ func mapEntry(n *yaml.Node, key string) (k, v *yaml.Node) {
 type nodeError struct {
 	node *yaml.Node
 	msg  string
+	// rule is RuleLimit for a budget the node went over; empty for a
+	// problem of the node itself.
+	rule string
 }
 
 func (e *nodeError) Error() string { return e.msg }

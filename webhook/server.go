@@ -126,7 +126,12 @@ func (s *Server) review(name string, decide answer) http.Handler {
 			http.Error(w, "malformed AdmissionReview: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		resp := s.decideSafely(r.Context(), name, in.Request, decide)
+		var resp *admissionv1.AdmissionResponse
+		if err := objectBounds(in.Request); err != nil {
+			resp = deny(http.StatusUnprocessableEntity, err.Error())
+		} else {
+			resp = s.decideSafely(r.Context(), name, in.Request, decide)
+		}
 		resp.UID = in.Request.UID
 		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}
 		data, err := json.Marshal(out)
