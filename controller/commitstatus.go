@@ -54,7 +54,7 @@ func (c *Controller) configureStatuses(es *v1alpha1.EnvoySource, name, repoURL s
 		return fmt.Errorf("spec.commitStatus: the forge address and repository cannot be derived from %q: set address and repository", repoURL)
 	}
 	secret := types.NamespacedName{Namespace: es.Namespace, Name: cs.TokenSecretRef.Name}
-	rep, err := forge.New(forge.Provider(cs.Provider), forge.Config{BaseURL: base, Repository: repo, Token: c.secretToken(secret)})
+	rep, err := forge.New(forge.Provider(cs.Provider), forge.Config{BaseURL: base, Repository: repo, Token: c.secretToken(secret), HTTPClient: c.forgeClient()})
 	if err != nil {
 		c.misconfigured(name, want)
 		return fmt.Errorf("spec.commitStatus: %w", err)

@@ -35,6 +35,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
@@ -74,6 +75,7 @@ type Controller struct {
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
 	admitting  chan struct{}    // admission renders running
 	issuer     *proxyIssuer     // nil without legate's PKI
+	fetchGuard *netguard.Guard  // of every fetch an object points at (fetchguard.go)
 
 	// the EnvoySources' fetch workers and memory (fairness.go)
 	sourceLimits
@@ -194,6 +196,7 @@ func New(opts Options) (*Controller, error) {
 		events: make(chan event.GenericEvent, 256), sourceEv: make(chan event.GenericEvent, 256),
 		sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}, drivers: map[string]*driver{},
 		reporters: map[string]forge.Reporter{}, reporterSpecs: map[string]reporterOf{},
+		fetchGuard: newFetchGuard(opts),
 	}
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
 	if opts.PKI != nil {

@@ -258,6 +258,7 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 	switch spec := es.Spec; {
 	case spec.Git != nil:
 		cfg := gitsource.Config{Name: name, URL: spec.Git.URL, Path: spec.Path, StateDir: c.opts.StateDir, Timeout: c.timeout, Budget: c.budget}
+		cfg.Guard = c.fetchGuard
 		if r := spec.Git.Ref; r != nil {
 			cfg.Ref = gitsource.Ref{Branch: r.Branch, Tag: r.Tag, SemVer: r.SemVer, Name: r.Name, Commit: r.Commit}
 		}
@@ -276,6 +277,7 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 		return src, nil
 	case spec.OCI != nil:
 		cfg := ocisource.Config{Name: name, URL: spec.OCI.URL, Path: spec.Path, Timeout: c.timeout, Budget: c.budget}
+		cfg.Guard = c.fetchGuard
 		if r := spec.OCI.Ref; r != nil {
 			cfg.Ref = ocisource.Ref{Tag: r.Tag, SemVer: r.SemVer, Digest: r.Digest}
 		}
@@ -297,7 +299,7 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 		}
 		src, err := flux.New(flux.Config{
 			Name: name, Reader: c.mgr.GetClient(), Kind: spec.SourceRef.Kind,
-			Key: types.NamespacedName{Namespace: ns, Name: spec.SourceRef.Name}, Path: spec.Path,
+			Key: types.NamespacedName{Namespace: ns, Name: spec.SourceRef.Name}, Path: spec.Path, HTTP: c.fluxClient(),
 			Timeout: c.timeout, Budget: c.budget,
 		})
 		if err != nil {

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"net/netip"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -69,6 +70,13 @@ type Options struct {
 	// together (defaults sources.DefaultSourceBytes and
 	// sources.DefaultTotalBytes).
 	SourceMaxBytes, SourcesMaxBytes int64
+	// FetchAllowNetworks are the networks EnvoySources (Git, OCI), the
+	// Flux artifacts they read and commit statuses may reach although
+	// they are not public. By default none: loopback, link-local (cloud
+	// metadata), private and cluster-internal addresses are refused at
+	// dial time (netguard), except that Flux artifacts may come from
+	// private and cluster-internal ones (source-controller's Service).
+	FetchAllowNetworks []netip.Prefix
 	// PolicyDir holds CUE policies (*.cue) every configuration obeys,
 	// besides those of ConfigMaps labelled PolicyLabel.
 	PolicyDir string

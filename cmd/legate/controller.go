@@ -15,6 +15,7 @@ import (
 
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/netguard"
 )
 
 // restConfig reads kubeconfig when it is set, else finds the cluster as
@@ -31,7 +32,7 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 func newControllerCommand() *cobra.Command {
-	var insecureSecrets []string
+	var insecureSecrets, fetchAllow []string
 	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir, logLevel, logFormat string
 	var tlsCert, tlsKey, clientCA, replica string
 	var leaderElect bool
@@ -80,6 +81,10 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 			if err != nil {
 				return err
 			}
+			fetchNetworks, err := netguard.ParseNetworks(fetchAllow)
+			if err != nil {
+				return fmt.Errorf("--fetch-allow-networks: %w", err)
+			}
 			ctl, err := newController(namespace, controller.Options{
 				Config: cfg, Namespace: namespace, WatchNamespace: watchNamespace, XDSAddr: xdsAddr,
 				HTTPAddr: httpAddr, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,
@@ -87,7 +92,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 				LeaderElect: leaderElect, Replica: replica,
 				LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 				Render: newPolicyRenderOptions(), Log: log,
-				WebhookAddr: hooks.addr, WebhookCertDir: hooks.certDir,
+				WebhookAddr: hooks.addr, WebhookCertDir: hooks.certDir, FetchAllowNetworks: fetchNetworks,
 			}, hooks.apply)
 			if err != nil {
 				return err
@@ -114,6 +119,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	fl.StringVar(&probeAddr, "probe-addr", "0", `address of /healthz and /readyz for the kubelet, nothing else ("0": off)`)
 	fl.StringVar(&stateDir, "state-dir", "", "directory of the Git clones EnvoySources follow, a cache (default: $TMPDIR/legate-controller)")
 	fl.StringSliceVar(&insecureSecrets, "xds-insecure-secrets", nil, `secrets (by their SDS name; "*": all) whose key material is served over plaintext xDS; by default none is, and a revision that needs one waits`)
+	fl.StringSliceVar(&fetchAllow, "fetch-allow-networks", nil, "networks (CIDRs or addresses) that EnvoySources' Git and OCI URLs, Flux artifacts and commit statuses may reach although not public, e.g. an in-cluster Gitea's 10.96.0.0/12; by default loopback, link-local (cloud metadata), private and cluster-internal addresses are refused at dial time (Flux artifacts may come from private ones, source-controller's Service)")
 	fl.StringVar(&policyDir, "policy-dir", "", "directory of CUE policies (*.cue) every configuration obeys, besides the ConfigMaps of --controller-namespace labelled "+controller.PolicyLabel)
 	fl.BoolVar(&leaderElect, "leader-elect", false, "run as one of several replicas: every replica serves xDS, the holder of the Lease "+controller.LeaseName+" in --controller-namespace decides and writes")
 	fl.DurationVar(&leaseDuration, "lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: after a leader dies, the others wait this long")

@@ -2,6 +2,7 @@ package controller_test
 
 import (
 	"context"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"sync"
@@ -60,6 +61,11 @@ func renderOptions(policies map[string][]byte) render.Options {
 	return render.Options{Generators: []render.Generator{stage}, Checks: []render.Check{stage}}
 }
 
+// loopback is where the tests' Gitea, registries and Flux artifact
+// servers listen: the tests opt in to fetching from it, which legate
+// controller refuses by default (--fetch-allow-networks).
+var loopback = []netip.Prefix{netip.MustParsePrefix("127.0.0.0/8"), netip.MustParsePrefix("::1/128")}
+
 // start runs a controller with cfg until the test ends.
 func start(t *testing.T, cfg *rest.Config) *controller.Controller {
 	t.Helper()
@@ -80,7 +86,7 @@ func startWith(t *testing.T, cfg *rest.Config, change func(*controller.Options))
 	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
 	opts := controller.Options{
 		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
-		Render: renderOptions, Log: logr.Discard(),
+		Render: renderOptions, Log: logr.Discard(), FetchAllowNetworks: loopback,
 	}
 	change(&opts)
 	ctl, err := controller.New(opts)

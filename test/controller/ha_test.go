@@ -53,6 +53,9 @@ func startController(t *testing.T, cfg *rest.Config, o controller.Options) *haRe
 	name := o.Replica
 	o.Config, o.Namespace, o.XDSAddr, o.HTTPAddr, o.StateDir = cfg, "legate-system", "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
 	o.Render, o.Log = renderOptions, testr.NewWithOptions(t, testr.Options{Verbosity: 1}).WithName(name)
+	if o.FetchAllowNetworks == nil {
+		o.FetchAllowNetworks = loopback
+	}
 	ctl, err := controller.New(o)
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())
