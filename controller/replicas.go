@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/selection"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -118,8 +119,13 @@ func (everyReplicaCache) NeedLeaderElection() bool { return false }
 type replicas struct {
 	c     *Controller
 	cache cache.Cache
+	// self is this replica's name (Options.Replica).
+	self  string
+	clock clock.WithTicker
 
-	mu sync.Mutex
+	// telling keeps the engine told in the order summaries were heard.
+	telling sync.Mutex
+	mu      sync.Mutex
 	// written is the summary last written, when.
 	written     map[string]revisions.RemoteAnswers
 	writtenAt   time.Time
@@ -135,7 +141,7 @@ type heardFrom struct {
 }
 
 func newReplicas(c *Controller, ca cache.Cache) *replicas {
-	return &replicas{c: c, cache: ca, heard: map[string]heardFrom{}}
+	return &replicas{c: c, cache: ca, self: c.opts.Replica, clock: clock.RealClock{}, heard: map[string]heardFrom{}}
 }
 
 // watch registers, on every replica, the reconcilers of the node records
@@ -183,49 +189,88 @@ func (r *replicas) reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result
 			r.c.log.Error(err, "cannot serve the leader's publication yet; retrying", "node", d.Record.Node)
 		}
 	case "answers":
-		r.heardSummary(ctx, &cm, time.Now())
+		r.heardSummary(ctx, &cm, r.clock.Now())
 	}
 	return ctrl.Result{}, nil
 }
 
-// heardSummary hands another replica's summary to the engine, replacing
-// its last one: a node it no longer lists, or a summary gone stale, is
-// withdrawn. Its own summary is skipped.
+// heardSummary hands another replica's summary, read at now, to the
+// engine in place of its last one.
 func (r *replicas) heardSummary(ctx context.Context, cm *corev1.ConfigMap, now time.Time) {
-	replica := cm.Data[replicaKey]
-	if replica == "" || replica == r.c.opts.Replica {
-		return
-	}
-	at, _ := time.Parse(time.RFC3339Nano, cm.Data[atKey])
-	var nodes map[string]wireAnswers
-	if err := json.Unmarshal([]byte(cm.Data[answersKey]), &nodes); err != nil {
+	r.telling.Lock()
+	defer r.telling.Unlock()
+	replica, tell, err := r.hear(cm.Data, now)
+	if err != nil {
 		r.c.log.Error(err, "ignoring a replica's summary that does not decode", "replica", replica)
-		nodes = nil
 	}
-	if now.Sub(at) > answersStale {
-		nodes = nil
-	}
-	now2 := heardFrom{nodes: map[string]revisions.RemoteAnswers{}, at: at}
-	for node, a := range nodes {
-		now2.nodes[node] = a.answers()
-	}
-	r.mu.Lock()
-	prev := r.heard[replica]
-	r.heard[replica] = now2
-	r.mu.Unlock()
-	for node, a := range now2.nodes {
-		if old, ok := prev.nodes[node]; ok && revisions.SameAnswers(old, a) {
-			continue
-		}
-		r.c.engine.ObserveRemote(ctx, node, replica, a)
+	r.tell(ctx, replica, tell)
+}
+
+// tell gives the engine what changed in replica's summary.
+func (r *replicas) tell(ctx context.Context, replica string, changes map[string]revisions.RemoteAnswers) {
+	for _, node := range slices.Sorted(maps.Keys(changes)) {
+		r.c.engine.ObserveRemote(ctx, node, replica, changes[node])
 		r.counted(node)
 	}
-	for node := range prev.nodes {
-		if _, still := now2.nodes[node]; !still {
-			r.c.engine.ObserveRemote(ctx, node, replica, revisions.RemoteAnswers{})
-			r.counted(node)
+}
+
+// hear takes another replica's summary (a ConfigMap's data), read at now,
+// in place of its last one, and returns what the engine is to be told
+// (answerChanges). A summary that does not decode (err says why) or is
+// stale counts no node. This replica's own summary, and one that names no
+// replica, change nothing.
+func (r *replicas) hear(data map[string]string, now time.Time) (replica string, changes map[string]revisions.RemoteAnswers, err error) {
+	replica = data[replicaKey]
+	if replica == "" || replica == r.self {
+		return replica, nil, nil
+	}
+	cur, err := decodeSummary(data, now)
+	r.mu.Lock()
+	prev := r.heard[replica]
+	r.heard[replica] = cur
+	r.mu.Unlock()
+	return replica, answerChanges(prev.nodes, cur.nodes), err
+}
+
+// decodeSummary reads the nodes of a summary as the leader counts them at
+// now: none when it does not decode or is stale.
+func decodeSummary(data map[string]string, now time.Time) (heardFrom, error) {
+	at, _ := time.Parse(time.RFC3339Nano, data[atKey])
+	h := heardFrom{nodes: map[string]revisions.RemoteAnswers{}, at: at}
+	var nodes map[string]wireAnswers
+	if err := json.Unmarshal([]byte(data[answersKey]), &nodes); err != nil {
+		return h, err
+	}
+	if stale(at, now) {
+		return h, nil
+	}
+	for node, a := range nodes {
+		h.nodes[node] = a.answers()
+	}
+	return h, nil
+}
+
+// stale reports whether a summary written at is too old to count at now:
+// its replica is gone, and its proxies reconnect elsewhere.
+func stale(at, now time.Time) bool { return now.Sub(at) > answersStale }
+
+// answerChanges is what the engine is to be told when a replica's summary
+// goes from prev to cur: the answers of every node whose summary changed,
+// and an empty summary (a withdrawal) for every node cur no longer lists.
+func answerChanges(prev, cur map[string]revisions.RemoteAnswers) map[string]revisions.RemoteAnswers {
+	changes := map[string]revisions.RemoteAnswers{}
+	for node, a := range cur {
+		if old, ok := prev[node]; ok && revisions.SameAnswers(old, a) {
+			continue
+		}
+		changes[node] = a
+	}
+	for node := range prev {
+		if _, still := cur[node]; !still {
+			changes[node] = revisions.RemoteAnswers{}
 		}
 	}
+	return changes
 }
 
 // counted has the leader write the status of the object that owns node
@@ -241,30 +286,38 @@ func (r *replicas) counted(node string) {
 
 // sweep withdraws the summaries of replicas that stopped writing.
 func (r *replicas) sweep(ctx context.Context, now time.Time) {
+	r.telling.Lock()
+	defer r.telling.Unlock()
+	for replica, changes := range r.expire(now) {
+		r.tell(ctx, replica, changes)
+	}
+}
+
+// expire forgets, at now, the nodes of every stale summary, and returns
+// by replica what the engine is to be told (their withdrawal).
+func (r *replicas) expire(now time.Time) map[string]map[string]revisions.RemoteAnswers {
 	r.mu.Lock()
-	var stale []string
+	defer r.mu.Unlock()
+	out := map[string]map[string]revisions.RemoteAnswers{}
 	for replica, h := range r.heard {
-		if len(h.nodes) > 0 && now.Sub(h.at) > answersStale {
-			stale = append(stale, replica)
+		if len(h.nodes) > 0 && stale(h.at, now) {
+			out[replica] = answerChanges(h.nodes, nil)
+			r.heard[replica] = heardFrom{at: h.at}
 		}
 	}
-	r.mu.Unlock()
-	for _, replica := range stale {
-		cm := &corev1.ConfigMap{Data: map[string]string{replicaKey: replica, atKey: time.Time{}.Format(time.RFC3339Nano)}}
-		r.heardSummary(ctx, cm, now)
-	}
+	return out
 }
 
 // run writes this replica's summary while it follows, and sweeps stale
 // ones, until ctx ends.
 func (r *replicas) run(ctx context.Context, interval time.Duration) {
-	t := time.NewTicker(interval)
+	t := r.clock.NewTicker(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case now := <-t.C:
+		case now := <-t.C():
 			r.sweep(ctx, now)
 			if !r.c.engine.Leading() {
 				r.write(ctx, now)
@@ -273,31 +326,45 @@ func (r *replicas) run(ctx context.Context, interval time.Duration) {
 	}
 }
 
-// write stores the summary of this replica's proxies when it changed, or
-// when the last write is a heartbeat old: one write per interval at most,
-// whatever the number of proxy events.
+// write stores the summary of this replica's proxies when it is due: one
+// write per interval at most, whatever the number of proxy events.
 func (r *replicas) write(ctx context.Context, now time.Time) {
 	cur := r.c.engine.LocalAnswers()
-	r.mu.Lock()
-	same := maps.EqualFunc(cur, r.written, revisions.SameAnswers) && now.Sub(r.writtenAt) < answersHeartbeat
-	r.mu.Unlock()
-	if same {
+	if !r.due(cur, now) {
 		return
 	}
 	data, err := encodeAnswers(cur)
 	if err == nil {
-		err = r.put(ctx, map[string]string{replicaKey: r.c.opts.Replica, atKey: now.UTC().Format(time.RFC3339Nano), answersKey: data})
+		err = r.put(ctx, map[string]string{replicaKey: r.self, atKey: now.UTC().Format(time.RFC3339Nano), answersKey: data})
 	}
+	if r.wrote(cur, now, err) {
+		r.c.log.Error(err, "cannot write this replica's proxy answers for the leader; retrying")
+	}
+}
+
+// due reports whether the summary cur is to be written at now: it
+// changed since the last write, or that write is a heartbeat old.
+func (r *replicas) due(cur map[string]revisions.RemoteAnswers, now time.Time) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if err != nil {
-		if err.Error() != r.writeFailed {
-			r.writeFailed = err.Error()
-			r.c.log.Error(err, "cannot write this replica's proxy answers for the leader; retrying")
-		}
-		return
+	return !maps.EqualFunc(cur, r.written, revisions.SameAnswers) || now.Sub(r.writtenAt) >= answersHeartbeat
+}
+
+// wrote records the outcome err of writing cur at now, and reports
+// whether err is news to log: a failure is logged once until it changes
+// or a write succeeds.
+func (r *replicas) wrote(cur map[string]revisions.RemoteAnswers, now time.Time, err error) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err == nil {
+		r.written, r.writtenAt, r.writeFailed = cur, now, ""
+		return false
 	}
-	r.written, r.writtenAt, r.writeFailed = cur, now, ""
+	if err.Error() == r.writeFailed {
+		return false
+	}
+	r.writeFailed = err.Error()
+	return true
 }
 
 // put creates or replaces the replica's summary ConfigMap.
