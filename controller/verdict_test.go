@@ -145,8 +145,8 @@ func TestJudge(t *testing.T) {
 		},
 		{
 			name: "a failed fetch is retried", fetchReason: ReasonFetchFailed, fetchErr: errors.New("GitRepository team-a/envoy has no artifact yet"),
-			nodes: []revisions.NodeStatus{rolledBack("edge", revisions.StateRollback, "x")},
-			ready: cond{metav1.ConditionFalse, ReasonFetchFailed, "has no artifact yet"},
+			nodes:       []revisions.NodeStatus{rolledBack("edge", revisions.StateRollback, "x")},
+			ready:       cond{metav1.ConditionFalse, ReasonFetchFailed, "has no artifact yet"},
 			reconciling: cond{metav1.ConditionTrue, fluxmeta.ProgressingWithRetryReason, "has no artifact yet"}, stalled: notStalled,
 		},
 		{
@@ -170,13 +170,13 @@ func TestJudge(t *testing.T) {
 		},
 		{
 			name: "a rollback stalls, before a waiting node", st: ok,
-			nodes: []revisions.NodeStatus{waitingOn("core", "secret missing"), served("api", "h"), rolledBack("edge", revisions.StateRollback, "rejected by 1 of 1 proxies; pod-a: unknown cluster")},
+			nodes:   []revisions.NodeStatus{waitingOn("core", "secret missing"), served("api", "h"), rolledBack("edge", revisions.StateRollback, "rejected by 1 of 1 proxies; pod-a: unknown cluster")},
 			ready:   cond{metav1.ConditionFalse, ReasonRollback, "the proxies rejected the newest revision: node edge: rejected by 1 of 1 proxies; pod-a: unknown cluster (Rollback)"},
 			stalled: cond{metav1.ConditionTrue, ReasonRollback, "node edge"}, reconciling: notBusy,
 		},
 		{
 			name: "any node whose rollback failed names the reason", st: ok,
-			nodes: []revisions.NodeStatus{rolledBack("a", revisions.StateRollback, "x"), rolledBack("b", revisions.StateRollbackFailed, "y"), rolledBack("c", revisions.StateRollback, "z")},
+			nodes:   []revisions.NodeStatus{rolledBack("a", revisions.StateRollback, "x"), rolledBack("b", revisions.StateRollbackFailed, "y"), rolledBack("c", revisions.StateRollback, "z")},
 			ready:   cond{metav1.ConditionFalse, ReasonRollbackFailed, "node a: x (Rollback); node b: y (RollbackFailed); node c: z (Rollback)"},
 			stalled: cond{metav1.ConditionTrue, ReasonRollbackFailed, ""}, reconciling: notBusy,
 		},
@@ -235,7 +235,9 @@ func TestServedMessageNamesFiveNodes(t *testing.T) {
 // One event per change of the Ready condition's verdict, of the type its
 // reason deserves; none for progress or for the same words again.
 func TestEventOf(t *testing.T) {
-	c := func(reason, msg string) *metav1.Condition { return &metav1.Condition{Type: "Ready", Reason: reason, Message: msg} }
+	c := func(reason, msg string) *metav1.Condition {
+		return &metav1.Condition{Type: "Ready", Reason: reason, Message: msg}
+	}
 	for _, tc := range []struct {
 		name     string
 		was, now *metav1.Condition
