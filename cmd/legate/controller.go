@@ -37,6 +37,7 @@ func newControllerCommand() *cobra.Command {
 	var tlsCert, tlsKey, clientCA, replica string
 	var leaderElect bool
 	var hooks webhookFlags
+	var fetches fetchFlags
 	var leaseDuration, renewDeadline, retryPeriod time.Duration
 	cmd := &cobra.Command{
 		Use: "controller",
@@ -93,7 +94,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 				LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 				Render: newPolicyRenderOptions(), Log: log,
 				WebhookAddr: hooks.addr, WebhookCertDir: hooks.certDir, FetchAllowNetworks: fetchNetworks,
-			}, hooks.apply)
+			}, func(ns string, o *controller.Options) error { fetches.apply(o); return hooks.apply(ns, o) })
 			if err != nil {
 				return err
 			}
@@ -127,6 +128,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	fl.DurationVar(&retryPeriod, "retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")
 	fl.StringVar(&replica, "replica", os.Getenv("POD_NAME"), "this replica's name in the Lease and the status API (default: $POD_NAME, else the host name)")
 	hooks.register(fl)
+	fetches.register(fl)
 	fl.StringVar(&logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
 	fl.StringVar(&logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", "))
 	return cmd
