@@ -71,6 +71,8 @@ type Controller struct {
 	store    kubestore.Store
 	replicas *replicas // nil without leader election
 
+	tenancy tenancy
+
 	webhookLis net.Listener     // nil without admission webhooks
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
 	admitting  chan struct{}    // admission renders running
@@ -196,6 +198,7 @@ func New(opts Options) (*Controller, error) {
 		events: make(chan event.GenericEvent, 256), sourceEv: make(chan event.GenericEvent, 256),
 		sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}, drivers: map[string]*driver{},
 		reporters: map[string]forge.Reporter{}, reporterSpecs: map[string]reporterOf{},
+		tenancy:    tenancy{home: opts.Namespace, policy: opts.NodeIDPolicy},
 		fetchGuard: newFetchGuard(opts),
 	}
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
@@ -227,6 +230,9 @@ func New(opts Options) (*Controller, error) {
 	if c.issuer != nil {
 		xopts.Authorizer = c.namespacedBinding
 	}
+	if mutual {
+		xopts.Recheck = c.recheck
+	}
 	if c.xds, err = xds.New(xopts); err != nil {
 		return nil, err
 	}
@@ -256,7 +262,8 @@ func New(opts Options) (*Controller, error) {
 			o.EndpointSlices = true
 			return o
 		},
-		Scope:      secretScope,
+		Scope:      c.scope,
+		Tenant:     tenantOf,
 		Prepare:    func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
 		Rerender:   c.trigger,
 		Registerer: c.http.reg,
@@ -284,6 +291,9 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if err := c.watchEndpointSlices(skip); err != nil {
+		return nil, err
+	}
+	if err := c.watchSharing(context.Background()); err != nil {
 		return nil, err
 	}
 	if opts.LeaderElect {
@@ -401,6 +411,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Go(func() {
 		if c.mgr.GetCache().WaitForCacheSync(ctx) {
 			c.http.ready.Store(true)
+			c.sweepWhenLeading(ctx)
 		}
 	})
 	return c.mgr.Start(ctx)

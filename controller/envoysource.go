@@ -24,7 +24,6 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline"
-	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/flux"
 	gitsource "github.com/legate-dev/legate/sources/git"
@@ -320,16 +319,10 @@ func (c *Controller) sourceGone(ctx context.Context, name string) {
 	c.budget.Release(name)
 }
 
-// forgetSource stops serving the nodes source owns.
+// forgetSource stops serving the nodes source owns and releases them, its
+// claims too, to the sources that were refused them.
 func (c *Controller) forgetSource(ctx context.Context, source string) {
-	for _, node := range c.pipeline.Status(source).Nodes {
-		if c.pipeline.Owner(node) != source {
-			continue
-		}
-		if err := c.engine.Forget(ctx, node); err != nil && !errors.Is(err, revisions.ErrNotFound) {
-			c.log.Error(err, "could not stop serving the node of a deleted object", "node", node, "source", source)
-		}
-	}
+	c.pipeline.Remove(ctx, source)
 }
 
 // diagnosticsOf lists the first problems of a rejected render, each with

@@ -28,6 +28,11 @@ type Options struct {
 	// HTTPAddr is where the read-only status API, status page and
 	// /metrics listen (DefaultHTTPAddr by default; "0" turns them off).
 	HTTPAddr string
+	// HTTPAllowedHosts are the names besides localhost, HTTPAddr's and
+	// PublicURL's host that requests to HTTPAddr may carry in their Host
+	// header (any IP address may): others are refused, against DNS
+	// rebinding.
+	HTTPAllowedHosts []string
 	// ProbeAddr is where /healthz and /readyz answer the kubelet alone
 	// (no data; "" or "0": off).
 	ProbeAddr string
@@ -103,6 +108,9 @@ type Options struct {
 	// PKI turns on legate's own certificate authority (see PKIOptions):
 	// xDS then runs over mutual TLS with the certificates it issues.
 	PKI *PKIOptions
+	// NodeIDPolicy decides which node IDs nobody owns yet a namespace may
+	// take (default NodeIDsFirstCome).
+	NodeIDPolicy NodeIDPolicy
 	// Injector injects Envoy sidecars into the Pods that ask for one
 	// (webhook.Injector); nil: Pods are not mutated.
 	Injector webhook.PodMutator

@@ -36,27 +36,40 @@ type proxyIssuer struct {
 	authority *kubepki.Authority
 }
 
+// EnsureProxy checks that namespace may hold nodeID's certificate, then
+// has the authority issue or renew it. A dry run (admission) decides from
+// the controller's own state only: it
+// reads no Secret, so that a review, which the webhook cannot
+// authenticate, learns nothing of another namespace's Secrets. The Pod
+// reconciler reports a Secret it cannot use as an event on the Pod.
 func (p proxyIssuer) EnsureProxy(ctx context.Context, namespace, secretName, nodeID string, dryRun bool) error {
 	if err := p.c.mayServe(ctx, namespace, nodeID); err != nil {
 		return err
 	}
-	return p.authority.EnsureProxy(ctx, namespace, secretName, nodeID, dryRun)
+	if dryRun {
+		return nil
+	}
+	return p.authority.EnsureProxy(ctx, namespace, secretName, nodeID, false)
 }
 
-// mayServe refuses a certificate for nodeID in namespace when an object of
-// another namespace configures that node: the certificate would fetch
-// that namespace's configuration and the key material of its Secrets.
-// The sources of the controller's own namespace are the platform's and
-// serve every namespace. A node ID nobody configures yet is free.
+// mayServe refuses a certificate for nodeID in namespace unless the
+// namespace owns the node, the controller's namespace owns it and shares it
+// with namespace (SharedAnnotation), or nobody owns it yet and the node ID
+// policy lets the namespace take it. An object of another namespace that
+// configures the node but was not rendered yet counts as its owner. The
+// refusal names nothing of the other namespace.
 func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) error {
+	if owner := c.ownerOf(nodeID); owner != "" {
+		return c.tenancy.mayReceive(namespace, nodeID, owner, c.sharedValue(ctx, owner))
+	}
 	reader := c.mgr.GetClient()
 	var ecs v1alpha1.EnvoyConfigList
 	if err := reader.List(ctx, &ecs, client.MatchingFields{nodeIndex: nodeID}); err != nil {
 		return fmt.Errorf("list the EnvoyConfigs: %w", err)
 	}
 	for _, ec := range ecs.Items {
-		if ec.Spec.NodeID == nodeID && ec.Namespace != namespace && ec.Namespace != c.opts.Namespace {
-			return fmt.Errorf("node ID %q is configured by EnvoyConfig %s/%s: a proxy in namespace %s may not take its identity (its certificate would fetch that namespace's configuration and secrets); use a node ID of your own namespace", nodeID, ec.Namespace, ec.Name, namespace)
+		if ec.Spec.NodeID == nodeID && ec.Namespace != namespace && !c.sharedWith(&ec, namespace) {
+			return errOtherNamespace(nodeID)
 		}
 	}
 	var ess v1alpha1.EnvoySourceList
@@ -64,11 +77,17 @@ func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) err
 		return fmt.Errorf("list the EnvoySources: %w", err)
 	}
 	for _, es := range ess.Items {
-		if es.Namespace != namespace && es.Namespace != c.opts.Namespace && slices.Contains(es.Status.Nodes, nodeID) {
-			return fmt.Errorf("node ID %q is configured by EnvoySource %s/%s: a proxy in namespace %s may not take its identity; use a node ID of your own namespace", nodeID, es.Namespace, es.Name, namespace)
+		if es.Namespace != namespace && slices.Contains(es.Status.Nodes, nodeID) && !c.sharedWith(&es, namespace) {
+			return errOtherNamespace(nodeID)
 		}
 	}
-	return nil
+	return c.tenancy.mayTake(namespace, nodeID)
+}
+
+// sharedWith reports whether obj, of the controller's namespace, shares
+// its nodes with namespace.
+func (c *Controller) sharedWith(obj client.Object, namespace string) bool {
+	return obj.GetNamespace() == c.opts.Namespace && shares(obj.GetAnnotations()[SharedAnnotation], namespace)
 }
 
 // nodeIndex indexes EnvoyConfigs by spec.nodeID and EnvoySources by the

@@ -32,9 +32,9 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 }
 
 func newControllerCommand() *cobra.Command {
-	var insecureSecrets, fetchAllow []string
+	var insecureSecrets, fetchAllow, httpHosts []string
 	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir, logLevel, logFormat string
-	var tlsCert, tlsKey, clientCA, replica string
+	var tlsCert, tlsKey, clientCA, replica, nodeIDPolicy string
 	var leaderElect bool
 	var hooks webhookFlags
 	var fetches fetchFlags
@@ -82,15 +82,19 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 			if err != nil {
 				return err
 			}
+			policy, err := controller.ParseNodeIDPolicy(nodeIDPolicy)
+			if err != nil {
+				return fmt.Errorf("--node-id-policy: %w", err)
+			}
 			fetchNetworks, err := netguard.ParseNetworks(fetchAllow)
 			if err != nil {
 				return fmt.Errorf("--fetch-allow-networks: %w", err)
 			}
 			ctl, err := newController(namespace, controller.Options{
 				Config: cfg, Namespace: namespace, WatchNamespace: watchNamespace, XDSAddr: xdsAddr,
-				HTTPAddr: httpAddr, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,
+				HTTPAddr: httpAddr, HTTPAllowedHosts: httpHosts, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,
 				XDSInsecureSecrets: insecureSecrets, XDSTLSCert: tlsCert, XDSTLSKey: tlsKey, XDSClientCA: clientCA,
-				LeaderElect: leaderElect, Replica: replica,
+				LeaderElect: leaderElect, Replica: replica, NodeIDPolicy: policy,
 				LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
 				Render: newPolicyRenderOptions(), Log: log,
 				WebhookAddr: hooks.addr, WebhookCertDir: hooks.certDir, FetchAllowNetworks: fetchNetworks,
@@ -109,6 +113,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	if defaultNS == "" {
 		defaultNS = "legate-system"
 	}
+	fl.StringVar(&nodeIDPolicy, "node-id-policy", string(controller.NodeIDsFirstCome), "which node IDs nobody owns yet a namespace may take: first-come (the first namespace to configure one owns it) or namespace-prefix (only IDs that begin with the namespace and a dot, such as team-a.edge)")
 	fl.StringVar(&watchNamespace, "namespace", os.Getenv("LEGATE_WATCH_NAMESPACE"), "reconcile the EnvoyConfigs and EnvoySources of this namespace only (default: $LEGATE_WATCH_NAMESPACE, else every namespace)")
 	fl.StringVar(&namespace, "controller-namespace", defaultNS, "namespace of the revisions, node records, commit-status outbox and policy ConfigMaps (default: $POD_NAMESPACE, else legate-system)")
 	fl.StringVar(&xdsAddr, "xds-addr", controller.DefaultXDSAddr, "address of the xDS (ADS) server; beyond loopback only over mutual TLS")
@@ -117,6 +122,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	fl.StringVar(&clientCA, "xds-client-ca", "", "require client certificates signed by this CA (PEM) and let each fetch only the node IDs it names (DNS name, URI or common name)")
 	fl.StringVar(&kubeconfig, "kubeconfig", "", "kubeconfig file of the cluster (default: $KUBECONFIG, ~/.kube/config, else the in-cluster service account)")
 	fl.StringVar(&httpAddr, "http-addr", controller.DefaultHTTPAddr, `address of the read-only status page, JSON API and /metrics ("0": off)`)
+	fl.StringSliceVar(&httpHosts, "http-allowed-hosts", nil, "names the status API may be called by (its Host header) besides localhost and --http-addr's host, e.g. the Service's legate.legate-system.svc; any IP address may (a name not listed is refused, against DNS rebinding)")
 	fl.StringVar(&probeAddr, "probe-addr", "0", `address of /healthz and /readyz for the kubelet, nothing else ("0": off)`)
 	fl.StringVar(&stateDir, "state-dir", "", "directory of the Git clones EnvoySources follow, a cache (default: $TMPDIR/legate-controller)")
 	fl.StringSliceVar(&insecureSecrets, "xds-insecure-secrets", nil, `secrets (by their SDS name; "*": all) whose key material is served over plaintext xDS; by default none is, and a revision that needs one waits`)

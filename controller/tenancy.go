@@ -1,0 +1,323 @@
+package controller
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/xds"
+)
+
+// SharedAnnotation, on an EnvoyConfig or EnvoySource of the controller's
+// own namespace, lists the namespaces whose proxies may receive the nodes
+// it configures (comma-separated; "*": every namespace). Without it, the
+// platform's nodes are served to proxies of the controller's namespace
+// and to proxies whose certificates name no namespace only.
+const SharedAnnotation = "legate.dev/serve-namespaces"
+
+// NodeIDPolicy decides which node IDs nobody owns yet a namespace may take
+// (configure, or get a proxy certificate for).
+type NodeIDPolicy string
+
+const (
+	// NodeIDsFirstCome: any node ID nobody owns; the first namespace
+	// whose object configures it owns it, and a certificate another
+	// namespace took before stops being served at the next push.
+	NodeIDsFirstCome NodeIDPolicy = "first-come"
+	// NodeIDsNamespacePrefix: a namespace takes only node IDs that begin
+	// with its name and a dot ("team-a.edge"); the controller's namespace
+	// takes any. Nobody can squat another team's future node ID.
+	NodeIDsNamespacePrefix NodeIDPolicy = "namespace-prefix"
+)
+
+// ParseNodeIDPolicy checks a --node-id-policy value ("" is first-come).
+func ParseNodeIDPolicy(s string) (NodeIDPolicy, error) {
+	switch p := NodeIDPolicy(s); p {
+	case "":
+		return NodeIDsFirstCome, nil
+	case NodeIDsFirstCome, NodeIDsNamespacePrefix:
+		return p, nil
+	}
+	return "", fmt.Errorf("node ID policy %q: want %q or %q", s, NodeIDsFirstCome, NodeIDsNamespacePrefix)
+}
+
+// sourceRef is a pipeline source name taken apart: the kind ("envoyconfig"
+// or "envoysource"), namespace and name of the object it stands for.
+type sourceRef struct {
+	Kind, Namespace, Name string
+}
+
+const (
+	kindEnvoyConfig = "envoyconfig"
+	kindEnvoySource = "envoysource"
+)
+
+// parseSource reads a pipeline source name ("envoyconfig/NS/NAME").
+func parseSource(s string) (sourceRef, bool) {
+	kind, rest, ok := strings.Cut(s, "/")
+	if !ok {
+		return sourceRef{}, false
+	}
+	ns, name, ok := strings.Cut(rest, "/")
+	if !ok || ns == "" || name == "" || (kind != kindEnvoyConfig && kind != kindEnvoySource) {
+		return sourceRef{}, false
+	}
+	return sourceRef{Kind: kind, Namespace: ns, Name: name}, true
+}
+
+func (r sourceRef) String() string { return r.Kind + "/" + r.Namespace + "/" + r.Name }
+
+func (r sourceRef) key() types.NamespacedName {
+	return types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
+}
+
+// object is an empty object of r's kind, named as r.
+func (r sourceRef) object() client.Object {
+	var obj client.Object = &v1alpha1.EnvoyConfig{}
+	if r.Kind == kindEnvoySource {
+		obj = &v1alpha1.EnvoySource{}
+	}
+	obj.SetNamespace(r.Namespace)
+	obj.SetName(r.Name)
+	return obj
+}
+
+// tenantOf is the tenant of a pipeline source: its namespace.
+func tenantOf(source string) string {
+	r, _ := parseSource(source)
+	return r.Namespace
+}
+
+// errOtherNamespace is what a tenant is told of a node another namespace
+// owns: that it is taken, and nothing about by whom.
+func errOtherNamespace(node string) error {
+	return fmt.Errorf("node ID %q belongs to another namespace: use a node ID of your own namespace", node)
+}
+
+// tenancy is the multi-tenant rule of the Kubernetes home: pure, fed with
+// what the controller knows of a node's owner.
+type tenancy struct {
+	// home is the controller's namespace, the platform's.
+	home   string
+	policy NodeIDPolicy
+}
+
+// shares reports whether the sharing annotation's value lets namespace
+// receive the node.
+func shares(value, namespace string) bool {
+	for _, v := range strings.Split(value, ",") {
+		if v = strings.TrimSpace(v); v == "*" || v == namespace {
+			return true
+		}
+	}
+	return false
+}
+
+// mayReceive decides whether a proxy of namespace may be served a node
+// owned by owner ("" for nobody), whose owning object carries the sharing
+// annotation value shared.
+func (t tenancy) mayReceive(namespace, node, owner, shared string) error {
+	if owner == "" {
+		return nil
+	}
+	r, ok := parseSource(owner)
+	switch {
+	case !ok:
+		return fmt.Errorf("node ID %q has an owner this controller does not know", node)
+	case r.Namespace == namespace:
+		return nil
+	case r.Namespace == t.home && shares(shared, namespace):
+		return nil
+	}
+	return errOtherNamespace(node)
+}
+
+// mayTake decides whether namespace may take a node ID nobody owns.
+func (t tenancy) mayTake(namespace, node string) error {
+	if t.policy != NodeIDsNamespacePrefix || namespace == t.home || strings.HasPrefix(node, namespace+".") {
+		return nil
+	}
+	return fmt.Errorf("node ID %q does not begin with %q: this cluster's policy (%s) gives each namespace the node IDs that begin with its name", node, namespace+".", NodeIDsNamespacePrefix)
+}
+
+// mayConfigure decides whether an object of source's namespace may
+// configure node, owned by owner ("" for nobody): another namespace's node
+// is refused, naming nothing of it.
+func (t tenancy) mayConfigure(source, node, owner string) error {
+	ns := tenantOf(source)
+	if owner == "" {
+		return t.mayTake(ns, node)
+	}
+	if tenantOf(owner) != ns {
+		return errOtherNamespace(node)
+	}
+	return nil
+}
+
+// ownerOf is the source owning node: the leader's pipeline, else what the
+// engine mirrored of the store (a follower's pipeline is empty).
+func (c *Controller) ownerOf(node string) string {
+	if owner := c.pipeline.Owner(node); owner != "" {
+		return owner
+	}
+	return c.engine.Ownership(node).Owner
+}
+
+// sharedValue is the sharing annotation of the object owner stands for,
+// as cached; "" when it is gone or outside the controller's namespace.
+func (c *Controller) sharedValue(ctx context.Context, owner string) string {
+	r, ok := parseSource(owner)
+	if !ok || r.Namespace != c.opts.Namespace {
+		return ""
+	}
+	obj := r.object()
+	if err := c.mgr.GetClient().Get(ctx, r.key(), obj); err != nil {
+		return ""
+	}
+	return obj.GetAnnotations()[SharedAnnotation]
+}
+
+// recheck is the xDS server's Recheck: before every push, a stream whose
+// certificate legate issued to a namespace may still receive its node only
+// while that namespace owns it (or the platform shares it). Streams whose
+// certificate names no namespace (the operator's own, from
+// --xds-client-ca) are bound by their certificate alone.
+func (c *Controller) recheck(ctx context.Context, node, owner string) error {
+	leaf, err := xds.ClientCertificate(ctx)
+	if err != nil {
+		return nil // no mutual TLS: the listener is on loopback
+	}
+	ns := pki.NamespaceOf(leaf)
+	if ns == "" {
+		return nil
+	}
+	return c.tenancy.mayReceive(ns, node, owner, c.sharedValue(ctx, owner))
+}
+
+// watchSharing makes every stream check its right again when an object of
+// the controller's namespace changes or goes: its sharing annotation may
+// have changed. Every replica runs it (its informer is the manager's).
+func (c *Controller) watchSharing(ctx context.Context) error {
+	for _, obj := range []client.Object{&v1alpha1.EnvoyConfig{}, &v1alpha1.EnvoySource{}} {
+		inf, err := c.mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("watch the sharing of the controller's namespace: %w", err)
+		}
+		changed := func(o any) {
+			if m, ok := o.(client.Object); ok && m.GetNamespace() == c.opts.Namespace {
+				c.xds.Reauthorize()
+			}
+		}
+		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			UpdateFunc: func(old, now any) {
+				a, okA := old.(client.Object)
+				b, okB := now.(client.Object)
+				if okA && okB && a.GetAnnotations()[SharedAnnotation] != b.GetAnnotations()[SharedAnnotation] {
+					changed(now)
+				}
+			},
+			DeleteFunc: func(o any) {
+				if d, ok := o.(toolscache.DeletedFinalStateUnknown); ok {
+					o = d.Obj
+				}
+				changed(o)
+			},
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// sweepOwners releases the nodes whose stored owner is an object that no
+// longer exists (deleted while no replica led): the leader runs it once
+// its cache is filled.
+func (c *Controller) sweepOwners(ctx context.Context) {
+	owners := map[string]bool{}
+	for _, owner := range c.engine.Owners() {
+		owners[owner] = true
+	}
+	for _, owner := range slices.Sorted(func(yield func(string) bool) {
+		for o := range owners {
+			if !yield(o) {
+				return
+			}
+		}
+	}) {
+		r, ok := parseSource(owner)
+		if !ok || !c.watches(r.Namespace) {
+			continue
+		}
+		err := c.mgr.GetClient().Get(ctx, r.key(), r.object())
+		switch {
+		case apierrors.IsNotFound(err):
+			nodes := c.pipeline.Remove(ctx, owner)
+			c.log.Info("released the nodes of an object deleted while no replica led", "source", owner, "nodes", nodes)
+		case err != nil && !errors.Is(err, context.Canceled):
+			c.log.Error(err, "could not check that a node's owner still exists", "source", owner)
+		}
+	}
+}
+
+// sweepWhenLeading runs sweepOwners once this replica leads (at once
+// without leader election).
+func (c *Controller) sweepWhenLeading(ctx context.Context) {
+	if c.replicas != nil {
+		select {
+		case <-ctx.Done():
+			return
+		case <-c.mgr.Elected():
+		}
+		for !c.engine.Leading() {
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+	}
+	c.sweepOwners(ctx)
+}
+
+// scope is what the pipeline checks of a render beyond the renderer: the
+// secrets it reads stay in its namespace, and the node IDs nobody owns
+// that it takes obey the node ID policy.
+func (c *Controller) scope(source string, r *render.Result) []render.Diagnostic {
+	diags := secretScope(source, r)
+	ns := tenantOf(source)
+	for _, node := range slices.Sorted(maps.Keys(r.Nodes)) {
+		if c.pipeline.Owner(node) != "" {
+			continue // owned: the pipeline's claims decide
+		}
+		if err := c.tenancy.mayTake(ns, node); err != nil {
+			diags = append(diags, render.Diagnostic{Pos: render.Position{File: "(configuration)"}, Rule: render.RuleNode, Message: err.Error()})
+		}
+	}
+	return diags
+}
+
+// ecSource is the pipeline's name of an EnvoyConfig.
+func ecSource(ec *v1alpha1.EnvoyConfig) string {
+	return sourceRef{Kind: kindEnvoyConfig, Namespace: ec.Namespace, Name: ec.Name}.String()
+}
+
+// mayConfigure refuses, at admission, an object that names a node another
+// namespace owns, or one the node ID policy does not give its namespace.
+func (c *Controller) mayConfigure(source, node string) error {
+	if node == "" {
+		return nil
+	}
+	return c.tenancy.mayConfigure(source, node, c.ownerOf(node))
+}
