@@ -114,7 +114,8 @@ func TestInjectedProxyGetsItsCertificate(t *testing.T) {
 	// Another namespace cannot take the node's identity.
 	require.NoError(t, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere"}}))
 	msg := refusal(t, c.Create(ctx, injectedPod("elsewhere", "shop")))
-	assert.Contains(t, msg, `node ID "shop" is configured by EnvoyConfig default/shop`)
+	assert.Contains(t, msg, `node ID "shop" belongs to another namespace`)
+	assert.NotContains(t, msg, "default/shop", "nothing of the other namespace is told")
 	err = c.Get(ctx, client.ObjectKey{Namespace: "elsewhere", Name: pki.ProxySecretName("shop")}, &corev1.Secret{})
 	assert.True(t, client.IgnoreNotFound(err) == nil && err != nil, "no certificate is issued there")
 
