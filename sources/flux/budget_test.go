@@ -26,7 +26,7 @@ type filler struct {
 
 // bomb is a gzip tarball of entries of zeros: a few hundred KiB on the
 // wire, hundreds of MiB unpacked.
-func bomb(t *testing.T, entries ...filler) []byte {
+func bomb(t testing.TB, entries ...filler) []byte {
 	t.Helper()
 	var buf bytes.Buffer
 	gz, err := gzip.NewWriterLevel(&buf, gzip.BestCompression)

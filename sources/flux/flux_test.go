@@ -47,7 +47,7 @@ func digestOf(b []byte) string {
 
 // fixture is a Flux object whose artifact an httptest server serves.
 type fixture struct {
-	t      *testing.T
+	t      testing.TB
 	reader client.Client
 	obj    *unstructured.Unstructured
 	blobs  map[string][]byte
@@ -55,7 +55,7 @@ type fixture struct {
 	srv    *httptest.Server
 }
 
-func newFixture(t *testing.T, kind string) *fixture {
+func newFixture(t testing.TB, kind string) *fixture {
 	f := &fixture{t: t, blobs: map[string][]byte{}}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		f.gets++
