@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
+	"github.com/legate-dev/legate/httpguard"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -26,7 +27,10 @@ const DefaultHTTPAddr = "127.0.0.1:8080"
 // httpAPI is the controller's read-only HTTP surface: probes, metrics,
 // the nodes and sources as JSON and a status page. Nothing on it changes
 // state (the cluster's objects are the way to do that), and it carries no
-// key material: revisions name their secrets, never their content.
+// key material: revisions name their secrets, never their content. It
+// sits behind legate serve's guard (httpguard): a Host it is not known by
+// is refused, so a page a browser loads cannot read it through a DNS name
+// rebound to its address.
 type httpAPI struct {
 	c     *Controller
 	reg   *prometheus.Registry
@@ -65,7 +69,10 @@ func (h *httpAPI) routes() http.Handler {
 		statuspage.WriteJSON(w, http.StatusOK, h.sources())
 	})
 	mux.HandleFunc("GET /{$}", h.page)
-	return securityHeaders(mux)
+	return httpguard.Handler(mux, httpguard.Options{
+		Hosts:    httpguard.Names(append([]string{h.c.opts.HTTPAddr, h.c.opts.PublicURL}, h.c.opts.HTTPAllowedHosts...)...),
+		HostHint: "add it with legate controller's --http-allowed-hosts",
+	})
 }
 
 // nodes are the views of every node the engine serves.
@@ -122,16 +129,6 @@ func (h *httpAPI) page(w http.ResponseWriter, r *http.Request) {
 	if err := page.Write(w); err != nil {
 		h.c.log.Error(err, "render the status page")
 	}
-}
-
-// securityHeaders keeps the page from being framed or running scripts.
-func securityHeaders(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; frame-ancestors 'none'")
-		w.Header().Set("X-Content-Type-Options", "nosniff")
-		w.Header().Set("Referrer-Policy", "no-referrer")
-		next.ServeHTTP(w, r)
-	})
 }
 
 // serveHTTP serves the API on lis until ctx ends.

@@ -97,53 +97,6 @@ func TestAdminNeedsTheTokenFromLoopbackToo(t *testing.T) {
 	assert.Equal(t, 1, called)
 }
 
-// The guard answers a DNS-rebinding page (a Host legate is not known by)
-// and a browser form post before any handler runs, and marks every answer
-// with the security headers.
-func TestGuardRefusesRebindingAndBrowserPosts(t *testing.T) {
-	called := 0
-	h := guard(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { called++ }),
-		knownHosts(Config{HTTPAddr: "127.0.0.1:8080", PublicURL: "https://legate.example.com", HTTPAllowedHosts: []string{"ops.internal"}}), nil)
-	type req struct {
-		method, path, host string
-		headers            map[string]string
-		want               int
-	}
-	for name, tc := range map[string]req{
-		"rebinding GET":       {http.MethodGet, "/api/v1/nodes", "evil.example:8080", nil, http.StatusMisdirectedRequest},
-		"rebinding DELETE":    {http.MethodDelete, "/api/v1/nodes/n/revisions/h/taint", "evil.example", nil, http.StatusMisdirectedRequest},
-		"form post":           {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Content-Type": "application/x-www-form-urlencoded"}, http.StatusForbidden},
-		"multipart post":      {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Content-Type": "multipart/form-data; boundary=x"}, http.StatusForbidden},
-		"text/plain post":     {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Content-Type": "text/plain"}, http.StatusForbidden},
-		"cross-origin post":   {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Origin": "https://evil.example"}, http.StatusForbidden},
-		"cross-site fetch":    {http.MethodDelete, "/api/v1/nodes/n/revisions/h/taint", "localhost:8080", map[string]string{"Sec-Fetch-Site": "cross-site"}, http.StatusForbidden},
-		"empty host":          {http.MethodGet, "/api/v1/nodes", "", nil, http.StatusMisdirectedRequest},
-		"loopback IP":         {http.MethodGet, "/api/v1/nodes", "127.0.0.1:8080", nil, http.StatusOK},
-		"LAN IP":              {http.MethodGet, "/", "10.1.2.3:8080", nil, http.StatusOK},
-		"localhost":           {http.MethodGet, "/", "localhost:8080", nil, http.StatusOK},
-		"public URL host":     {http.MethodGet, "/", "legate.example.com", nil, http.StatusOK},
-		"allowed host":        {http.MethodGet, "/", "OPS.internal.", nil, http.StatusOK},
-		"CLI call":            {http.MethodDelete, "/api/v1/nodes/n/revisions/h/taint", "127.0.0.1:8080", nil, http.StatusOK},
-		"JSON post":           {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Content-Type": "application/json"}, http.StatusOK},
-		"same-origin post":    {http.MethodPost, "/api/v1/sources/s/fetch", "127.0.0.1:8080", map[string]string{"Origin": "http://127.0.0.1:8080"}, http.StatusOK},
-		"webhook by any name": {http.MethodPost, "/hooks/gitea", "forge-facing.example", map[string]string{"Content-Type": "application/json"}, http.StatusOK},
-	} {
-		called = 0
-		r := httptest.NewRequest(tc.method, tc.path, nil)
-		r.Host = tc.host
-		for k, v := range tc.headers {
-			r.Header.Set(k, v)
-		}
-		rec := httptest.NewRecorder()
-		h.ServeHTTP(rec, r)
-		assert.Equal(t, tc.want, rec.Code, name)
-		assert.Equal(t, tc.want == http.StatusOK, called == 1, "%s: handler reached", name)
-		assert.Equal(t, "DENY", rec.Header().Get("X-Frame-Options"), name)
-		assert.Equal(t, "nosniff", rec.Header().Get("X-Content-Type-Options"), name)
-		assert.Contains(t, rec.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'", name)
-	}
-}
-
 // A running server refuses a rebinding page's attempt to clear a taint
 // and keeps the page's headers; its HTTP server bounds header size.
 func TestServedRoutesAreGuarded(t *testing.T) {
