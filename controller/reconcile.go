@@ -56,7 +56,7 @@ func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := c.client.Get(ctx, req.NamespacedName, &ec); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	node, _ := c.engine.Node(ec.Spec.NodeID)
+	node := c.nodeOf(&ec)
 	before := ec.Status.DeepCopy()
 	c.status(&ec, st, node)
 	if equalStatus(before, &ec.Status) {
@@ -111,6 +111,17 @@ func (c *Controller) gone(ctx context.Context, req ctrl.Request, src *kubesrc.En
 	c.mu.Lock()
 	delete(c.sources, req.NamespacedName)
 	c.mu.Unlock()
+}
+
+// nodeOf is the engine's status of ec's node, or only its ID when another
+// namespace owns it: nothing of another tenant's revisions, commits or
+// proxies reaches ec's status.
+func (c *Controller) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeStatus {
+	if owner := c.ownerOf(ec.Spec.NodeID); owner != "" && tenantOf(owner) != ec.Namespace {
+		return revisions.NodeStatus{NodeID: ec.Spec.NodeID}
+	}
+	node, _ := c.engine.Node(ec.Spec.NodeID)
+	return node
 }
 
 // status fills ec's status from the pipeline's status of its source and

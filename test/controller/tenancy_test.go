@@ -205,6 +205,9 @@ func TestOwnershipSurvivesARestart(t *testing.T) {
 	c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Contains(t, c.Message, "belongs to another namespace")
 	assert.NotContains(t, c.Message, "team-c")
+	assert.Nil(t, got.Status.PublishedVersion, "nothing of team-c's node reaches team-b's status")
+	assert.Empty(t, got.Status.Commit)
+	assert.Empty(t, got.Status.ConfigRevisions)
 	for range 20 {
 		require.Equal(t, "a", again.Call(), "team-c's configuration stays served")
 	}
