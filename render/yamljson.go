@@ -8,7 +8,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
-		"unicode/utf8"
+	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
 )
