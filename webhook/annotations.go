@@ -123,7 +123,7 @@ var annotations = map[string]annotation{
 		s.Mode = v
 		return nil
 	}},
-	"admin.bind-address":          {func(s *Sidecar, n, v string) error { return nonEmpty(&s.AdminBindAddress, n, v) }},
+	"admin.bind-address":          {adminBindAddress},
 	"admin.access-log-path":       {func(s *Sidecar, n, v string) error { return absPath(&s.AdminAccessLog, n, v) }},
 	"shutdown-manager.drain-time": {drainTime},
 	"shutdown-manager.drain-strategy": {func(s *Sidecar, n, v string) error {

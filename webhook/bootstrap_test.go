@@ -124,7 +124,7 @@ func TestBootstrapIsValidEnvoy(t *testing.T) {
 	}{
 		"DNS name": {Injector{}, nil},
 		"IP address, admin on every address": {
-			Injector{XDSAddress: "10.96.0.18:18000", XDSServerName: "legate-xds.legate-system.svc"},
+			Injector{XDSAddress: "10.96.0.18:18000", XDSServerName: "legate-xds.legate-system.svc", AllowAdminBeyondLoopback: true},
 			map[string]string{"legate.dev/admin.bind-address": "0.0.0.0", "legate.dev/admin.access-log-path": "/dev/stdout"},
 		},
 		"IPv6 and an IP SAN": {Injector{XDSAddress: "[fd00::18]:18000"}, map[string]string{"legate.dev/node-id": "a$(HOME)$$b", "legate.dev/readiness-port": "15021"}},

@@ -54,6 +54,10 @@ type Injector struct {
 	// Mode is ModeNative (default) or ModeClassic, unless the pod's
 	// sidecar-mode annotation says.
 	Mode string
+	// AllowAdminBeyondLoopback lets a pod's admin.bind-address annotation
+	// put Envoy's admin interface on an address other pods can reach; by
+	// default only loopback addresses are accepted (adminscope.go).
+	AllowAdminBeyondLoopback bool
 }
 
 // withDefaults fills the zero fields.
@@ -119,6 +123,9 @@ func (in Injector) Inject(pod *corev1.Pod) (Sidecar, bool, error) {
 	in = in.withDefaults()
 	s, err := Parse(pod.Annotations)
 	if err != nil {
+		return Sidecar{}, false, err
+	}
+	if err := in.checkAdminScope(pod.Annotations, s); err != nil {
 		return Sidecar{}, false, err
 	}
 	if s.Mode == "" {

@@ -115,7 +115,7 @@ func TestInjectIsIdempotent(t *testing.T) {
 		"classic":      {"legate.dev/sidecar-mode": "classic"},
 		"renamed":      {"legate.dev/container-name": "proxy", "legate.dev/tls-volume": "proxy-tls", "legate.dev/client-certificate": "shop-cert"},
 		"no drain":     {"legate.dev/shutdown-manager.drain-time": "0"},
-		"every option": {"legate.dev/admin.bind-address": "0.0.0.0", "legate.dev/envoy-extra-args": "--log-level debug", "legate.dev/resources.limits.cpu": "1"},
+		"every option": {"legate.dev/admin.bind-address": "::1", "legate.dev/envoy-extra-args": "--log-level debug", "legate.dev/resources.limits.cpu": "1"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			pod := shopPod(ann)

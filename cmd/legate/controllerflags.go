@@ -20,7 +20,7 @@ type webhookFlags struct {
 	addr, certDir                          string
 	image, xdsAddress, xdsServerName, mode string
 	requests, limits                       map[string]string
-	noInject                               bool
+	noInject, adminBeyondLoopback          bool
 
 	caSecret, xdsSecret, webhookSecret string
 	xdsHosts, webhookHosts             []string
@@ -31,6 +31,7 @@ func (f *webhookFlags) register(fl *pflag.FlagSet) {
 	fl.StringVar(&f.addr, "webhook-addr", "0", `address of the admission webhooks over TLS: sidecar injection and validation of EnvoyConfigs and EnvoySources ("0": off; config/webhook registers them at :9443)`)
 	fl.StringVar(&f.certDir, "webhook-cert-dir", "", "directory of the webhooks' serving certificate, tls.crt and tls.key (cert-manager's; read again when it changes); without it legate's PKI issues one (--pki-ca-secret)")
 	fl.BoolVar(&f.noInject, "no-inject", false, "serve the validating webhooks only: Pods are not mutated")
+	fl.BoolVar(&f.adminBeyondLoopback, "sidecar-allow-admin-beyond-loopback", false, "let a pod's admin.bind-address annotation put its sidecar's Envoy admin interface (which can dump the configuration and stop the proxy) on an address other pods reach; by default only loopback addresses are accepted")
 	fl.StringVar(&f.image, "sidecar-image", webhook.DefaultImage, "Envoy image of injected sidecars (a Pod's envoy-image annotation wins)")
 	fl.StringVar(&f.xdsAddress, "sidecar-xds-address", "", "host:port injected sidecars dial for xDS (default legate-xds.<controller namespace>.svc:18000)")
 	fl.StringVar(&f.xdsServerName, "sidecar-xds-server-name", "", "name legate's xDS certificate must carry for the sidecars (default: the host of --sidecar-xds-address)")
@@ -64,7 +65,7 @@ func (f *webhookFlags) apply(namespace string, opts *controller.Options) error {
 	if f.noInject || f.addr == "" || f.addr == "0" {
 		return nil
 	}
-	in := webhook.Injector{Image: f.image, XDSAddress: f.xdsAddress, XDSServerName: f.xdsServerName, Mode: f.mode}
+	in := webhook.Injector{Image: f.image, XDSAddress: f.xdsAddress, XDSServerName: f.xdsServerName, Mode: f.mode, AllowAdminBeyondLoopback: f.adminBeyondLoopback}
 	if in.XDSAddress == "" {
 		in.XDSAddress = "legate-xds." + namespace + ".svc:18000"
 	}

@@ -60,6 +60,7 @@ the Secret yourself.`,
 	fl.StringVar(&in.Image, "image", webhook.DefaultImage, "Envoy image, unless a pod's envoy-image annotation names one")
 	fl.StringVar(&in.XDSAddress, "xds-address", webhook.DefaultXDSAddress, "legate's xDS Service, host:port")
 	fl.StringVar(&in.XDSServerName, "xds-server-name", "", "name legate's server certificate must carry (default: the host of --xds-address)")
+	fl.BoolVar(&in.AllowAdminBeyondLoopback, "allow-admin-beyond-loopback", false, "accept an admin.bind-address annotation that is not a loopback address (Envoy's admin interface reachable by other pods)")
 	fl.StringVar(&in.Mode, "mode", webhook.ModeNative, `sidecar mode unless a pod's sidecar-mode annotation says: "native" (an init container with restartPolicy Always, Kubernetes 1.29+) or "classic" (one more container)`)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
