@@ -252,7 +252,7 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 		rev = &Revision{Node: node, Hash: cfg.Hash, Origin: origin, Config: cfg, CreatedAt: now}
 		n.revs[cfg.Hash] = rev
 		n.fresh[cfg.Hash] = true
-		e.metrics.revisions.WithLabelValues(node).Inc()
+		e.metrics.revisions.WithLabelValues(render.NodeLabel(node)).Inc()
 	} else {
 		rev.Origin = origin
 	}
@@ -359,7 +359,7 @@ func (e *Engine) refused(n *nodeState, rev *Revision, err error, now time.Time) 
 	e.log.Error(err, "xDS server refused a revision; tainting it", "node", rev.Node, "revision", rev.Hash)
 	rev.Taint = &Taint{At: now, Message: "the xDS server refused the revision: " + err.Error()}
 	n.changed[rev.Hash] = true
-	e.metrics.taints.WithLabelValues(rev.Node).Inc()
+	e.metrics.taints.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
 	e.emit(Outcome{Node: rev.Node, Hash: rev.Hash, Origin: rev.Origin, Status: OutcomeFailure, Description: rev.Taint.Message, Time: now})
 }
 
@@ -373,9 +373,9 @@ func (e *Engine) published(n *nodeState, rev *Revision, version string, types ma
 	n.track.reset(version, now)
 	n.verdict = verdictPending
 	n.announce, n.finalSent = announce, false
-	e.metrics.publishes.WithLabelValues(rev.Node).Inc()
+	e.metrics.publishes.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
 	if rollback {
-		e.metrics.rollbacks.WithLabelValues(rev.Node).Inc()
+		e.metrics.rollbacks.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
 		logging.Warn(e.log, "rolled back to the newest untainted revision", "node", rev.Node, "revision", rev.Hash, "commit", rev.Origin.Commit, "version", version)
 	}
 	e.settle(n)

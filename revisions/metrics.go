@@ -5,6 +5,8 @@ import (
 	"fmt"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/legate-dev/legate/render"
 )
 
 // metrics are the engine's Prometheus collectors. Labels are bounded: node
@@ -55,6 +57,6 @@ func (m *metrics) setState(node string, s State) {
 		if st == s {
 			v = 1
 		}
-		m.state.WithLabelValues(node, string(st)).Set(v)
+		m.state.WithLabelValues(render.NodeLabel(node), string(st)).Set(v)
 	}
 }

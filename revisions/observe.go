@@ -4,6 +4,8 @@ import (
 	"context"
 	"sync"
 	"time"
+
+	"github.com/legate-dev/legate/render"
 )
 
 // eventQueue hands proxy events from the xDS server's stream goroutines to
@@ -132,7 +134,7 @@ func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
 	if v == verdictTainted && rev.Taint == nil {
 		rev.Taint = &Taint{At: now, Proxies: rej[:min(len(rej), maxTaintProxies)], Message: taintMessage(rej, t.Population)}
 		n.changed[rev.Hash] = true
-		e.metrics.taints.WithLabelValues(rev.Node).Inc()
+		e.metrics.taints.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
 		e.log.Error(nil, "proxies rejected the revision; tainted", "node", rev.Node, "revision", rev.Hash, "commit", rev.Origin.Commit, "message", rev.Taint.Message)
 		// Persist the taint before acting on it: a crash after the rollback
 		// must not re-publish the rejected revision on restart.

@@ -15,6 +15,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/legate-dev/legate/render"
 )
 
 // Authorizer decides whether a stream may act as nodeID. It is called once
@@ -256,7 +258,7 @@ func (s *Server) register(id string, st *streamBase, seq uint64) (*nodeState, er
 		}
 	}
 	ns.streams[st] = struct{}{}
-	s.metrics.connected.WithLabelValues(id).Inc()
+	s.metrics.connected.WithLabelValues(render.NodeLabel(id)).Inc()
 	return ns, nil
 }
 
@@ -273,10 +275,10 @@ func (s *Server) unregister(id string, st *streamBase) {
 		return
 	}
 	delete(ns.streams, st)
-	s.metrics.connected.WithLabelValues(id).Dec()
+	s.metrics.connected.WithLabelValues(render.NodeLabel(id)).Dec()
 	if len(ns.streams) == 0 && !ns.hasSnap {
 		delete(s.nodes, id)
-		s.metrics.connected.DeleteLabelValues(id)
+		s.metrics.connected.DeleteLabelValues(render.NodeLabel(id))
 	}
 }
 

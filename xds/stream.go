@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/render"
 )
 
 // podNameKey is the node metadata key naming the proxy's pod.
@@ -116,6 +117,9 @@ func (b *streamBase) started() bool { return b.tr != nil }
 func (b *streamBase) start(node *corev3.Node) error {
 	if node.GetId() == "" {
 		return status.Error(codes.InvalidArgument, "the first request of a stream must carry node.id")
+	}
+	if len(node.GetId()) > render.MaxNodeIDLength {
+		return status.Errorf(codes.InvalidArgument, "node.id is %d bytes, over the limit of %d", len(node.GetId()), render.MaxNodeIDLength)
 	}
 	var identity string
 	if a := b.srv.opts.Authorizer; a != nil {

@@ -21,6 +21,7 @@ const (
 // v1alpha1 shape.
 type EnvoyConfigSpec struct {
 	// NodeID is the node.id of the proxies this configuration is for.
+	// +kubebuilder:validation:MaxLength=253
 	// +kubebuilder:validation:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$`
 	NodeID string `json:"nodeID"`
 	// Serialization of the values of envoyResources: json (the default)
