@@ -25,13 +25,14 @@ const (
 )
 
 // nodeCost is what a render holds for each value it decodes, beyond the
-// value's JSON text: the writer's position index (16 bytes), the decoded
-// message's share (a structpb.Value and its kind, a list slot, a string
-// header, about 120 bytes), and what validation and canonical
-// serialization add while the resource lives (measured by
-// TestNodeCostCoversWhatARenderHolds). A render's budget counts every
-// expanded value at this price, so that a document of many tiny aliased
-// values, whose text is short, is charged for what it really costs.
+// value's JSON text: the writer's position index (16 bytes) while it is
+// written, the decoded message's share once it is (a structpb.Value and
+// its kind, a list slot: 110 bytes a value held at the Checks, measured
+// by TestNodeCostCoversWhatARenderHolds), and the garbage of decoding,
+// validation and canonical serialization on the way (the heap peaks at
+// 200 to 270 bytes a value). A render's budget charges every expanded
+// value at this price, so that a document of many tiny aliased values,
+// whose text is short, is charged for what it really costs.
 const nodeCost = 256
 
 // chargeStep is how much a writer spends before it charges the render's

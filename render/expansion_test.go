@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"runtime/metrics"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -203,4 +206,111 @@ func TestSelectorValuesAreCharged(t *testing.T) {
 	assert.Equal(t, RuleLimit, res.Diagnostics[0].Rule)
 	assert.Equal(t, "sel.yaml", res.Diagnostics[0].Pos.File)
 	assert.Equal(t, 13, res.Diagnostics[0].Pos.Line, "at the values of the expression that crossed it")
+}
+
+// nodeCost is what the render holds per value: measured at the Checks,
+// when every resource is decoded and validated and the heap holds it all,
+// for a bomb of tiny values (the worst case: the least text per value).
+func TestNodeCostCoversWhatARenderHolds(t *testing.T) {
+	doc := bombEnvoyConfig(5, 8) // 8^6+…+8 ≈ 300 000 values
+	values := int64(0)
+	for l, p := 0, int64(1); l <= 5; l++ {
+		p *= 8
+		values += p
+	}
+	var before, at runtime.MemStats
+	measure := CheckFunc(func([]*Decoded) []Diagnostic {
+		runtime.GC()
+		runtime.ReadMemStats(&at)
+		return nil
+	})
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	res := RenderDocuments([]Document{{Path: "bomb.yaml", Data: doc}}, Options{MaxExpansion: 1 << 40, Checks: []Check{measure}})
+	require.True(t, res.OK(), "%v", res.Diagnostics)
+	held := int64(at.HeapAlloc) - int64(before.HeapAlloc)
+	t.Logf("%d values: %d MiB held at the checks, %d bytes a value", values, held>>20, held/values)
+	assert.Less(t, held/values, int64(nodeCost), "nodeCost is below what a render holds: raise it")
+	assert.Greater(t, held/values, int64(nodeCost/4), "nodeCost is far above what a render holds")
+}
+
+// peakHeap runs fn and returns how far the heap's live objects grew above
+// where they were before, sampled every half millisecond, and what fn
+// allocated in all.
+func peakHeap(fn func()) (peak, alloc uint64) {
+	sample := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	read := func() uint64 {
+		metrics.Read(sample)
+		return sample[0].Value.Uint64()
+	}
+	runtime.GC()
+	base := read()
+	done := make(chan struct{})
+	var top atomic.Uint64
+	go func() {
+		tick := time.NewTicker(500 * time.Microsecond)
+		defer tick.Stop()
+		for {
+			if v := read(); v > top.Load() {
+				top.Store(v)
+			}
+			select {
+			case <-done:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	alloc = allocated(fn)
+	close(done)
+	if v := read(); v > top.Load() {
+		top.Store(v)
+	}
+	return top.Load() - min(base, top.Load()), alloc
+}
+
+// BenchmarkHostileObjects renders the inputs of issue 23's memory attack
+// with the default options, beside a valid configuration of 1 000 routes
+// in the same run, and reports the heap's peak above where it started
+// and the bytes allocated per render (docs/benchmarks.md, "render
+// memory bounds").
+func BenchmarkHostileObjects(b *testing.B) {
+	var embedded, selector strings.Builder
+	embedded.WriteString("apiVersion: legate.dev/v1alpha1\nkind: EnvoyConfig\nmetadata: {name: many}\nspec:\n  nodeID: edge\n  serialization: yaml\n  envoyResources:\n    clusters:\n")
+	fmt.Fprintf(&embedded, "    - &e {name: c, value: 'name: c\n\n        connect_timeout: 1s\n\n        metadata: {filter_metadata: {x: {v: [%s]}}}'}\n", strings.TrimSuffix(strings.Repeat("1,", 4000), ","))
+	embedded.WriteString(strings.Repeat("    - *e\n", 5000))
+	selector.WriteString("apiVersion: legate.dev/v1alpha1\nkind: EnvoyConfig\nmetadata: {name: sel}\nspec:\n  nodeID: edge\n  resources:\n  - type: endpoint\n    generateFromEndpointSlices:\n      clusterName: c\n      targetPort: http\n      selector:\n        matchExpressions:\n")
+	fmt.Fprintf(&selector, "        - &e {key: app, operator: In, values: [%s]}\n", strings.TrimSuffix(strings.Repeat("v,", 5000), ","))
+	selector.WriteString(strings.Repeat("        - *e\n", 5000))
+	valid := syntheticRepo(1000)
+	for _, tc := range []struct {
+		name string
+		docs []Document
+	}{
+		{"alias-bomb-envoyconfig", []Document{{Path: "bomb.yaml", Data: bombEnvoyConfig(9, 8)}}},
+		{"tiny-values", []Document{{Path: "tiny.yaml", Data: bombEnvoyConfig(5, 8)}}},
+		{"aliased-embedded-value", []Document{{Path: "many.yaml", Data: []byte(embedded.String())}}},
+		{"aliased-selector", []Document{{Path: "sel.yaml", Data: []byte(selector.String())}}},
+		{"valid-1000-routes", nil},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			var peak, alloc uint64
+			for range b.N {
+				p, a := peakHeap(func() {
+					var res *Result
+					if tc.docs == nil {
+						res = Render(valid, Options{})
+					} else {
+						res = RenderDocuments(tc.docs, Options{EndpointSlices: true})
+					}
+					if res.OK() != (tc.docs == nil) {
+						b.Fatalf("verdict: %v", res.Diagnostics)
+					}
+				})
+				peak, alloc = max(peak, p), max(alloc, a)
+			}
+			b.ReportMetric(float64(peak)/(1<<20), "peak-heap-MiB")
+			b.ReportMetric(float64(alloc)/(1<<20), "alloc-MiB")
+		})
+	}
 }

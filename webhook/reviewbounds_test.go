@@ -8,6 +8,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -46,7 +47,7 @@ func TestObjectOverTheValueBoundIsRefused(t *testing.T) {
 	}
 	req := &admissionv1.AdmissionRequest{UID: "uid-1", Kind: metav1.GroupVersionKind{Kind: "EnvoyConfig"}, Namespace: "team-b", Name: "big", Operation: admissionv1.Create, Object: obj(MaxObjectValues)}
 	resp := answerOf(t, post(t, s.Handler(), ValidateEnvoyConfigsPath, "application/json", review(t, req)))
-	assert.False(t, resp.Allowed)
+	require.False(t, resp.Allowed)
 	assert.Equal(t, int32(http.StatusUnprocessableEntity), resp.Result.Code)
 	assert.Equal(t, "EnvoyConfig team-b/big holds more than 100000 JSON values (keys, values and list items), over what legate admits in one object: split it into several", resp.Result.Message)
 	assert.Zero(t, calls, "the validator never saw it")
