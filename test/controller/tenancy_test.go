@@ -190,6 +190,7 @@ func TestOwnershipSurvivesARestart(t *testing.T) {
 	require.NoError(t, admin.Create(ctx, mine))
 	proxy := backend.Dial(t, first.ctl.XDSAddr(), "pay-edge", "pod-1", "greeter")
 	require.Eventually(t, func() bool { return proxy.Call() == "a" }, 60*time.Second, 50*time.Millisecond)
+	waitPublished(t, admin, mine, v1alpha1.CacheInSync) // stored, not only served
 	first.stop()
 
 	theirs := payConfig(t, "team-b", b.Port)
