@@ -3,6 +3,7 @@ package xds
 import (
 	"strings"
 	"testing"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -24,13 +25,13 @@ func TestNodeIDOverTheBoundIsRefused(t *testing.T) {
 
 	st := sotwStreamTo(t, ts.addr)
 	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode(long, "p"), TypeUrl: resourcev3.ClusterType}))
-	_, err := st.Recv()
+	err := refused(t, func() error { _, err := st.Recv(); return err })
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))
 	assert.Contains(t, err.Error(), "node.id is 1048576 bytes, over the limit of 253")
 
 	dst := deltaStreamTo(t, ts.addr)
 	require.NoError(t, dst.Send(&discoveryv3.DeltaDiscoveryRequest{Node: testNode(strings.Repeat("d", render.MaxNodeIDLength+1), "p"), TypeUrl: resourcev3.ClusterType}))
-	_, err = dst.Recv()
+	err = refused(t, func() error { _, err := dst.Recv(); return err })
 	assert.Equal(t, codes.InvalidArgument, status.Code(err))
 	assert.Empty(t, ts.rec.find(isKind(Connected)))
 	assert.Zero(t, testutil.CollectAndCount(ts.metrics.connected))
@@ -41,4 +42,19 @@ func TestNodeIDOverTheBoundIsRefused(t *testing.T) {
 	require.NoError(t, ok.Send(&discoveryv3.DiscoveryRequest{Node: testNode(atBound, "p"), TypeUrl: resourcev3.ClusterType}))
 	recvTimeout(t, ok.Recv)
 	assert.InDelta(t, 1, testutil.ToFloat64(ts.metrics.connected.WithLabelValues(atBound)), 0)
+}
+
+// refused waits for recv's error: an admitted stream would wait for a
+// snapshot for ever.
+func refused(t *testing.T, recv func() error) error {
+	t.Helper()
+	errc := make(chan error, 1)
+	go func() { errc <- recv() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-time.After(waitFor):
+		t.Fatal("the stream was not refused")
+		return nil
+	}
 }
