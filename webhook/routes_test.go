@@ -44,3 +44,23 @@ func TestObjectBoundIsInclusive(t *testing.T) {
 	assert.NoError(t, objectBounds(list(MaxObjectValues)))
 	assert.ErrorContains(t, objectBounds(list(MaxObjectValues+1)), "EnvoyConfig big holds more than 100000 JSON values")
 }
+
+// Specs are compared as JSON, whitespace aside; objects without one have
+// the same (none).
+func TestSameSpec(t *testing.T) {
+	for _, tc := range []struct {
+		obj, old string
+		same     bool
+	}{
+		{`{"spec":{"a":1,"b":[1,2]}}`, `{"spec": {"a": 1, "b": [1, 2]}, "status": {}}`, true},
+		{`{"spec":{"a":1}}`, `{"spec":{"a":2}}`, false},
+		{`{"metadata":{"name":"x"}}`, `{"metadata":{"name":"y"}}`, true},
+		{`{"spec":{}}`, `{"metadata":{}}`, false},
+		{`{"metadata":{}}`, `{"spec":{}}`, false},
+	} {
+		same, err := sameSpec([]byte(tc.obj), []byte(tc.old))
+		if assert.NoError(t, err, tc.obj) {
+			assert.Equal(t, tc.same, same, "%s vs %s", tc.obj, tc.old)
+		}
+	}
+}
