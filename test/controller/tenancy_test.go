@@ -4,6 +4,8 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -211,5 +213,62 @@ func TestOwnershipSurvivesARestart(t *testing.T) {
 	assert.Empty(t, got.Status.ConfigRevisions)
 	for range 20 {
 		require.Equal(t, "a", again.Call(), "team-c's configuration stays served")
+	}
+}
+
+// A leader failover keeps every node with its owner: team-c's proxy on a
+// follower is served team-c's configuration; team-b's objects for the same
+// nodes (stored while admission was off) are refused; the leader is
+// stopped, and the new leader, which renders the objects in no set order,
+// still serves team-c's configuration to the open stream and reports
+// every team-b object's conflict (five nodes: a leader that let whoever
+// renders first win would hand at least one over, but once in 32 runs).
+func TestOwnershipSurvivesAFailover(t *testing.T) {
+	cluster := envtest.Start(t)
+	admin := clusterClient(t, cluster.Config)
+	ctx := context.Background()
+	a, b := backend.Start(t, "a"), backend.Start(t, "b")
+	for _, ns := range []string{"team-b", "team-c"} {
+		require.NoError(t, admin.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
+	}
+	rs := []*haReplica{startReplica(t, cluster.Config, "replica-0"), startReplica(t, cluster.Config, "replica-1")}
+	lead := leader(t, rs)
+	follower := rs[0]
+	if follower == lead {
+		follower = rs[1]
+	}
+	const nodes = 5
+	config := func(namespace string, i, port int) *v1alpha1.EnvoyConfig {
+		ec := payConfig(t, namespace, port)
+		ec.Name, ec.Spec.NodeID = fmt.Sprintf("pay-%d", i), fmt.Sprintf("pay-edge-%d", i)
+		return ec
+	}
+	for i := range nodes {
+		mine := config("team-c", i, a.Port)
+		require.NoError(t, admin.Create(ctx, mine))
+		waitPublished(t, admin, mine, v1alpha1.CacheInSync) // stored
+	}
+	proxy := backend.Dial(t, follower.ctl.XDSAddr(), "pay-edge-0", "pod-1", "greeter")
+	require.Eventually(t, func() bool { return proxy.Call() == "a" }, 60*time.Second, 50*time.Millisecond)
+
+	for i := range nodes {
+		require.NoError(t, admin.Create(ctx, config("team-b", i, b.Port)))
+	}
+	lead.stop()
+	assert.Equal(t, follower, leader(t, []*haReplica{follower}))
+	for i := range nodes {
+		theirs := config("team-b", i, b.Port)
+		var got *v1alpha1.EnvoyConfig
+		require.Eventually(t, func() bool {
+			got = get(t, admin, theirs)
+			c := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
+			return c != nil && c.Status == metav1.ConditionFalse && c.ObservedGeneration == got.Generation &&
+				strings.Contains(c.Message, "belongs to another namespace")
+		}, 60*time.Second, 100*time.Millisecond, "the new leader refuses team-b's %s", theirs.Name)
+		mine := get(t, admin, config("team-c", i, a.Port))
+		assert.True(t, meta.IsStatusConditionTrue(mine.Status.Conditions, v1alpha1.ConditionReady) || mine.Status.PublishedVersion != nil, "team-c's %s stays served", mine.Name)
+	}
+	for range 20 {
+		require.Equal(t, "a", proxy.Call(), "team-c's open stream keeps team-c's configuration")
 	}
 }
