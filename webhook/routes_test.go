@@ -64,3 +64,17 @@ func TestSameSpec(t *testing.T) {
 		}
 	}
 }
+
+// A refusal carries the reason its code means to the API server.
+func TestDenyReason(t *testing.T) {
+	for code, want := range map[int32]metav1.StatusReason{
+		http.StatusBadRequest:          metav1.StatusReasonBadRequest,
+		http.StatusUnprocessableEntity: metav1.StatusReasonInvalid,
+		http.StatusInternalServerError: metav1.StatusReasonInternalError,
+	} {
+		resp := deny(code, "no")
+		assert.False(t, resp.Allowed)
+		assert.Equal(t, want, resp.Result.Reason, code)
+		assert.Equal(t, code, resp.Result.Code)
+	}
+}
