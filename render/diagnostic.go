@@ -12,7 +12,7 @@ import (
 
 // Rules name the check behind a diagnostic.
 const (
-	RuleLimit     = "limit"     // file size, total size, file count, symlinks
+	RuleLimit     = "limit"     // file size, total size, file count, symlinks, a render's budget and deadline
 	RuleInternal  = "internal"  // a renderer bug met while rendering the file
 	RuleSyntax    = "syntax"    // YAML or JSON that does not parse
 	RuleDocument  = "document"  // a document of no accepted shape
