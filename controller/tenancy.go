@@ -20,8 +20,8 @@ import (
 	"github.com/legate-dev/legate/xds"
 )
 
-// SharedAnnotation, on an EnvoyConfig or EnvoySource of the controller's
-// own namespace, lists the namespaces whose proxies may receive the nodes
+// SharedAnnotation is the annotation by which an EnvoyConfig or
+// EnvoySource of the controller's own namespace lists the namespaces whose proxies may receive the nodes
 // it configures (comma-separated; "*": every namespace). Without it, the
 // platform's nodes are served to proxies of the controller's namespace
 // and to proxies whose certificates name no namespace only.

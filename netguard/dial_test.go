@@ -134,7 +134,10 @@ func TestContextTransport(t *testing.T) {
 
 	req, err := http.NewRequestWithContext(NewContext(context.Background(), New(nil, "")), http.MethodGet, srv.URL, nil)
 	require.NoError(t, err)
-	_, err = c.Do(req)
+	resp, err := c.Do(req)
+	if err == nil {
+		_ = resp.Body.Close()
+	}
 	var refused *RefusedError
 	assert.ErrorAs(t, err, &refused)
 	assert.Equal(t, int32(1), hits.Load(), "the guarded request did not reuse the unguarded connection")

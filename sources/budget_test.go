@@ -1,7 +1,6 @@
 package sources_test
 
 import (
-	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -67,7 +66,7 @@ func TestBudget(t *testing.T) {
 	_, all = b.Held("")
 	assert.EqualValues(t, 190, all)
 
-	assert.True(t, errors.As(c.Add("neg", -1), &le), "a negative size is refused")
+	assert.ErrorAs(t, c.Add("neg", -1), &le, "a negative size is refused")
 }
 
 func TestNewBudgetDefaults(t *testing.T) {

@@ -19,8 +19,10 @@ func TestEachValidatorHasItsPath(t *testing.T) {
 	refuse := func(kind string) Validator {
 		return func(context.Context, *admissionv1.AdmissionRequest) error { return errors.New(kind + " refused") }
 	}
-	req := &admissionv1.AdmissionRequest{UID: "uid-1", Kind: metav1.GroupVersionKind{Kind: "EnvoySource"}, Namespace: "team-a", Name: "cfg", Operation: admissionv1.Create,
-		Object: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"cfg"}}`)}}
+	req := &admissionv1.AdmissionRequest{
+		UID: "uid-1", Kind: metav1.GroupVersionKind{Kind: "EnvoySource"}, Namespace: "team-a", Name: "cfg", Operation: admissionv1.Create,
+		Object: runtime.RawExtension{Raw: []byte(`{"metadata":{"name":"cfg"}}`)},
+	}
 	both := &Server{EnvoyConfigs: refuse("EnvoyConfig"), EnvoySources: refuse("EnvoySource"), Log: logr.Discard()}
 	for path, want := range map[string]string{ValidateEnvoyConfigsPath: "EnvoyConfig refused", ValidateEnvoySourcesPath: "EnvoySource refused"} {
 		resp := answerOf(t, post(t, both.Handler(), path, "application/json", review(t, req)))

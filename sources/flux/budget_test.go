@@ -122,5 +122,5 @@ func TestArtifactsShareOneBudget(t *testing.T) {
 	assert.ErrorContains(t, refused[0], "exceed 48 MiB, the limit across sources (at envoy/big.yaml; the other sources keep 40 MiB)")
 	assert.EqualValues(t, 40*mib, held)
 	_, all := budget.Held("")
-	assert.EqualValues(t, held, all, "the budget counts what the sources hold")
+	assert.Equal(t, held, all, "the budget counts what the sources hold")
 }

@@ -57,7 +57,7 @@ func TestArtifactRepublishedUnderTheSameURLAndRevisionIsVerifiedAgain(t *testing
 // up to 64 MiB from the network and not a byte more.
 func TestDefaultCompressedLimitIs64MiB(t *testing.T) {
 	const limit = 64 << 20
-	require.EqualValues(t, limit, flux.DefaultMaxArtifactSize)
+	require.Equal(t, limit, flux.DefaultMaxArtifactSize)
 	head := tarball(t, "envoy/edge.yaml", "a: 1\n")
 	for _, tc := range []struct {
 		size int64

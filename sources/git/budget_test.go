@@ -33,5 +33,5 @@ func TestSnapshotKeepsOnlyWhatTheRendererReads(t *testing.T) {
 	require.ErrorAs(t, err, &le)
 	assert.ErrorContains(t, err, "exceed 1.0 KiB, the per-source limit (at cfg/big.yaml)")
 	_, all := budget.Held("")
-	assert.EqualValues(t, mine, all, "a refused fetch keeps nothing")
+	assert.Equal(t, mine, all, "a refused fetch keeps nothing")
 }
