@@ -99,3 +99,21 @@ func (zeros) Read(p []byte) (int, error) {
 	clear(p)
 	return len(p), nil
 }
+
+// An object without an artifact is reported with the message of its
+// Ready condition, when it has one: why Flux has not produced it.
+func TestNoArtifactSaysWhyFluxHasNone(t *testing.T) {
+	f := newFixture(t, flux.KindGitRepository)
+	src := f.source("envoy", oci.Limits{})
+	_, err := src.Fetch(context.Background())
+	require.EqualError(t, err, "GitRepository team-a/envoy has no artifact yet")
+
+	require.NoError(t, unstructured.SetNestedSlice(f.obj.Object, []any{
+		"not a condition",
+		map[string]any{"type": "Reconciling", "status": "True", "message": "building artifact"},
+		map[string]any{"type": "Ready", "status": "False", "message": "failed to checkout and determine revision: authentication required"},
+	}, "status", "conditions"))
+	require.NoError(t, f.reader.Update(context.Background(), f.obj))
+	_, err = src.Fetch(context.Background())
+	require.EqualError(t, err, "GitRepository team-a/envoy has no artifact yet (Ready: failed to checkout and determine revision: authentication required)")
+}
