@@ -86,10 +86,13 @@ test-race: ## Run the concurrent packages' tests under the race detector.
 fuzz-long: ## Run each fuzz target for minutes (FUZZTIME=5m by default); not part of make test or CI.
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(or $(LONG_FUZZTIME),5m)
 
-# Mutation testing of the core packages with gremlins (pinned in
-# test/tools/mutate, built on demand). Slow: not part of make test or CI.
-# MUTATE_PKGS narrows it, e.g. make mutate MUTATE_PKGS=./revisions.
-MUTATE_PKGS ?= ./revisions ./xds ./pipeline ./render ./sources/hooks ./forge
+# Mutation testing of the core packages and the Kubernetes home's with
+# gremlins (pinned in test/tools/mutate, built on demand). Each mutant runs
+# its own package's tests only: a decision must be pinned where it lives.
+# Slow: not part of make test or CI. MUTATE_PKGS narrows it, e.g.
+# make mutate MUTATE_PKGS=./revisions.
+MUTATE_PKGS ?= ./revisions ./xds ./pipeline ./render ./sources/hooks ./forge \
+	./webhook ./pki/kubepki ./sources/flux ./controller
 GREMLINS := $(BIN)/gremlins
 
 $(GREMLINS): test/tools/mutate/go.mod test/tools/mutate/go.sum
