@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -382,6 +381,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 			c.feedback.Seed(c.engine.Nodes())
 			c.log.Info("this replica leads", "replica", c.opts.Replica)
+			if c.mgr.GetCache().WaitForCacheSync(ctx) {
+				c.sweepOwners(ctx)
+			}
 		})
 	}
 	wg.Go(func() { _ = c.engine.Run(ctx) })
@@ -411,7 +413,9 @@ func (c *Controller) Run(ctx context.Context) error {
 	wg.Go(func() {
 		if c.mgr.GetCache().WaitForCacheSync(ctx) {
 			c.http.ready.Store(true)
-			c.sweepWhenLeading(ctx)
+			if c.replicas == nil {
+				c.sweepOwners(ctx) // with replicas, the leader sweeps once it leads
+			}
 		}
 	})
 	return c.mgr.Start(ctx)
@@ -424,25 +428,16 @@ func (c *Controller) outcome(o revisions.Outcome) { c.trigger(o.Origin.Source) }
 // trigger asks for a reconcile of the object a pipeline source name
 // stands for ("envoyconfig/NS/NAME", "envoysource/NS/NAME").
 func (c *Controller) trigger(source string) {
-	kind, rest, _ := strings.Cut(source, "/")
-	ns, name, ok := strings.Cut(rest, "/")
+	r, ok := parseSource(source)
 	if !ok {
 		return
 	}
-	var obj client.Object
 	ch := c.events
-	switch kind {
-	case "envoyconfig":
-		obj = &v1alpha1.EnvoyConfig{}
-	case "envoysource":
-		obj, ch = &v1alpha1.EnvoySource{}, c.sourceEv
-	default:
-		return
+	if r.Kind == kindEnvoySource {
+		ch = c.sourceEv
 	}
-	obj.SetNamespace(ns)
-	obj.SetName(name)
 	select {
-	case ch <- event.GenericEvent{Object: obj}:
+	case ch <- event.GenericEvent{Object: r.object()}:
 	default: // a reconcile is already due; it reads the latest
 	}
 }
@@ -452,8 +447,7 @@ func (c *Controller) trigger(source string) {
 // of another namespace is refused, so that nobody reaches a Secret of a
 // namespace they cannot read through legate.
 func secretScope(source string, r *render.Result) []render.Diagnostic {
-	_, rest, _ := strings.Cut(source, "/")
-	ns, _, _ := strings.Cut(rest, "/")
+	ns := tenantOf(source)
 	return sds.Scope{
 		Source: source, Home: ns,
 		Explain: fmt.Sprintf("a configuration reads the Secrets of its own namespace %q only", ns),

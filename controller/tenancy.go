@@ -7,7 +7,6 @@ import (
 	"maps"
 	"slices"
 	"strings"
-	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
@@ -243,19 +242,9 @@ func (c *Controller) watchSharing(ctx context.Context) error {
 
 // sweepOwners releases the nodes whose stored owner is an object that no
 // longer exists (deleted while no replica led): the leader runs it once
-// its cache is filled.
+// its cache is filled (Run).
 func (c *Controller) sweepOwners(ctx context.Context) {
-	owners := map[string]bool{}
-	for _, owner := range c.engine.Owners() {
-		owners[owner] = true
-	}
-	for _, owner := range slices.Sorted(func(yield func(string) bool) {
-		for o := range owners {
-			if !yield(o) {
-				return
-			}
-		}
-	}) {
+	for _, owner := range slices.Compact(slices.Sorted(maps.Values(c.engine.Owners()))) {
 		r, ok := parseSource(owner)
 		if !ok || !c.watches(r.Namespace) {
 			continue
@@ -269,26 +258,6 @@ func (c *Controller) sweepOwners(ctx context.Context) {
 			c.log.Error(err, "could not check that a node's owner still exists", "source", owner)
 		}
 	}
-}
-
-// sweepWhenLeading runs sweepOwners once this replica leads (at once
-// without leader election).
-func (c *Controller) sweepWhenLeading(ctx context.Context) {
-	if c.replicas != nil {
-		select {
-		case <-ctx.Done():
-			return
-		case <-c.mgr.Elected():
-		}
-		for !c.engine.Leading() {
-			select {
-			case <-ctx.Done():
-				return
-			case <-time.After(100 * time.Millisecond):
-			}
-		}
-	}
-	c.sweepOwners(ctx)
 }
 
 // scope is what the pipeline checks of a render beyond the renderer: the

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"sync"
 	"testing"
-	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
@@ -79,7 +78,7 @@ func TestPushRechecksTheStreamsRight(t *testing.T) {
 			require.Eventually(t, func() bool { return len(ts.rec.find(isKind(Connected))) == 1 }, waitFor, pollEvery)
 
 			require.NoError(t, ts.SetSnapshot("pay-edge", owned(t, "a1", "team-a")))
-			err := recvTimeoutErr(t, recv)
+			err := refused(t, recv)
 			assert.Equal(t, codes.PermissionDenied, status.Code(err), "got %v", err)
 			require.Eventually(t, func() bool { return len(ts.rec.find(isKind(Disconnected))) == 1 }, waitFor, pollEvery)
 			assert.Empty(t, ts.rec.find(isKind(ACK)), "the closed stream answered nothing")
@@ -106,7 +105,7 @@ func TestReauthorizeClosesStreamsThatLostTheirRight(t *testing.T) {
 
 	o.set("team-a", false)
 	ts.Reauthorize()
-	err := recvTimeoutErr(t, func() error { _, err := shared.Recv(); return err })
+	err := refused(t, func() error { _, err := shared.Recv(); return err })
 	assert.Equal(t, codes.PermissionDenied, status.Code(err))
 	require.Eventually(t, func() bool { return ts.Streams() == 1 }, waitFor, pollEvery)
 
@@ -130,25 +129,4 @@ func TestRecheckOncePerSnapshot(t *testing.T) {
 	calls := o.calls
 	o.mu.Unlock()
 	assert.Equal(t, 1, calls)
-}
-
-// recvTimeoutErr waits for recv to fail and returns its error.
-func recvTimeoutErr(t *testing.T, recv func() error) error {
-	t.Helper()
-	errc := make(chan error, 1)
-	go func() {
-		for {
-			if err := recv(); err != nil {
-				errc <- err
-				return
-			}
-		}
-	}()
-	select {
-	case err := <-errc:
-		return err
-	case <-time.After(waitFor):
-	}
-	t.Fatal("the stream was not closed")
-	return nil
 }
