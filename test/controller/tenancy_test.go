@@ -175,7 +175,8 @@ func TestTenantsCannotReachEachOther(t *testing.T) {
 }
 
 // The owner of a node is stored with the node record: a restarted
-// controller honours it whatever it renders first. team-b's object for
+// controller honours it whatever it renders first, and releases it when
+// the owning object was deleted while no controller ran. team-b's object for
 // team-c's node (stored while admission was off) sorts first, yet after the
 // restart team-c's proxy is still served team-c's configuration and
 // team-b's object reports that the node belongs to another namespace.
@@ -204,6 +205,16 @@ func TestOwnershipSurvivesARestart(t *testing.T) {
 	for range 20 {
 		require.Equal(t, "a", again.Call(), "team-c's configuration stays served")
 	}
+
+	// team-c's object is deleted while no controller runs: the next one
+	// finds its stored owner gone, releases the node, and team-b takes it.
+	second.stop()
+	require.NoError(t, admin.Delete(ctx, mine))
+	third := startReplicaless(t, cluster.Config)
+	waitPublished(t, admin, theirs, v1alpha1.CacheInSync)
+	assert.Equal(t, "team-b/pay@1", get(t, admin, theirs).Status.Commit)
+	last := backend.Dial(t, third.ctl.XDSAddr(), "pay-edge", "pod-3", "greeter")
+	require.Eventually(t, func() bool { return last.Call() == "b" }, 60*time.Second, 50*time.Millisecond, "team-b's configuration is served")
 }
 
 // A leader failover keeps every node with its owner: team-c's proxy on a
