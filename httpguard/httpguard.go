@@ -43,7 +43,8 @@ type Options struct {
 var OpenPaths = map[string]bool{"/healthz": true, "/readyz": true, "/livez": true}
 
 // Handler wraps every route of an HTTP server:
-//   - security headers on every answer (the status page is HTML);
+//   - security headers on every answer (the status page is HTML), and
+//     no caching of any;
 //   - a bounded request body;
 //   - the Host header must be an IP address or a known name, so a page in
 //     a browser cannot reach legate through a DNS name it rebinds to
@@ -58,6 +59,10 @@ func Handler(next http.Handler, o Options) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
+		// Nothing legate answers may be cached: every answer is the state
+		// of now, and with read tokens a shared cache would hand it to
+		// someone without one.
+		h.Set("Cache-Control", "no-store")
 		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBody)
 
 		if o.Exempt != "" && strings.HasPrefix(r.URL.Path, o.Exempt) {

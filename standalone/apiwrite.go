@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/statuspage"
 )
 
@@ -62,7 +63,8 @@ func (s *Server) serveSuspend(suspend bool) http.HandlerFunc {
 }
 
 func (s *Server) serveUntaint(w http.ResponseWriter, r *http.Request) {
-	node, hash := r.PathValue("node"), s.resolveRevision(r.PathValue("node"), r.PathValue("hash"))
+	node := r.PathValue("node")
+	hash := readapi.ResolveRevision(s.engine, node, r.PathValue("hash"))
 	rev, _, ok := s.engine.Revision(node, hash)
 	if !ok {
 		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no revision " + quote(r.PathValue("hash")) + " of node " + quote(node)})
