@@ -105,6 +105,14 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	_ = enc.Encode(map[string]string{"error": msg})
 }
 
+// BearerAuthorized reports whether a request carries token as its bearer
+// token (and no other way: a browser's basic authentication does not
+// count).
+func BearerAuthorized(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+}
+
 // ReadAuthorized reports whether a request carries one of the tokens, as
 // a bearer token (the CLI, Prometheus) or as the password of basic
 // authentication with any user name (a browser's own prompt).

@@ -136,7 +136,7 @@ func (a *API) routes() http.Handler {
 		id := r.PathValue("node")
 		st, ok := a.o.Engine.Node(id)
 		if !ok {
-			writeError(w, http.StatusNotFound, "no node "+quote(id))
+			WriteError(w, http.StatusNotFound, "no node "+quote(id))
 			return
 		}
 		statuspage.WriteJSON(w, http.StatusOK, a.nodeView(st, a.Sources()))
@@ -144,7 +144,7 @@ func (a *API) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/nodes/{node}/revisions/{hash}", func(w http.ResponseWriter, r *http.Request) {
 		v, err := RevisionOf(a.o.Engine, r.PathValue("node"), r.PathValue("hash"))
 		if err != nil {
-			writeError(w, http.StatusNotFound, err.Error())
+			WriteError(w, http.StatusNotFound, err.Error())
 			return
 		}
 		statuspage.WriteJSON(w, http.StatusOK, v)
@@ -241,8 +241,9 @@ func proxyRejection(src statuspage.Source, nodes []revisions.NodeStatus) string 
 	return "commit " + revisions.Short(src.Commit) + " rejected by proxies (rolled back): " + strings.Join(parts, "; ")
 }
 
-// writeError answers {"error": msg}, as every endpoint of both homes does.
-func writeError(w http.ResponseWriter, code int, msg string) {
+// WriteError answers {"error": msg}, never cached, as every endpoint of
+// both homes does.
+func WriteError(w http.ResponseWriter, code int, msg string) {
 	statuspage.WriteJSON(w, code, map[string]string{"error": msg})
 }
 

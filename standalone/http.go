@@ -1,7 +1,7 @@
 package standalone
 
 import (
-	"crypto/subtle"
+	"cmp"
 	"fmt"
 	"net/http"
 	"strings"
@@ -9,6 +9,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/httpguard"
 	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources/hooks"
@@ -34,7 +35,7 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry, secrets hooks.Secrets, 
 	}
 	api, err := readapi.New(readapi.Options{
 		Engine: s.engine, Proxies: s.xds, Sources: s.sourceStatus, Orphaned: s.orphaned,
-		Ready:   s.readinessText,
+		Ready:   s.readiness,
 		Metrics: reg, MetricsRegisterer: reg,
 		Forges:           forges,
 		Hosts:            append([]string{s.cfg.HTTPAddr, s.cfg.PublicURL}, s.cfg.HTTPAllowedHosts...),
@@ -97,37 +98,31 @@ func (s *Server) orphaned(st revisions.NodeStatus) bool {
 	return s.pipeline.Dropped(src, st.NodeID)
 }
 
-// readiness reports whether every source has finished its first fetch
-// attempt, and one line per source saying where it stands: a readiness
+// readiness answers GET /readyz: ready once every source has finished its
+// first fetch attempt, with one line per source saying where it stands: a
 // probe that fails says which source it waits for, and one that passes
 // still shows a source whose fetch failed.
-func (s *Server) readiness() (ready bool, lines []string) {
+func (s *Server) readiness() (ready bool, text string) {
 	ready = true
+	var lines []string
 	for _, l := range s.loops {
 		l.mu.Lock()
 		tried := l.tried
 		l.mu.Unlock()
 		st := l.snapshot()
-		var line string
+		fetched := cmp.Or(st.Revision, "nothing")
 		switch {
 		case st.Suspended:
-			line = fmt.Sprintf("source %s: suspended", st.Name)
+			lines = append(lines, fmt.Sprintf("source %s: suspended", st.Name))
 		case !tried:
 			ready = false
-			line = fmt.Sprintf("source %s: waiting for its first fetch", st.Name)
+			lines = append(lines, fmt.Sprintf("source %s: waiting for its first fetch", st.Name))
 		case st.LastError != "":
-			line = fmt.Sprintf("source %s: fetched %s; error: %s", st.Name, dashIfEmpty(st.Revision), st.LastError)
+			lines = append(lines, fmt.Sprintf("source %s: fetched %s; error: %s", st.Name, fetched, st.LastError))
 		default:
-			line = fmt.Sprintf("source %s: fetched %s", st.Name, dashIfEmpty(st.Revision))
+			lines = append(lines, fmt.Sprintf("source %s: fetched %s", st.Name, fetched))
 		}
-		lines = append(lines, line)
 	}
-	return ready, lines
-}
-
-// readinessText is the answer of GET /readyz.
-func (s *Server) readinessText() (bool, string) {
-	ready, lines := s.readiness()
 	switch {
 	case !ready:
 		return false, "not ready: waiting for the first fetch of every source\n" + strings.Join(lines, "\n")
@@ -137,29 +132,17 @@ func (s *Server) readinessText() (bool, string) {
 	return true, "ok\n" + strings.Join(lines, "\n")
 }
 
-func dashIfEmpty(s string) string {
-	if s == "" {
-		return "nothing"
-	}
-	return s
-}
-
 // admin guards a mutating call: the request must carry the admin token as
 // a bearer token, whoever sends it (a loopback peer may be a browser page or
 // another user of the machine).
 func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(s.token)) != 1 {
-			statuspage.WriteJSON(w, http.StatusUnauthorized, apiError{Error: "a valid admin bearer token is required (legate serve keeps it in " + AdminTokenName + " under its state directory unless --admin-token-file names one)"})
+		if !httpguard.BearerAuthorized(r, s.token) {
+			readapi.WriteError(w, http.StatusUnauthorized, "a valid admin bearer token is required (legate serve keeps it in "+AdminTokenName+" under its state directory unless --admin-token-file names one)")
 			return
 		}
 		next(w, r)
 	}
-}
-
-type apiError struct {
-	Error string `json:"error"`
 }
 
 func nonNil[T any](s []T) []T {

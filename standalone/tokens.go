@@ -8,7 +8,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strings"
+
+	"github.com/legate-dev/legate/readapi"
 )
 
 // AdminTokenName is the file under the state directory that holds the
@@ -21,15 +22,7 @@ func readToken(cfg Config) (string, error) {
 	if cfg.ReadTokenFile == "" {
 		return "", nil
 	}
-	data, err := os.ReadFile(cfg.ReadTokenFile)
-	if err != nil {
-		return "", fmt.Errorf("read the read token file: %w", err)
-	}
-	token := strings.TrimSpace(string(data))
-	if token == "" {
-		return "", fmt.Errorf("read token file %s is empty", cfg.ReadTokenFile)
-	}
-	return token, nil
+	return readapi.TokenFile("readTokenFile", cfg.ReadTokenFile)
 }
 
 // adminToken returns the bearer token of mutating calls: the configured
@@ -45,15 +38,8 @@ func adminToken(cfg Config) (token, path string, err error) {
 			}
 		}
 	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return "", "", fmt.Errorf("read admin token file: %w", err)
-	}
-	token = strings.TrimSpace(string(data))
-	if token == "" {
-		return "", "", fmt.Errorf("admin token file %s is empty", path)
-	}
-	return token, path, nil
+	token, err = readapi.TokenFile("admin token file", path)
+	return token, path, err
 }
 
 func writeNewToken(path string) error {
