@@ -71,7 +71,7 @@ var homes = []home{
 				Engine: e, Proxies: x, Sources: oneSource,
 				Hosts:            []string{"127.0.0.1:8080", "https://legate.example.com/status", "ops.internal"},
 				AllowedHostsFlag: "legate serve's --http-allowed-hosts",
-				ReadTokenFlag:    "legate serve's --read-token-file",
+				ReadTokenName:    "the read or admin token (legate serve's --read-token-file)",
 				HostCheckExempt:  "/hooks/",
 				Routes: func(mux *http.ServeMux) {
 					mux.HandleFunc("POST /api/v1/sources/{name}/fetch", echoBody)
@@ -87,7 +87,7 @@ var homes = []home{
 				Engine: e, Proxies: x, Sources: oneSource,
 				Hosts:            []string{"127.0.0.1:8080", "https://legate.example.com", "ops.internal"},
 				AllowedHostsFlag: "legate controller's --http-allowed-hosts",
-				ReadTokenFlag:    "legate controller's --read-token-file",
+				ReadTokenName:    "the read token (legate controller's --read-token-file)",
 				Replica:          func(*http.Request) string { return "replica legate-0, leader" },
 				Routes: func(mux *http.ServeMux) {
 					mux.HandleFunc("GET /api/v1/replica", func(w http.ResponseWriter, _ *http.Request) {

@@ -65,9 +65,11 @@ type Options struct {
 	// refusal of an unknown one ("legate serve's --http-allowed-hosts").
 	AllowedHostsFlag string
 	// ReadTokens, when set, are the tokens every read but the probes must
-	// carry; ReadTokenFlag names where an operator sets them.
+	// carry; ReadTokenName says, in the refusal, which tokens they are and
+	// where an operator sets them ("the read token (legate controller's
+	// --read-token-file)").
 	ReadTokens    []string
-	ReadTokenFlag string
+	ReadTokenName string
 	// HostCheckExempt is a path prefix exempt from the Host check (legate
 	// serve's webhook receivers, "/hooks/": forges call them by any name and
 	// sign their deliveries).
@@ -113,7 +115,7 @@ func New(o Options) (*API, error) {
 		HostHint:      "add it with " + o.AllowedHostsFlag,
 		Exempt:        o.HostCheckExempt,
 		ReadTokens:    o.ReadTokens,
-		ReadTokenHint: fmt.Sprintf("reading needs a read token (%s): send it as a bearer token, or as the password of basic authentication", o.ReadTokenFlag),
+		ReadTokenHint: "reading needs " + o.ReadTokenName + ": send it as a bearer token, or as the password of basic authentication",
 	})
 	return a, nil
 }

@@ -41,7 +41,7 @@ func (s *Server) newHTTPServer(reg *prometheus.Registry, secrets hooks.Secrets, 
 		Hosts:            append([]string{s.cfg.HTTPAddr, s.cfg.PublicURL}, s.cfg.HTTPAllowedHosts...),
 		AllowedHostsFlag: "legate serve's --http-allowed-hosts (httpAllowedHosts)",
 		ReadTokens:       readTokens,
-		ReadTokenFlag:    "the token of legate serve's --read-token-file (readTokenFile), or the admin token",
+		ReadTokenName:    "the read or admin token (legate serve's --read-token-file, readTokenFile)",
 		HostCheckExempt:  "/hooks/",
 		Routes: func(mux *http.ServeMux) {
 			s.writeRoutes(mux)
