@@ -3,20 +3,17 @@ package controller
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 	crmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
-	"github.com/legate-dev/legate/httpguard"
+	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -25,72 +22,46 @@ import (
 const DefaultHTTPAddr = "127.0.0.1:8080"
 
 // httpAPI is the controller's read-only HTTP surface: probes, metrics,
-// the nodes and sources as JSON and a status page. Nothing on it changes
+// the nodes, sources and revisions as JSON and a status page, the read API
+// both homes serve (readapi), plus the replica view. Nothing on it changes
 // state (the cluster's objects are the way to do that), and it carries no
-// key material: revisions name their secrets, never their content. It
-// sits behind legate serve's guard (httpguard): a Host it is not known by
-// is refused, so a page a browser loads cannot read it through a DNS name
-// rebound to its address.
+// key material: revisions name their secrets, never their content.
 type httpAPI struct {
 	c     *Controller
 	reg   *prometheus.Registry
 	ready atomic.Bool
 }
 
-func (h *httpAPI) routes() http.Handler {
-	mux := http.NewServeMux()
-	live := func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) }
-	mux.HandleFunc("GET /livez", live)
-	mux.HandleFunc("GET /healthz", live)
-	mux.HandleFunc("GET /readyz", func(w http.ResponseWriter, _ *http.Request) {
-		w.Header().Set("Cache-Control", "no-store")
-		if !h.ready.Load() {
-			http.Error(w, "not ready: restoring the published revisions and filling the caches", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok\n"))
-	})
-	mux.Handle("GET /metrics", promhttp.HandlerFor(prometheus.Gatherers{h.reg, crmetrics.Registry}, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, _ *http.Request) {
-		statuspage.WriteJSON(w, http.StatusOK, h.nodes(h.sources()))
-	})
-	mux.HandleFunc("GET /api/v1/nodes/{node}", func(w http.ResponseWriter, r *http.Request) {
-		st, ok := h.c.engine.Node(r.PathValue("node"))
-		if !ok {
-			statuspage.WriteJSON(w, http.StatusNotFound, map[string]string{"error": "no node " + r.PathValue("node")})
-			return
-		}
-		statuspage.WriteJSON(w, http.StatusOK, h.nodeView(st, h.sources()))
-	})
-	mux.HandleFunc("GET /api/v1/replica", func(w http.ResponseWriter, r *http.Request) {
-		statuspage.WriteJSON(w, http.StatusOK, h.c.replicaView(r.Context()))
-	})
-	mux.HandleFunc("GET /api/v1/sources", func(w http.ResponseWriter, _ *http.Request) {
-		statuspage.WriteJSON(w, http.StatusOK, h.sources())
-	})
-	mux.HandleFunc("GET /{$}", h.page)
-	return httpguard.Handler(mux, httpguard.Options{
-		Hosts:    httpguard.Names(append([]string{h.c.opts.HTTPAddr, h.c.opts.PublicURL}, h.c.opts.HTTPAllowedHosts...)...),
-		HostHint: "add it with legate controller's --http-allowed-hosts",
+// routes are the read API both homes serve (readapi), with the
+// controller's replica view mounted beside it.
+func (h *httpAPI) routes() (*readapi.API, error) {
+	o := h.c.opts
+	return readapi.New(readapi.Options{
+		Engine: h.c.engine, Proxies: h.c.xds, Sources: h.sources, Orphaned: h.orphaned,
+		Ready: func() (bool, string) {
+			if !h.ready.Load() {
+				return false, "not ready: restoring the published revisions and filling the caches"
+			}
+			return true, "ok"
+		},
+		Metrics: prometheus.Gatherers{h.reg, crmetrics.Registry}, MetricsRegisterer: h.reg,
+		Replica:          h.replica,
+		Hosts:            append([]string{o.HTTPAddr, o.PublicURL}, o.HTTPAllowedHosts...),
+		AllowedHostsFlag: "legate controller's --http-allowed-hosts",
+		Routes: func(mux *http.ServeMux) {
+			mux.HandleFunc("GET /api/v1/replica", func(w http.ResponseWriter, r *http.Request) {
+				statuspage.WriteJSON(w, http.StatusOK, h.c.replicaView(r.Context()))
+			})
+		},
+		Log: h.c.log,
 	})
 }
 
-// nodes are the views of every node the engine serves.
-func (h *httpAPI) nodes(srcs []statuspage.Source) []statuspage.NodeView {
-	nodes := h.c.engine.Nodes()
-	out := make([]statuspage.NodeView, 0, len(nodes))
-	for _, n := range nodes {
-		out = append(out, h.nodeView(n, srcs))
-	}
-	return out
-}
-
-// nodeView is a node as both homes show it. A node no object renders any
-// more (its EnvoyConfig or source deleted) is orphaned, once the caches
-// have synced: before that no object has been reconciled yet.
-func (h *httpAPI) nodeView(st revisions.NodeStatus, srcs []statuspage.Source) statuspage.NodeView {
-	orphaned := h.ready.Load() && len(st.History) > 0 && h.c.pipeline.Owner(st.NodeID) == ""
-	return statuspage.NewNodeView(st, h.c.xds.Proxies(st.NodeID), srcs, orphaned)
+// orphaned says that no object renders a node any more (its EnvoyConfig
+// or source deleted), once the caches have synced: before that no object
+// has been reconciled yet.
+func (h *httpAPI) orphaned(st revisions.NodeStatus) bool {
+	return h.ready.Load() && len(st.History) > 0 && h.c.pipeline.Owner(st.NodeID) == ""
 }
 
 // sources are the status of every object reconciled, in the shape both
@@ -116,35 +87,20 @@ func (h *httpAPI) sources() []statuspage.Source {
 	return out
 }
 
-// page is GET /: the status page both homes share.
-func (h *httpAPI) page(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	srcs := h.sources()
-	page := statuspage.Page{Nodes: h.nodes(srcs), Sources: srcs, Now: time.Now()}
-	if h.c.opts.LeaderElect {
-		v := h.c.replicaView(r.Context())
-		page.Replica = fmt.Sprintf("replica %s, %s (the Lease holder is %s), serving %d xDS streams", v.Replica, v.Role, cmp.Or(v.LeaseHolder, "nobody"), v.Proxies)
+// replica is the page's line on this replica, with leader election.
+func (h *httpAPI) replica(r *http.Request) string {
+	if !h.c.opts.LeaderElect {
+		return ""
 	}
-	if err := page.Write(w); err != nil {
-		h.c.log.Error(err, "render the status page")
-	}
+	v := h.c.replicaView(r.Context())
+	return fmt.Sprintf("replica %s, %s (the Lease holder is %s), serving %d xDS streams", v.Replica, v.Role, cmp.Or(v.LeaseHolder, "nobody"), v.Proxies)
 }
 
-// serveHTTP serves the API on lis until ctx ends.
+// serve serves the API on lis until ctx ends.
 func (h *httpAPI) serve(ctx context.Context, lis net.Listener) error {
-	srv := &http.Server{
-		Handler: h.routes(), ReadHeaderTimeout: 5 * time.Second, ReadTimeout: 10 * time.Second,
-		WriteTimeout: 30 * time.Second, IdleTimeout: time.Minute, MaxHeaderBytes: 16 << 10,
-	}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	api, err := h.routes()
+	if err != nil {
 		return err
 	}
-	return nil
+	return readapi.Serve(ctx, readapi.NewServer(api, readapi.Timeouts{}), lis)
 }

@@ -43,7 +43,8 @@ type Options struct {
 var OpenPaths = map[string]bool{"/healthz": true, "/readyz": true, "/livez": true}
 
 // Handler wraps every route of an HTTP server:
-//   - security headers on every answer (the status page is HTML);
+//   - security headers on every answer (the status page is HTML), and
+//     no caching of any;
 //   - a bounded request body;
 //   - the Host header must be an IP address or a known name, so a page in
 //     a browser cannot reach legate through a DNS name it rebinds to
@@ -58,6 +59,10 @@ func Handler(next http.Handler, o Options) http.Handler {
 		h.Set("X-Frame-Options", "DENY")
 		h.Set("X-Content-Type-Options", "nosniff")
 		h.Set("Referrer-Policy", "no-referrer")
+		// Nothing legate answers may be cached: every answer is the state
+		// of now, and with read tokens a shared cache would hand it to
+		// someone without one.
+		h.Set("Cache-Control", "no-store")
 		r.Body = http.MaxBytesReader(w, r.Body, MaxRequestBody)
 
 		if o.Exempt != "" && strings.HasPrefix(r.URL.Path, o.Exempt) {
@@ -98,6 +103,14 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(map[string]string{"error": msg})
+}
+
+// BearerAuthorized reports whether a request carries token as its bearer
+// token (and no other way: a browser's basic authentication does not
+// count).
+func BearerAuthorized(r *http.Request, token string) bool {
+	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+	return ok && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
 }
 
 // ReadAuthorized reports whether a request carries one of the tokens, as

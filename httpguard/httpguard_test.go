@@ -96,3 +96,27 @@ func TestReadTokens(t *testing.T) {
 		}
 	}
 }
+
+// Only a bearer token equal to the configured one authorizes, and an
+// unset token authorizes nobody (not even a request sending none).
+func TestBearerAuthorized(t *testing.T) {
+	for name, tc := range map[string]struct {
+		token, auth string
+		want        bool
+	}{
+		"match":        {"s3cret", "Bearer s3cret", true},
+		"wrong":        {"s3cret", "Bearer nope", false},
+		"prefix":       {"s3cret", "Bearer s3c", false},
+		"not bearer":   {"s3cret", "s3cret", false},
+		"basic":        {"s3cret", "Basic b3BzOnMzY3JldA==", false},
+		"none":         {"s3cret", "", false},
+		"unset token":  {"", "Bearer ", false},
+		"unset, empty": {"", "", false},
+	} {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		if tc.auth != "" {
+			r.Header.Set("Authorization", tc.auth)
+		}
+		assert.Equal(t, tc.want, BearerAuthorized(r, tc.token), name)
+	}
+}

@@ -2,7 +2,6 @@ package standalone
 
 import (
 	"context"
-	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
@@ -10,82 +9,15 @@ import (
 	"time"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
-	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
-	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
-	"google.golang.org/protobuf/types/known/anypb"
 
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
 )
-
-// TestRevisionViewNeverShowsKeyMaterial serves a revision holding a
-// cluster and an SDS secret with inline key material: GET
-// /api/v1/nodes/{node}/revisions/served shows the cluster as Envoy JSON
-// and the secret by name only.
-func TestRevisionViewNeverShowsKeyMaterial(t *testing.T) {
-	repo := newLocalRepo(t)
-	repo.commit("a")
-	s := newServer(t, Config{
-		StateDir: t.TempDir(), DefaultNode: "other",
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
-	}, Options{})
-	runServer(t, s)
-	require.Eventually(t, s.Ready, 10*time.Second, 10*time.Millisecond)
-
-	const key = "-----BEGIN PRIVATE KEY-----\nc2VjcmV0LWtleS1tYXRlcmlhbA==\n-----END PRIVATE KEY-----\n"
-	secret, err := proto.Marshal(&tlsv3.Secret{Name: "edge-tls", Type: &tlsv3.Secret_TlsCertificate{TlsCertificate: &tlsv3.TlsCertificate{
-		PrivateKey: &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: key}},
-	}}})
-	require.NoError(t, err)
-	// A cluster with key material inlined in its TLS context, against the
-	// rules: the view shows the context without the key.
-	upstream, err := anypb.New(&tlsv3.UpstreamTlsContext{CommonTlsContext: &tlsv3.CommonTlsContext{TlsCertificates: []*tlsv3.TlsCertificate{{
-		CertificateChain: &corev3.DataSource{Specifier: &corev3.DataSource_Filename{Filename: "/certs/tls.crt"}},
-		PrivateKey:       &corev3.DataSource{Specifier: &corev3.DataSource_InlineString{InlineString: key}},
-	}}}})
-	require.NoError(t, err)
-	cluster, err := proto.Marshal(&clusterv3.Cluster{
-		Name: "backend", ClusterDiscoveryType: &clusterv3.Cluster_Type{Type: clusterv3.Cluster_STATIC},
-		TransportSocket: &corev3.TransportSocket{Name: "envoy.transport_sockets.tls", ConfigType: &corev3.TransportSocket_TypedConfig{TypedConfig: upstream}},
-	})
-	require.NoError(t, err)
-	cfg := &render.NodeConfig{NodeID: "edge", Hash: strings.Repeat("ab", 32), Types: map[string]render.TypeSet{
-		resourcev3.ClusterType: {Hash: "c", Resources: []render.Resource{{Name: "backend", Body: cluster}}},
-		resourcev3.SecretType:  {Hash: "s", Resources: []render.Resource{{Name: "edge-tls", Body: secret}}},
-	}}
-	require.NoError(t, s.engine.Apply(context.Background(), "edge", cfg, sources.Origin{Kind: sources.KindGit, Source: "cfg", Commit: strings.Repeat("1", 40)}))
-
-	resp, err := http.Get("http://" + s.HTTPAddr() + "/api/v1/nodes/edge/revisions/served")
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode, "%s", body)
-	assert.NotContains(t, string(body), "c2VjcmV0LWtleS1tYXRlcmlhbA")
-	assert.NotContains(t, string(body), "PRIVATE KEY")
-	var v RevisionView
-	require.NoError(t, json.Unmarshal(body, &v))
-	assert.True(t, v.Served)
-	require.Len(t, v.Resources, 2)
-	assert.Equal(t, "Cluster", v.Resources[0].Type)
-	assert.Equal(t, "backend", v.Resources[0].Name)
-	assert.JSONEq(t, `{"name":"backend","type":"STATIC","transportSocket":{"name":"envoy.transport_sockets.tls","typedConfig":{
-		"@type":"type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext",
-		"commonTlsContext":{"tlsCertificates":[{"certificateChain":{"filename":"/certs/tls.crt"}}]}}}}`, string(v.Resources[0].Value))
-	assert.Equal(t, ResourceView{Type: "Secret", Name: "edge-tls", Redacted: true}, v.Resources[1])
-
-	resp, err = http.Get("http://" + s.HTTPAddr() + "/api/v1/nodes/edge/revisions/ffff")
-	require.NoError(t, err)
-	body, _ = io.ReadAll(resp.Body)
-	_ = resp.Body.Close()
-	assert.Equal(t, http.StatusNotFound, resp.StatusCode)
-	assert.Contains(t, string(body), `no revision \"ffff\" of node \"edge\"`)
-}
 
 // The untaint call needs the admin token, expands a unique hash prefix and
 // refuses an ambiguous one rather than picking a revision.
@@ -108,10 +40,6 @@ func TestUntaintResolvesPrefixesAndNeedsTheToken(t *testing.T) {
 		}}
 		require.NoError(t, s.engine.Apply(context.Background(), "edge", cfg, sources.Origin{Kind: sources.KindGit, Source: "cfg", Commit: strings.Repeat(string(rune('1'+i)), 40)}))
 	}
-	assert.Equal(t, hashes[0], s.resolveRevision("edge", "abcd1"))
-	assert.Equal(t, "abcd", s.resolveRevision("edge", "abcd"), "an ambiguous prefix is not expanded")
-	assert.Equal(t, "ffff", s.resolveRevision("edge", "ffff"))
-
 	untaint := func(prefix, token string) (int, string) {
 		req, err := http.NewRequest(http.MethodDelete, "http://"+s.HTTPAddr()+"/api/v1/nodes/edge/revisions/"+prefix+"/taint", nil)
 		require.NoError(t, err)

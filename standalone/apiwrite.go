@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/statuspage"
 )
 
@@ -21,11 +22,11 @@ func (s *Server) serveFetch(w http.ResponseWriter, r *http.Request) {
 	name := r.PathValue("name")
 	l := s.loop(name)
 	if l == nil {
-		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
+		readapi.WriteError(w, http.StatusNotFound, "no source "+quote(name))
 		return
 	}
 	if l.isSuspended() {
-		statuspage.WriteJSON(w, http.StatusConflict, apiError{Error: "source " + quote(name) + " is suspended; legate resume " + name + " first"})
+		readapi.WriteError(w, http.StatusConflict, "source "+quote(name)+" is suspended; legate resume "+name+" first")
 		return
 	}
 	now := time.Now()
@@ -42,12 +43,12 @@ func (s *Server) serveSuspend(suspend bool) http.HandlerFunc {
 		name := r.PathValue("name")
 		l := s.loop(name)
 		if l == nil {
-			statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no source " + quote(name)})
+			readapi.WriteError(w, http.StatusNotFound, "no source "+quote(name))
 			return
 		}
 		was := l.isSuspended()
 		if err := s.setSuspended(name, suspend); err != nil {
-			statuspage.WriteJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+			readapi.WriteError(w, http.StatusInternalServerError, err.Error())
 			return
 		}
 		status := map[[2]bool]string{
@@ -62,10 +63,11 @@ func (s *Server) serveSuspend(suspend bool) http.HandlerFunc {
 }
 
 func (s *Server) serveUntaint(w http.ResponseWriter, r *http.Request) {
-	node, hash := r.PathValue("node"), s.resolveRevision(r.PathValue("node"), r.PathValue("hash"))
+	node := r.PathValue("node")
+	hash := readapi.ResolveRevision(s.engine, node, r.PathValue("hash"))
 	rev, _, ok := s.engine.Revision(node, hash)
 	if !ok {
-		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no revision " + quote(r.PathValue("hash")) + " of node " + quote(node)})
+		readapi.WriteError(w, http.StatusNotFound, "no revision "+quote(r.PathValue("hash"))+" of node "+quote(node))
 		return
 	}
 	if rev.Taint == nil {
@@ -73,7 +75,7 @@ func (s *Server) serveUntaint(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err := s.engine.ClearTaint(r.Context(), node, hash); err != nil {
-		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: err.Error()})
+		readapi.WriteError(w, http.StatusNotFound, err.Error())
 		return
 	}
 	statuspage.WriteJSON(w, http.StatusOK, map[string]string{"node": node, "revision": hash, "status": "taint cleared"})
@@ -86,15 +88,15 @@ func (s *Server) servePrune(w http.ResponseWriter, r *http.Request) {
 	node := r.PathValue("node")
 	st, ok := s.engine.Node(node)
 	if !ok {
-		statuspage.WriteJSON(w, http.StatusNotFound, apiError{Error: "no node " + quote(node)})
+		readapi.WriteError(w, http.StatusNotFound, "no node "+quote(node))
 		return
 	}
 	if !s.orphaned(st) {
-		statuspage.WriteJSON(w, http.StatusConflict, apiError{Error: "node " + quote(node) + " is still rendered by a source (or its source has not rendered since the start); remove it from the source's configuration first"})
+		readapi.WriteError(w, http.StatusConflict, "node "+quote(node)+" is still rendered by a source (or its source has not rendered since the start); remove it from the source's configuration first")
 		return
 	}
 	if err := s.engine.Forget(r.Context(), node); err != nil {
-		statuspage.WriteJSON(w, http.StatusInternalServerError, apiError{Error: err.Error()})
+		readapi.WriteError(w, http.StatusInternalServerError, err.Error())
 		return
 	}
 	logging.Warn(s.log, "orphaned node pruned: no longer served", "node", node)

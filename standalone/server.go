@@ -20,6 +20,7 @@ import (
 
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/boltstore"
@@ -46,8 +47,9 @@ type Options struct {
 	Render func() render.Options
 	Log    logr.Logger
 
-	// httpTimeouts replaces the HTTP server's timeouts (tests).
-	httpTimeouts *httpTimeouts
+	// httpTimeouts replaces the HTTP server's timeouts (tests; zero: the
+	// defaults).
+	httpTimeouts readapi.Timeouts
 	// renderLimit bounds one render from outside (zero: the render's
 	// timeout plus a grace); tests shorten it.
 	renderLimit time.Duration
@@ -64,6 +66,7 @@ type Server struct {
 	xds      *xds.Server
 	grpc     *grpc.Server
 	http     *http.Server
+	api      *readapi.API
 	xdsLis   net.Listener
 	httpLis  net.Listener
 	loops    []*sourceLoop
@@ -222,17 +225,9 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTPAddr, err)
 	}
 	s.grpc = s.xds.NewGRPCServer(grpcOpts...)
-	timeouts := defaultHTTPTimeouts
-	if opts.httpTimeouts != nil {
-		timeouts = *opts.httpTimeouts
-	}
-	var readTokens []string
-	if rt, err := readToken(cfg); err != nil {
+	if s.http, err = s.newHTTPServer(reg, secrets, opts.httpTimeouts); err != nil {
 		return nil, err
-	} else if rt != "" {
-		readTokens = []string{rt, s.token}
 	}
-	s.http = newHTTPServer(guard(s.handler(reg, secrets), knownHosts(cfg), readTokens), timeouts)
 	return s, nil
 }
 

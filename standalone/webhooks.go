@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/hooks"
@@ -36,16 +34,14 @@ func (c WebhookConfig) secrets() (hooks.Secrets, error) {
 	return out, nil
 }
 
-// handler serves the status API and, beside it, the push webhooks
-// (/hooks/gitea, /hooks/github, /hooks/gitlab, /hooks/generic): a valid
-// push for a watched repository triggers that source's loop at once.
-func (s *Server) handler(reg *prometheus.Registry, secrets hooks.Secrets) http.Handler {
+// hookRoutes mounts the push webhooks (/hooks/gitea, /hooks/github,
+// /hooks/gitlab, /hooks/generic): a valid push for a watched repository
+// triggers that source's loop at once.
+func (s *Server) hookRoutes(mux *http.ServeMux, secrets hooks.Secrets) {
 	var w hooks.Watcher
 	for _, l := range s.loops {
 		w.Watch(l.status.URL, l.trigger)
 	}
-	mux := http.NewServeMux()
-	mux.Handle("/", s.routes(reg))
 	hooks.Register(mux, secrets, func(repoURLs []string, ref string) {
 		shown := make([]string, 0, len(repoURLs))
 		for _, u := range repoURLs {
@@ -59,5 +55,4 @@ func (s *Server) handler(reg *prometheus.Registry, secrets hooks.Secrets) http.H
 			s.log.V(1).Info("push webhook", "repository", shown, "ref", ref, "sourcesTriggered", n)
 		}
 	})
-	return mux
 }

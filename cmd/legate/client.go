@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/standalone"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -187,8 +188,8 @@ func (c *client) replica(ctx context.Context) (*controller.ReplicaView, error) {
 	return &out, nil
 }
 
-func (c *client) revision(ctx context.Context, node, hash string) (standalone.RevisionView, error) {
-	var out standalone.RevisionView
+func (c *client) revision(ctx context.Context, node, hash string) (readapi.RevisionView, error) {
+	var out readapi.RevisionView
 	return out, c.do(ctx, http.MethodGet, "/api/v1/nodes/"+url.PathEscape(node)+"/revisions/"+url.PathEscape(hash), false, &out)
 }
 

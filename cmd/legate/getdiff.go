@@ -9,8 +9,8 @@ import (
 	"github.com/pmezard/go-difflib/difflib"
 	"github.com/spf13/cobra"
 
+	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/standalone"
 )
 
 func newGetCommand() *cobra.Command {
@@ -93,7 +93,7 @@ defaults to it.`,
 
 // writeDiff writes the unified diff of two revisions' resources as YAML,
 // or says they are equal.
-func writeDiff(w io.Writer, a, b standalone.RevisionView) error {
+func writeDiff(w io.Writer, a, b readapi.RevisionView) error {
 	left, err := revisionText(a)
 	if err != nil {
 		return err
@@ -117,7 +117,7 @@ func writeDiff(w io.Writer, a, b standalone.RevisionView) error {
 	return err
 }
 
-func revisionLabel(v standalone.RevisionView) string {
+func revisionLabel(v readapi.RevisionView) string {
 	label := revisions.Short(v.Hash)
 	if v.Origin.Commit != "" {
 		label += " (commit " + revisions.Short(v.Origin.Commit) + ")"
@@ -130,7 +130,7 @@ func revisionLabel(v standalone.RevisionView) string {
 
 // revisionText is a revision's resources as YAML, one document per
 // resource, in the order the API gives (type, then name).
-func revisionText(v standalone.RevisionView) (string, error) {
+func revisionText(v readapi.RevisionView) (string, error) {
 	var b strings.Builder
 	for _, r := range v.Resources {
 		fmt.Fprintf(&b, "# %s %s\n", r.Type, r.Name)

@@ -1,4 +1,4 @@
-package standalone
+package readapi
 
 import (
 	"github.com/cncf/xds/go/udpa/annotations"

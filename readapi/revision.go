@@ -1,4 +1,4 @@
-package standalone
+package readapi
 
 import (
 	"bytes"
@@ -50,11 +50,11 @@ type ExternalSecretV struct {
 	Kind string `json:"kind"`
 }
 
-// revisionView builds the view of node's revision hash ("served" names
-// the one served; a unique prefix is enough).
-func (s *Server) revisionView(node, hash string) (RevisionView, error) {
+// RevisionOf is the view of node's revision hash ("served" names the one
+// served; a unique prefix of a hash is enough, as legate status shows them).
+func RevisionOf(e Engine, node, hash string) (RevisionView, error) {
 	if hash == "served" {
-		st, ok := s.engine.Node(node)
+		st, ok := e.Node(node)
 		if !ok {
 			return RevisionView{}, errors.New("no node " + quote(node))
 		}
@@ -63,9 +63,9 @@ func (s *Server) revisionView(node, hash string) (RevisionView, error) {
 		}
 		hash = st.Published.Hash
 	}
-	rev, served, ok := s.engine.Revision(node, s.resolveRevision(node, hash))
+	rev, served, ok := e.Revision(node, ResolveRevision(e, node, hash))
 	if !ok {
-		if _, known := s.engine.Node(node); !known {
+		if _, known := e.Node(node); !known {
 			return RevisionView{}, errors.New("no node " + quote(node))
 		}
 		return RevisionView{}, errors.New("no revision " + quote(hash) + " of node " + quote(node) + " (a hash or a unique prefix of one, as legate status shows)")
@@ -98,6 +98,29 @@ func (s *Server) revisionView(node, hash string) (RevisionView, error) {
 		v.Secrets = append(v.Secrets, ExternalSecretV{Name: es.Name, Kind: es.Kind})
 	}
 	return v, nil
+}
+
+// ResolveRevision expands a unique prefix of a revision hash in node's
+// history (as legate status prints them) to the full hash; anything else
+// is returned as given.
+func ResolveRevision(e Engine, node, prefix string) string {
+	st, ok := e.Node(node)
+	if !ok || prefix == "" {
+		return prefix
+	}
+	match := ""
+	for _, r := range st.History {
+		if strings.HasPrefix(r.Hash, prefix) {
+			if match != "" && match != r.Hash {
+				return prefix // ambiguous
+			}
+			match = r.Hash
+		}
+	}
+	if match == "" {
+		return prefix
+	}
+	return match
 }
 
 // resourceJSON is a resource as Envoy's JSON, or a note when its type is
