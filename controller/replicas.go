@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -32,6 +31,7 @@ import (
 
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/textbound"
 )
 
 // Several replicas of legate controller share one API server: every one
@@ -414,7 +414,7 @@ func encodeAnswers(all map[string]revisions.RemoteAnswers) (string, error) {
 		a := all[node]
 		w := wireAnswers{Version: a.Version, Population: a.Population, Accepted: a.Accepted, Rejected: a.Rejected}
 		for _, rej := range a.Rejections {
-			w.Rejections = append(w.Rejections, wireRejected{Proxy: cut(rej.Proxy, 253), Error: cut(rej.Error, maxAnswerErrorBytes)})
+			w.Rejections = append(w.Rejections, wireRejected{Proxy: textbound.Prefix(rej.Proxy, 253), Error: textbound.Prefix(rej.Error, maxAnswerErrorBytes)})
 		}
 		wire[node] = w
 	}
@@ -435,14 +435,6 @@ func encodeAnswers(all map[string]revisions.RemoteAnswers) (string, error) {
 		return "", errors.New("the proxy answers of this replica's nodes do not fit in one ConfigMap")
 	}
 	return string(data), nil
-}
-
-// cut shortens s to at most n bytes on a rune boundary.
-func cut(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "")
 }
 
 // ReplicaView is GET /api/v1/replica: who this replica is and what it

@@ -275,13 +275,6 @@ func TestEncodeAnswersBounds(t *testing.T) {
 	assert.Equal(t, revisions.RemoteAnswers{Version: "v1", Population: 5, Rejected: 5}, back["node-123"])
 }
 
-func TestCut(t *testing.T) {
-	assert.Equal(t, "ab", cut("ab", 2))
-	assert.Equal(t, "ab", cut("abc", 2))
-	assert.Equal(t, "a", cut("aé", 2), "not through a rune")
-	assert.Empty(t, cut("é", 1))
-}
-
 func decoded(t *testing.T, data string) map[string]revisions.RemoteAnswers {
 	t.Helper()
 	var wire map[string]wireAnswers

@@ -3,7 +3,6 @@ package controller
 import (
 	"fmt"
 	"strings"
-	"unicode/utf8"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +12,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/textbound"
 )
 
 // Reasons of the Ready condition beyond Flux's own (fluxmeta): what went
@@ -170,17 +170,7 @@ func (r readiness) set(conds *[]metav1.Condition) {
 const maxConditionMessage = 4096
 
 // bounded cuts s to at most n bytes, on a rune boundary, saying it did.
-func bounded(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	const more = " …(cut)"
-	cut := n - len(more)
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + more
-}
+func bounded(s string, n int) string { return textbound.Cut(s, n, " …(cut)") }
 
 // maxEventNote is the longest note an events.k8s.io Event takes.
 const maxEventNote = 1024

@@ -9,20 +9,10 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/utils/clock"
+
 	"github.com/legate-dev/legate/revisions"
 )
-
-// Clock is the time source of a Dispatcher; tests inject a fake one.
-type Clock interface {
-	Now() time.Time
-	// After returns a channel that receives once d has passed.
-	After(d time.Duration) <-chan time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time                         { return time.Now() }
-func (realClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
 
 // Backoff bounds of delivery retries: the first retry waits MinBackoff, each
 // further one twice as long, up to MaxBackoff unless DispatcherOptions set a
@@ -36,8 +26,9 @@ const (
 
 // DispatcherOptions configure a Dispatcher.
 type DispatcherOptions struct {
-	// Clock defaults to the wall clock.
-	Clock Clock
+	// Clock tells the time of retries and waits for the next one; nil
+	// means the wall clock. Tests pass k8s.io/utils/clock/testing's fake.
+	Clock clock.Clock
 	// Logger defaults to discarding.
 	Logger *slog.Logger
 	// MaxBackoff caps the wait between two attempts for one target
@@ -65,7 +56,7 @@ type Dispatcher struct {
 	outbox    statusQueue
 	reporters map[string]Reporter
 	lookup    func(string) (Reporter, error)
-	clock     Clock
+	clock     clock.Clock
 	maxWait   time.Duration
 	log       *slog.Logger
 	wake      chan struct{}
@@ -98,7 +89,7 @@ func NewDispatcher(outbox revisions.Outbox, reporters map[string]Reporter, opts 
 		retry:     map[string]retryState{},
 	}
 	if d.clock == nil {
-		d.clock = realClock{}
+		d.clock = clock.RealClock{}
 	}
 	if d.maxWait <= 0 || d.maxWait > MaxBackoff {
 		d.maxWait = MaxBackoff

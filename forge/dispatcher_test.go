@@ -5,32 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 )
-
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) After(time.Duration) <-chan time.Time { return nil }
-
-func (c *fakeClock) advance(d time.Duration) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-}
 
 func githubReporter(t *testing.T, srv *forgeServer) Reporter {
 	t.Helper()
@@ -51,7 +32,7 @@ func TestDispatcherRetriesInOrderWithBackoff(t *testing.T) {
 	ctx := context.Background()
 	down := startForge(t, http.StatusServiceUnavailable)
 	other := startForge(t, http.StatusCreated)
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	outbox := NewMemOutbox()
 	d := NewDispatcher(outbox, map[string]Reporter{"cfg": githubReporter(t, down), "other": githubReporter(t, other)}, DispatcherOptions{Clock: clock})
 
@@ -71,19 +52,19 @@ func TestDispatcherRetriesInOrderWithBackoff(t *testing.T) {
 	assert.Len(t, down.requests(), 1, "the first failure blocks the rest of its target")
 	assert.Equal(t, []string{"legate/a=pending"}, states(other.requests()), "other targets go on")
 
-	clock.advance(MinBackoff / 2)
+	clock.Step(MinBackoff / 2)
 	_, err = d.Flush(ctx)
 	require.NoError(t, err)
 	assert.Len(t, down.requests(), 1, "no retry before the backoff")
 
-	clock.advance(MinBackoff / 2)
+	clock.Step(MinBackoff / 2)
 	next, err = d.Flush(ctx)
 	require.NoError(t, err)
 	assert.Len(t, down.requests(), 2)
 	assert.Equal(t, clock.Now().Add(2*MinBackoff), next, "the backoff doubles")
 
 	down.setCode(http.StatusCreated)
-	clock.advance(2 * MinBackoff)
+	clock.Step(2 * MinBackoff)
 	next, err = d.Flush(ctx)
 	require.NoError(t, err)
 	assert.True(t, next.IsZero())
@@ -102,7 +83,7 @@ func TestDispatcherDropsPermanentFailures(t *testing.T) {
 	ctx := context.Background()
 	srv := startForge(t, http.StatusUnprocessableEntity)
 	outbox := NewMemOutbox()
-	d := NewDispatcher(outbox, map[string]Reporter{"cfg": githubReporter(t, srv)}, DispatcherOptions{Clock: &fakeClock{}})
+	d := NewDispatcher(outbox, map[string]Reporter{"cfg": githubReporter(t, srv)}, DispatcherOptions{Clock: clocktesting.NewFakeClock(time.Time{})})
 	require.NoError(t, d.Enqueue(ctx, "cfg", Status{Commit: sha, State: StateFailure, Context: "legate/a"}))
 	require.NoError(t, d.Enqueue(ctx, "cfg", Status{Commit: sha, State: StateFailure, Context: "legate/b"}))
 	next, err := d.Flush(ctx)
@@ -139,6 +120,36 @@ func TestDispatcherDeliversWhatAnEarlierRunLeft(t *testing.T) {
 	assert.Equal(t, []string{"legate/a=failure", "legate/a=success"}, states(srv.requests()))
 }
 
+// Run waits for a retry on the Dispatcher's clock, not on the wall clock:
+// the retry happens when the clock reaches it, and not before.
+func TestDispatcherRunRetriesWhenTheClockSaysSo(t *testing.T) {
+	ctx := context.Background()
+	srv := startForge(t, http.StatusServiceUnavailable)
+	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
+	d := NewDispatcher(NewMemOutbox(), map[string]Reporter{"cfg": githubReporter(t, srv)}, DispatcherOptions{Clock: clock})
+	require.NoError(t, d.Enqueue(ctx, "cfg", Status{Commit: sha, State: StatePending, Context: "legate/a"}))
+
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- d.Run(runCtx) }()
+	t.Cleanup(func() {
+		cancel()
+		assert.NoError(t, <-done)
+	})
+
+	require.Eventually(t, func() bool { return len(srv.requests()) == 1 && clock.HasWaiters() },
+		10*time.Second, 10*time.Millisecond, "the first attempt fails and Run waits for the retry")
+	srv.setCode(http.StatusCreated)
+	clock.Step(MinBackoff - time.Millisecond)
+	assert.Len(t, srv.requests(), 1, "no retry before the backoff")
+	assert.True(t, clock.HasWaiters(), "Run still waits")
+
+	clock.Step(time.Millisecond)
+	require.Eventually(t, func() bool { return len(srv.requests()) == 2 }, 10*time.Second, 10*time.Millisecond,
+		"the retry is made once the clock reaches it")
+	assert.Equal(t, []string{"legate/a=pending", "legate/a=pending"}, states(srv.requests()))
+}
+
 // A home whose sources come and go finds reporters through Lookup: the
 // statuses of a target not known yet (right after a restart) wait with
 // backoff and are delivered once it is, those of a target gone for good
@@ -146,7 +157,7 @@ func TestDispatcherDeliversWhatAnEarlierRunLeft(t *testing.T) {
 func TestDispatcherLooksUpReportersOfChangingTargets(t *testing.T) {
 	ctx := context.Background()
 	srv := startForge(t, http.StatusCreated)
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	known := map[string]Reporter{}
 	lookup := func(target string) (Reporter, error) {
 		switch rep, ok := known[target]; {
@@ -174,7 +185,7 @@ func TestDispatcherLooksUpReportersOfChangingTargets(t *testing.T) {
 	assert.Equal(t, "later", entries[0].Target)
 
 	known["later"] = githubReporter(t, srv)
-	clock.advance(MinBackoff)
+	clock.Step(MinBackoff)
 	_, err = d.Flush(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, []string{"legate/a=pending"}, states(srv.requests()))

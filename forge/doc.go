@@ -15,8 +15,9 @@
 //     replaces a queued one) and delivers them in order, retrying with
 //     backoff while a forge is unreachable.
 //   - A Reporter posts one status to one repository; its token comes from a
-//     TokenFunc, asked on every post (a file or the environment today, a
-//     Kubernetes Secret in the Kubernetes home).
+//     TokenFunc, asked on every post (a file or the environment in
+//     standalone, a Kubernetes Secret in the Kubernetes home), so that a
+//     rotated token takes effect at the next post.
 //
 // The package imports revisions (for outcomes and the outbox) and sources;
 // it must not import a home (standalone, the Kubernetes controller), the

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/gitea"
@@ -63,7 +64,7 @@ func TestGiteaStatusesThroughOutage(t *testing.T) {
 
 	rep, err := NewGitea(Config{BaseURL: srv.URL, Repository: repo.FullName, Token: SecretToken(sources.Secret{File: tokFile})})
 	require.NoError(t, err)
-	clock := &fakeClock{now: time.Unix(1_700_000_000, 0)}
+	clock := clocktesting.NewFakeClock(time.Unix(1_700_000_000, 0))
 	d := NewDispatcher(NewMemOutbox(), map[string]Reporter{"cfg": rep}, DispatcherOptions{Clock: clock})
 	ctx := context.Background()
 
@@ -83,7 +84,7 @@ func TestGiteaStatusesThroughOutage(t *testing.T) {
 	require.False(t, next.IsZero(), "a retry is scheduled while Gitea is down")
 
 	srv.Start()
-	clock.advance(time.Hour)
+	clock.Step(time.Hour)
 	next, err = d.Flush(ctx)
 	require.NoError(t, err)
 	assert.True(t, next.IsZero())

@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/legate-dev/legate/textbound"
 )
 
 // MaxNodeIDLength bounds a node ID, in bytes: the longest DNS name, which
@@ -26,13 +28,6 @@ func NodeLabel(id string) string {
 		return id
 	}
 	sum := sha256.Sum256([]byte(id))
-	keep := strings.ToValidUTF8(id, "\uFFFD")
-	if len(keep) > labelKeep {
-		cut := labelKeep
-		for cut > 0 && !utf8.RuneStart(keep[cut]) {
-			cut--
-		}
-		keep = keep[:cut]
-	}
+	keep := textbound.Prefix(strings.ToValidUTF8(id, "\uFFFD"), labelKeep)
 	return keep + "…" + hex.EncodeToString(sum[:8])
 }

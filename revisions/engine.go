@@ -10,6 +10,7 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
+	"k8s.io/utils/clock"
 
 	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/render"
@@ -27,8 +28,9 @@ const (
 type Options struct {
 	Store     Store
 	Publisher Publisher
-	// Clock defaults to the wall clock.
-	Clock Clock
+	// Clock defaults to the wall clock; tests pass
+	// k8s.io/utils/clock/testing's fake.
+	Clock clock.PassiveClock
 	// History bounds each node's history (default DefaultHistory).
 	History int
 	// Threshold is the share of a node's proxies that must reject a
@@ -51,7 +53,7 @@ type Options struct {
 type Engine struct {
 	store     Store
 	publisher Publisher
-	clock     Clock
+	clock     clock.PassiveClock
 	log       logr.Logger
 	history   int
 	threshold float64
@@ -142,7 +144,7 @@ func New(opts Options) (*Engine, error) {
 	}
 	e.notifyCond = sync.NewCond(&e.notifyMu)
 	if e.clock == nil {
-		e.clock = realClock{}
+		e.clock = clock.RealClock{}
 	}
 	if e.history == 0 {
 		e.history = DefaultHistory

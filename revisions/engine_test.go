@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
@@ -63,22 +64,15 @@ func (p *recordingPublisher) last(t *testing.T) revisions.Publication {
 	return p.pubs[len(p.pubs)-1]
 }
 
-type fakeClock struct {
-	mu  sync.Mutex
-	now time.Time
-}
+// fakeClock is k8s.io/utils/clock's fake whose Step returns the new time,
+// which the tests hand to Tick.
+type fakeClock struct{ *clocktesting.FakeClock }
 
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
+func newFakeClock(t time.Time) *fakeClock { return &fakeClock{clocktesting.NewFakeClock(t)} }
 
 func (c *fakeClock) Step(d time.Duration) time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.now = c.now.Add(d)
-	return c.now
+	c.FakeClock.Step(d)
+	return c.Now()
 }
 
 // harness is an engine on a real bolt store with a recording publisher, a
@@ -97,7 +91,7 @@ type harness struct {
 
 func newHarness(t *testing.T, opts revisions.Options) *harness {
 	t.Helper()
-	h := &harness{t: t, dir: t.TempDir(), pub: &recordingPublisher{}, clock: &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}}
+	h := &harness{t: t, dir: t.TempDir(), pub: &recordingPublisher{}, clock: newFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))}
 	h.open(opts)
 	return h
 }

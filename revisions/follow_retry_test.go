@@ -74,7 +74,7 @@ func TestFollowerMirrorRetriesAPendingRecord(t *testing.T) {
 func published(t *testing.T) (*sharedStore, *fakeClock, *replica, *replica) {
 	t.Helper()
 	st := newSharedStore()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := newFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	leader, follower := newReplica(t, st, clock, true), newReplica(t, st, clock, false)
 	require.NoError(t, leader.e.Apply(context.Background(), node, config("l1", "c1"), gitOrigin("sha1")))
 	return st, clock, leader, follower

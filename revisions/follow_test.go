@@ -119,7 +119,7 @@ func (r *replica) events(evs ...revisions.ProxyEvent) {
 func TestFollowerServesTheLeadersPublicationsAndTakesOver(t *testing.T) {
 	ctx := context.Background()
 	st := newSharedStore()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := newFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	leader, follower := newReplica(t, st, clock, true), newReplica(t, st, clock, false)
 	assert.False(t, follower.e.Leading())
 
@@ -179,7 +179,7 @@ func TestFollowerServesTheLeadersPublicationsAndTakesOver(t *testing.T) {
 func TestNewLeaderFinishesARollbackTheLastOneStarted(t *testing.T) {
 	ctx := context.Background()
 	st := newSharedStore()
-	clock := &fakeClock{now: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
+	clock := newFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
 	leader, follower := newReplica(t, st, clock, true), newReplica(t, st, clock, false)
 	require.NoError(t, leader.e.Apply(ctx, node, config("l1", "c1"), gitOrigin("sha1")))
 	good := leader.pub.last(t)

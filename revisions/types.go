@@ -160,12 +160,3 @@ type ProxyEvent struct {
 	Outstanding int       `json:"outstanding"`
 	Time        time.Time `json:"time"`
 }
-
-// Clock tells the time. k8s.io/utils/clock's clocks satisfy it.
-type Clock interface {
-	Now() time.Time
-}
-
-type realClock struct{}
-
-func (realClock) Now() time.Time { return time.Now() }

@@ -1,6 +1,9 @@
-// Package sources fetches configuration from where its authors keep it (Git
-// repositories and OCI artifacts; Kubernetes EnvoyConfig objects once the
-// Kubernetes home exists) and yields each fetch as a read-only Snapshot: a
-// file tree plus the Origin it came from. Sources never render, validate or
-// publish what they fetch.
+// Package sources fetches configuration from where its authors keep it
+// and yields each fetch as a Result: a read-only Snapshot (a file tree
+// plus the Origin it came from) and whether its content changed. The
+// drivers are subpackages: git (go-git), oci (OCI artifacts), flux (the
+// artifact of a Flux GitRepository or OCIRepository) and kube (EnvoyConfig
+// objects, for the Kubernetes home); hooks turns forge push webhooks into
+// immediate fetches. Sources never render, validate or publish what they
+// fetch, and import no later stage (test/imports enforces it).
 package sources

@@ -2,10 +2,11 @@ package xds
 
 import (
 	"time"
-	"unicode/utf8"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
+
+	"github.com/legate-dev/legate/textbound"
 )
 
 // MaxNACKText bounds the error text of a NACK that the server keeps and
@@ -25,11 +26,7 @@ func boundText(s string, limit int, marker string) string {
 	if len(s) <= limit {
 		return s
 	}
-	cut := limit
-	for cut > 0 && !utf8.RuneStart(s[cut]) {
-		cut--
-	}
-	return s[:cut] + marker
+	return textbound.Prefix(s, limit) + marker
 }
 
 // Limits of one client connection. A proxy opens one ADS stream, or a few

@@ -187,7 +187,7 @@ func (st *deltaStream) pushFrom(snap *nodeSnapshot, url string, sub *deltaSub) e
 	for _, n := range names {
 		sub.known[n] = pt.resVersions[pt.index[n]]
 	}
-	nonce := st.tr.recordSent(url, pt.version, snap.version, names, st.srv.opts.Clock())
+	nonce := st.tr.recordSent(url, pt.version, snap.version, names, st.srv.opts.Clock.Now())
 	parts = append(parts, removed, nonceField(deltaNonceField, nonce))
 	if err := st.send(url, snap.version, parts); err != nil {
 		return err

@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/go-logr/logr"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"k8s.io/utils/clock"
 
 	"github.com/legate-dev/legate/render"
 )
@@ -50,8 +50,8 @@ type Options struct {
 	Recheck Recheck
 	// Log receives stream errors; the zero value discards them.
 	Log logr.Logger
-	// Clock stamps events and status; nil means time.Now.
-	Clock func() time.Time
+	// Clock stamps events and status; nil means the wall clock.
+	Clock clock.PassiveClock
 	// MaxStreamsPerNode bounds the open streams of one node ID; further
 	// streams are refused with ResourceExhausted (default 10 000).
 	MaxStreamsPerNode int
@@ -114,7 +114,7 @@ func (ns *nodeSnapshot) typ(url string) *preparedType {
 // New returns a Server. It fails only when the metrics cannot be registered.
 func New(opts Options) (*Server, error) {
 	if opts.Clock == nil {
-		opts.Clock = time.Now
+		opts.Clock = clock.RealClock{}
 	}
 	if opts.Log.GetSink() == nil {
 		opts.Log = logr.Discard()

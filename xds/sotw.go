@@ -125,7 +125,7 @@ func (st *sotwStream) pushFrom(snap *nodeSnapshot, url string, sub *sotwSub) err
 		return nil
 	}
 	body := pt.sotwResources(sub.wildcard, sub.names, sub.key)
-	nonce := st.tr.recordSent(url, pt.version, snap.version, nil, st.srv.opts.Clock())
+	nonce := st.tr.recordSent(url, pt.version, snap.version, nil, st.srv.opts.Clock.Now())
 	if err := st.send(url, snap.version, [][]byte{pt.sotwHeader, body, nonceField(respNonceField, nonce)}); err != nil {
 		return err
 	}

@@ -134,7 +134,7 @@ func (b *streamBase) start(node *corev3.Node) error {
 	if proxy == "" {
 		proxy = "stream-" + strconv.FormatUint(seq, 10)
 	}
-	tr := newTracker(proxy, node.GetId(), b.kind, b.srv.opts.Clock())
+	tr := newTracker(proxy, node.GetId(), b.kind, b.srv.opts.Clock.Now())
 	tr.peer = describePeer(b.ctx, identity, node)
 	b.tr = tr
 	ns, err := b.srv.register(node.GetId(), b, seq)
@@ -156,7 +156,7 @@ func (b *streamBase) stop() {
 	b.tr.mu.Lock()
 	outstanding := b.tr.outstandingLocked()
 	b.tr.mu.Unlock()
-	b.srv.emit(Event{Kind: Disconnected, Node: b.nodeID, Proxy: b.tr.proxy, Outstanding: outstanding, Time: b.srv.opts.Clock()})
+	b.srv.emit(Event{Kind: Disconnected, Node: b.nodeID, Proxy: b.tr.proxy, Outstanding: outstanding, Time: b.srv.opts.Clock.Now()})
 }
 
 // answered records the ACK or NACK carried by a request, if its nonce names
@@ -168,7 +168,7 @@ func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (s
 		m := boundText(detail.GetMessage(), MaxNACKText, nackTrimMarker)
 		msg = &m
 	}
-	now := b.srv.opts.Clock()
+	now := b.srv.opts.Clock.Now()
 	resp, found, latest, outstanding := b.tr.answer(typeURL, nonce, msg, now)
 	if !found {
 		return resp, false, latest
@@ -217,7 +217,7 @@ func (b *streamBase) settle(types []string) {
 		// it wakes will settle.
 		return
 	}
-	ev := Event{Kind: ACK, Node: b.nodeID, Proxy: b.tr.proxy, SnapshotVersion: snap.version, Time: b.srv.opts.Clock()}
+	ev := Event{Kind: ACK, Node: b.nodeID, Proxy: b.tr.proxy, SnapshotVersion: snap.version, Time: b.srv.opts.Clock.Now()}
 	b.tr.mu.Lock()
 	if b.tr.outstandingLocked() > 0 {
 		// Answers still due may be NACKs of content snap keeps: wait.

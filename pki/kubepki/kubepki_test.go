@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
@@ -41,15 +42,6 @@ var (
 	_ manager.Runnable               = (*kubepki.ServerCertificate)(nil)
 	_ manager.LeaderElectionRunnable = (*kubepki.ServerCertificate)(nil)
 )
-
-// clock is a settable clock for Authority.Now and ServerCertificate.Now.
-type clock struct {
-	mu  sync.Mutex
-	now time.Time
-}
-
-func (c *clock) Now() time.Time  { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
-func (c *clock) Set(t time.Time) { c.mu.Lock(); defer c.mu.Unlock(); c.now = t }
 
 // logs collects log lines, to check that no key material reaches them.
 type logs struct {
@@ -185,9 +177,9 @@ func TestProxy(t *testing.T) {
 	ns := namespace(t, c, "shop")
 	ca, err := kubepki.LoadOrCreateCA(ctx, c, types.NamespacedName{Namespace: namespace(t, c, "legate-system"), Name: "legate-ca"}, t0)
 	require.NoError(t, err)
-	clk := &clock{now: t0}
+	clk := clocktesting.NewFakePassiveClock(t0)
 	var log logs
-	a := &kubepki.Authority{CA: ca, Client: c, Now: clk.Now, Log: log.logger()}
+	a := &kubepki.Authority{CA: ca, Client: c, Clock: clk, Log: log.logger()}
 
 	// Dry run of an absent Secret: nothing written.
 	require.NoError(t, a.EnsureProxy(ctx, ns, "edge-cert", "edge", true))
@@ -212,7 +204,7 @@ func TestProxy(t *testing.T) {
 	noSecrets(t, fmt.Sprint(s.Annotations, s.Labels), "metadata")
 
 	// Idempotent: a second call (later, not due) writes nothing.
-	clk.Set(t0.Add(24 * time.Hour))
+	clk.SetTime(t0.Add(24 * time.Hour))
 	require.NoError(t, a.EnsureProxy(ctx, ns, "edge-cert", "edge", false))
 	assert.Equal(t, s.ResourceVersion, get(t, c, ns, "edge-cert").ResourceVersion, "not due: not written")
 
@@ -248,7 +240,7 @@ func TestProxy(t *testing.T) {
 	assert.Equal(t, []string{"raced-node"}, leafOf(t, get(t, c, ns, "raced")).DNSNames)
 
 	// Renewal at two thirds of the lifetime, by RenewDue.
-	clk.Set(renewAt.Add(-time.Minute))
+	clk.SetTime(renewAt.Add(-time.Minute))
 	require.NoError(t, a.EnsureProxy(ctx, ns, "core-cert", "core", false)) // not due for a long time
 	next, renewed, err := a.RenewDue(ctx)
 	require.NoError(t, err)
@@ -256,7 +248,7 @@ func TestProxy(t *testing.T) {
 	assert.Equal(t, renewAt, next, "the next due time is edge's")
 	assert.Equal(t, leaf.SerialNumber, leafOf(t, get(t, c, ns, "edge-cert")).SerialNumber)
 
-	clk.Set(renewAt.Add(time.Second))
+	clk.SetTime(renewAt.Add(time.Second))
 	dryBefore := get(t, c, ns, "edge-cert").ResourceVersion
 	require.NoError(t, a.EnsureProxy(ctx, ns, "edge-cert", "edge", true))
 	assert.Equal(t, dryBefore, get(t, c, ns, "edge-cert").ResourceVersion, "a dry run does not renew")
@@ -277,7 +269,7 @@ func TestProxy(t *testing.T) {
 	// A new CA: every certificate is renewed at once, whatever its age.
 	newCA, _, err := pki.NewCA("next CA", pki.DefaultCAValidity, clk.Now())
 	require.NoError(t, err)
-	b := &kubepki.Authority{CA: newCA, Client: c, Namespace: ns, Now: clk.Now, Log: log.logger()}
+	b := &kubepki.Authority{CA: newCA, Client: c, Namespace: ns, Clock: clk, Log: log.logger()}
 	require.NoError(t, b.EnsureProxy(ctx, ns, "edge-cert", "edge", false))
 	s = get(t, c, ns, "edge-cert")
 	assert.Equal(t, newCA.CertPEM(), s.Data[pki.ProxyCAKey])
@@ -309,11 +301,11 @@ func TestProxyRun(t *testing.T) {
 	ns := namespace(t, c, "shop")
 	ca, _, err := pki.NewCA("test CA", pki.DefaultCAValidity, t0)
 	require.NoError(t, err)
-	clk := &clock{now: t0}
-	a := &kubepki.Authority{CA: ca, Client: c, Validity: time.Hour, Now: clk.Now}
+	clk := clocktesting.NewFakePassiveClock(t0)
+	a := &kubepki.Authority{CA: ca, Client: c, Validity: time.Hour, Clock: clk}
 	require.NoError(t, a.EnsureProxy(ctx, ns, "edge-cert", "edge", false))
 	first := leafOf(t, get(t, c, ns, "edge-cert")).SerialNumber
-	clk.Set(t0.Add(time.Hour))
+	clk.SetTime(t0.Add(time.Hour))
 
 	stop := running(t, a.Run)
 	require.Eventually(t, func() bool {
@@ -334,10 +326,10 @@ func TestServerCertificate(t *testing.T) {
 	require.NoError(t, err)
 	key := types.NamespacedName{Namespace: ns, Name: "legate-xds"}
 	hosts := []string{"legate-xds.legate-system.svc", "127.0.0.1"}
-	leaderClock, followerClock := &clock{now: t0}, &clock{now: t0}
+	leaderClock, followerClock := clocktesting.NewFakePassiveClock(t0), clocktesting.NewFakePassiveClock(t0)
 	var log logs
-	leader := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: hosts, Now: leaderClock.Now, Log: log.logger()}
-	follower := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: hosts, Now: followerClock.Now, Log: log.logger()}
+	leader := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: hosts, Clock: leaderClock, Log: log.logger()}
+	follower := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: hosts, Clock: followerClock, Log: log.logger()}
 
 	_, _, err = follower.Current()
 	require.ErrorContains(t, err, "not loaded yet")
@@ -363,7 +355,7 @@ func TestServerCertificate(t *testing.T) {
 
 	// Mutual TLS: a proxy certificate of this CA is admitted, one of
 	// another CA is not.
-	a := &kubepki.Authority{CA: ca, Client: c, Now: leaderClock.Now}
+	a := &kubepki.Authority{CA: ca, Client: c, Clock: leaderClock}
 	require.NoError(t, a.EnsureProxy(ctx, ns, "edge-cert", "edge", false))
 	ps := get(t, c, ns, "edge-cert")
 	proxyCert, err := tls.X509KeyPair(ps.Data[pki.ProxyCertKey], ps.Data[pki.ProxyKeyKey])
@@ -381,14 +373,14 @@ func TestServerCertificate(t *testing.T) {
 	assert.NotNil(t, pool)
 
 	// Not due: Ensure writes nothing.
-	leaderClock.Set(t0.Add(30 * 24 * time.Hour))
+	leaderClock.SetTime(t0.Add(30 * 24 * time.Hour))
 	_, err = leader.Ensure(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, s.ResourceVersion, get(t, c, ns, "legate-xds").ResourceVersion)
 
 	// Past two thirds the leader renews; the follower serves the old one
 	// until its next Ensure reads the new one.
-	leaderClock.Set(t0.Add(61 * 24 * time.Hour))
+	leaderClock.SetTime(t0.Add(61 * 24 * time.Hour))
 	next, err := leader.Ensure(ctx)
 	require.NoError(t, err)
 	renewed, _, err := leader.Current()
@@ -405,7 +397,7 @@ func TestServerCertificate(t *testing.T) {
 	assert.Equal(t, renewed.Leaf.SerialNumber, now.Leaf.SerialNumber, "the follower picks up the leader's renewal")
 
 	// Other hosts: renewed at once.
-	moved := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: []string{"xds.example"}, Now: leaderClock.Now}
+	moved := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: []string{"xds.example"}, Clock: leaderClock}
 	_, err = moved.Ensure(ctx)
 	require.NoError(t, err)
 	mc, _, err := moved.Current()
@@ -413,13 +405,13 @@ func TestServerCertificate(t *testing.T) {
 	assert.Equal(t, []string{"xds.example"}, mc.Leaf.DNSNames)
 
 	// Run keeps a follower up to date.
-	runner := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: []string{"xds.example"}, Now: followerClock.Now, Interval: 100 * time.Millisecond}
+	runner := &kubepki.ServerCertificate{Client: c, CA: ca, Secret: key, Hosts: []string{"xds.example"}, Clock: followerClock, Interval: 100 * time.Millisecond}
 	stop := running(t, runner.Run)
 	require.Eventually(t, func() bool {
 		cur, _, err := runner.Current()
 		return err == nil && cur.Leaf.SerialNumber.Cmp(mc.Leaf.SerialNumber) == 0
 	}, 30*time.Second, 20*time.Millisecond)
-	leaderClock.Set(t0.Add(121 * 24 * time.Hour))
+	leaderClock.SetTime(t0.Add(121 * 24 * time.Hour))
 	_, err = moved.Ensure(ctx)
 	require.NoError(t, err)
 	mc2, _, err := moved.Current()

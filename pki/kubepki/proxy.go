@@ -12,6 +12,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/pki"
@@ -41,8 +42,8 @@ type Authority struct {
 	Validity time.Duration
 	// Namespace limits RenewDue to one namespace; empty means all.
 	Namespace string
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the time; nil means the wall clock.
+	Clock clock.PassiveClock
 	// Log receives renewals and failures (no key material).
 	Log logr.Logger
 
@@ -51,10 +52,10 @@ type Authority struct {
 }
 
 func (a *Authority) now() time.Time {
-	if a.Now == nil {
+	if a.Clock == nil {
 		return time.Now()
 	}
-	return a.Now()
+	return a.Clock.Now()
 }
 
 // EnsureProxy makes sure the Secret namespace/secretName holds a valid

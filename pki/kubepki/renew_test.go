@@ -35,7 +35,7 @@ type renewal struct {
 func newRenewal(t *testing.T, secrets ...types.NamespacedName) *renewal {
 	t.Helper()
 	r := &renewal{store: fake.NewClientBuilder().Build(), clk: clocktesting.NewFakePassiveClock(t0)}
-	r.a = &Authority{CA: testSigner(t).ca, Client: interceptor.NewClient(r.store, r.intercept()), Now: r.clk.Now, Validity: 30 * time.Hour, Log: logr.Discard()}
+	r.a = &Authority{CA: testSigner(t).ca, Client: interceptor.NewClient(r.store, r.intercept()), Clock: r.clk, Validity: 30 * time.Hour, Log: logr.Discard()}
 	for _, key := range secrets {
 		require.NoError(t, r.a.EnsureProxy(context.Background(), key.Namespace, key.Name, "edge", false))
 	}

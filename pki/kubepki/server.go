@@ -14,6 +14,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/pki"
@@ -48,8 +49,8 @@ type ServerCertificate struct {
 	// Interval is how often Run reads the Secret again; zero means
 	// DefaultServerInterval.
 	Interval time.Duration
-	// Now is the clock; nil means time.Now.
-	Now func() time.Time
+	// Clock tells the time; nil means the wall clock.
+	Clock clock.PassiveClock
 	// Log receives issues, renewals and failures (no key material).
 	Log logr.Logger
 
@@ -60,10 +61,10 @@ type ServerCertificate struct {
 }
 
 func (s *ServerCertificate) now() time.Time {
-	if s.Now == nil {
+	if s.Clock == nil {
 		return time.Now()
 	}
-	return s.Now()
+	return s.Clock.Now()
 }
 
 // Current is the certificate last loaded by Ensure and the CA pool for

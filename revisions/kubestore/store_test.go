@@ -21,6 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
@@ -72,10 +73,6 @@ func origin(commit string) sources.Origin {
 	return sources.Origin{Kind: sources.KindGit, Source: "cfg", URL: "https://git.example/cfg.git", Ref: "main", Path: "envoy", Commit: commit}
 }
 
-type clock struct{ now time.Time }
-
-func (c *clock) Now() time.Time { return c.now }
-
 // newClient is a client of a fresh API server that knows legate's types.
 func newClient(t *testing.T) client.Client {
 	t.Helper()
@@ -93,7 +90,7 @@ func start(t *testing.T, c client.Client) (*revisions.Engine, *recorder) {
 	e, err := revisions.New(revisions.Options{
 		Store: kubestore.Store{Client: c, Namespace: "default"}, Publisher: pub,
 		// the API server keeps times to the second
-		Clock: &clock{now: time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)},
+		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)),
 	})
 	require.NoError(t, err)
 	require.NoError(t, e.Restore(context.Background()))

@@ -1,8 +1,13 @@
 // Package kubesecrets resolves external secrets from Kubernetes Secrets,
-// for the Kubernetes home: an sds.Resolver whose reads go through a
-// controller-runtime client (in the controller, the manager's cache, whose
-// informer also says when a Secret changed). It is apart from sds so that
-// a home without Kubernetes does not link the Kubernetes client.
+// for the Kubernetes home: an sds.Resolver that reads each Secret it is
+// asked for through the controller-runtime client.Reader it is given. The
+// controller gives it the manager's API reader (mgr.GetAPIReader()), not
+// the cache: every Resolve is one GET to the API server, bounded by
+// readTimeout, so that no informer holds the key material of every Secret
+// in the cluster in memory. The controller learns that a Secret changed
+// from a watch of Secrets' metadata only, and then has the sds.Server read
+// the Secrets it uses again (Refresh). It is apart from sds so that a
+// home without Kubernetes does not link the Kubernetes client.
 //
 // The package must not import a home.
 package kubesecrets
@@ -29,6 +34,8 @@ const readTimeout = 10 * time.Second
 // a bare "name" from Namespace. The Secret's data keys are the entries:
 // tls.crt and tls.key, ca.crt, or an opaque secret's key.
 type Resolver struct {
+	// Client reads Secrets; an uncached reader, as the package comment
+	// says: a cached one would hold every Secret's data.
 	Client client.Reader
 	// Namespace of refs that name none.
 	Namespace string

@@ -37,7 +37,9 @@ type EnvoyConfigSource struct {
 }
 
 // NewEnvoyConfigSource returns the source of the EnvoyConfig key, read
-// through c (in a controller, the manager's cache).
+// through c. The Kubernetes controller passes its uncached client, so a
+// fetch reads the object as the API server holds it now, not an informer's
+// copy that may still lag the event that asked for the fetch.
 func NewEnvoyConfigSource(c client.Reader, key client.ObjectKey) *EnvoyConfigSource {
 	return &EnvoyConfigSource{client: c, key: key}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/pki"
@@ -50,8 +51,8 @@ func BenchmarkProxyCertificates(b *testing.B) {
 		b.StopTimer()
 		ns := fmt.Sprintf("fleet-%d", i)
 		require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}))
-		clk := &benchClock{now: time.Now()}
-		a := &kubepki.Authority{CA: ca, Client: c, Namespace: ns, Now: clk.Now}
+		clk := clocktesting.NewFakePassiveClock(time.Now())
+		a := &kubepki.Authority{CA: ca, Client: c, Namespace: ns, Clock: clk}
 		b.StartTimer()
 
 		start := time.Now()
@@ -69,7 +70,7 @@ func BenchmarkProxyCertificates(b *testing.B) {
 		}
 		ensure += time.Since(start)
 
-		clk.now = clk.now.Add(pki.DefaultLeafValidity * 2 / 3).Add(time.Hour)
+		clk.SetTime(clk.Now().Add(pki.DefaultLeafValidity * 2 / 3).Add(time.Hour))
 		start = time.Now()
 		_, renewed, err := a.RenewDue(ctx)
 		renew += time.Since(start)
@@ -94,8 +95,3 @@ func BenchmarkProxyCertificates(b *testing.B) {
 	b.ReportMetric(ms(idle)/n/1000, "pass-nothing-due-1000-s")
 	report(b, "ensure-call", perCall)
 }
-
-// benchClock is a clock the benchmark moves; one goroutine uses it.
-type benchClock struct{ now time.Time }
-
-func (c *benchClock) Now() time.Time { return c.now }
