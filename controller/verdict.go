@@ -80,7 +80,7 @@ type readiness struct {
 	ready, reconciling, stalled metav1.Condition
 }
 
-func judge(gen int64, st *pipeline.Status, fetchReason string, fetchErr error, verdicts []nodeVerdict) readiness {
+func readinessOf(gen int64, st *pipeline.Status, fetchReason string, fetchErr error, verdicts []nodeVerdict) readiness {
 	r := readiness{
 		ready:       metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: gen},
 		reconciling: metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: fluxmeta.SucceededReason, ObservedGeneration: gen},

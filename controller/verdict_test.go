@@ -208,7 +208,7 @@ func TestJudge(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := judge(7, tc.st, tc.fetchReason, tc.fetchErr, verdicts(tc.nodes...))
+			r := readinessOf(7, tc.st, tc.fetchReason, tc.fetchErr, verdicts(tc.nodes...))
 			tc.ready.check(t, "Ready", r.ready)
 			tc.reconciling.check(t, "Reconciling", r.reconciling)
 			tc.stalled.check(t, "Stalled", r.stalled)
