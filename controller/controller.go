@@ -55,9 +55,6 @@ type Controller struct {
 	xdsLis   net.Listener
 	httpLis  net.Listener
 	http     *httpAPI
-	// the requests legate raises itself (engine outcomes, renders to do
-	// again), by kind: Controller.trigger
-	configRequests, sourceRequests *requests
 	recorder events.EventRecorder
 
 	statuses *forge.Dispatcher
@@ -77,6 +74,9 @@ type Controller struct {
 	envoyConfigs     *envoyConfigReconciler
 	envoySources     *envoySourceReconciler
 	policyConfigMaps *policyReconciler
+	// the requests legate raises itself (engine outcomes, renders to do
+	// again), by kind (Controller.trigger)
+	configRequests, sourceRequests *requests
 }
 
 // Scheme holds the types the controller reads and writes.
