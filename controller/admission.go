@@ -70,7 +70,7 @@ func (c *Controller) validateEnvoyConfig(ctx context.Context, req *admissionv1.A
 	if err != nil {
 		return err
 	}
-	source := "envoyconfig/" + ec.Namespace + "/" + ec.Name
+	source := ecSource(&ec)
 	if res.OK() {
 		res.Diagnostics = secretScope(source, res)
 	}
@@ -106,8 +106,7 @@ func (c *Controller) validateEnvoySource(_ context.Context, req *admissionv1.Adm
 	if err := decodeAdmitted(req, &es); err != nil {
 		return err
 	}
-	_, err := c.buildDriver(&es, sourceKey(client.ObjectKeyFromObject(&es))+"/admission", nil)
-	return err
+	return c.checkEnvoySource(&es)
 }
 
 // decodeAdmitted decodes the object under admission into obj, named as the

@@ -4,14 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/sources"
 )
 
 // TokenKey is the entry of a commitStatus.tokenSecretRef Secret that holds
@@ -25,70 +29,85 @@ type reporterOf struct {
 	url  string
 }
 
-// configureStatuses sets up (or drops) the commit status reporter of the
-// EnvoySource name from its spec; repoURL is the repository the commits
-// come from (spec.git.url, or the Flux object's spec.url). A
-// misconfiguration is returned, to be shown; serving goes on regardless.
-func (c *Controller) configureStatuses(es *v1alpha1.EnvoySource, name, repoURL string) error {
-	cs := es.Spec.CommitStatus
-	if cs == nil {
-		c.dropReporter(name)
+// commitStatuses are the commit-status reporters of the EnvoySources (a
+// commit status is what a forge shows on a commit; not an object's
+// status), by pipeline source name: set up by the EnvoySource reconciler,
+// looked up by the dispatcher that posts. Safe for concurrent use.
+type commitStatuses struct {
+	client     client.Client // direct: the token Secret, read on every post
+	cache      client.Reader
+	feedback   *forge.Feedback
+	httpClient func() *http.Client // through the fetch guard
+
+	mu        sync.Mutex
+	reporters map[string]forge.Reporter
+	specs     map[string]reporterOf
+}
+
+// configure sets up (or drops) the reporter of the EnvoySource name from
+// its spec; repoURL is the repository the commits come from (spec.git.url,
+// or the Flux object's spec.url). A misconfiguration is returned, to be
+// shown; serving goes on regardless.
+func (cs *commitStatuses) configure(es *v1alpha1.EnvoySource, name, repoURL string) error {
+	spec := es.Spec.CommitStatus
+	if spec == nil {
+		cs.drop(name)
 		return nil
 	}
-	want := reporterOf{spec: *cs, url: repoURL}
-	c.mu.Lock()
-	have, ok := c.reporterSpecs[name]
-	c.mu.Unlock()
+	want := reporterOf{spec: *spec, url: repoURL}
+	cs.mu.Lock()
+	have, ok := cs.specs[name]
+	cs.mu.Unlock()
 	if ok && have == want {
 		return nil
 	}
-	base, repo := forge.FromRepositoryURL(forge.Provider(cs.Provider), repoURL)
-	if cs.Address != "" {
-		base = cs.Address
+	base, repo := forge.FromRepositoryURL(forge.Provider(spec.Provider), repoURL)
+	if spec.Address != "" {
+		base = spec.Address
 	}
-	if cs.Repository != "" {
-		repo = cs.Repository
+	if spec.Repository != "" {
+		repo = spec.Repository
 	}
-	if repo == "" || (base == "" && cs.Provider == string(forge.ProviderGitea)) {
-		c.misconfigured(name, want)
-		return fmt.Errorf("spec.commitStatus: the forge address and repository cannot be derived from %q: set address and repository", repoURL)
+	if repo == "" || (base == "" && spec.Provider == string(forge.ProviderGitea)) {
+		cs.misconfigured(name, want)
+		return fmt.Errorf("EnvoySource %s/%s: spec.commitStatus: the forge address and repository cannot be derived from %q: set address and repository", es.Namespace, es.Name, repoURL)
 	}
-	secret := types.NamespacedName{Namespace: es.Namespace, Name: cs.TokenSecretRef.Name}
-	rep, err := forge.New(forge.Provider(cs.Provider), forge.Config{BaseURL: base, Repository: repo, Token: c.secretToken(secret), HTTPClient: c.forgeClient()})
+	secret := types.NamespacedName{Namespace: es.Namespace, Name: spec.TokenSecretRef.Name}
+	rep, err := forge.New(forge.Provider(spec.Provider), forge.Config{BaseURL: base, Repository: repo, Token: cs.secretToken(secret), HTTPClient: cs.httpClient()})
 	if err != nil {
-		c.misconfigured(name, want)
-		return fmt.Errorf("spec.commitStatus: %w", err)
+		cs.misconfigured(name, want)
+		return fmt.Errorf("EnvoySource %s/%s: spec.commitStatus: %w", es.Namespace, es.Name, err)
 	}
-	c.mu.Lock()
-	c.reporters[name], c.reporterSpecs[name] = rep, want
-	c.mu.Unlock()
-	c.feedback.SetTarget(name, true)
+	cs.mu.Lock()
+	cs.reporters[name], cs.specs[name] = rep, want
+	cs.mu.Unlock()
+	cs.feedback.SetTarget(name, true)
 	return nil
 }
 
 // misconfigured records a commitStatus that cannot post: nothing is
 // queued for it, and what an earlier run queued is dropped.
-func (c *Controller) misconfigured(name string, spec reporterOf) {
-	c.dropReporter(name)
-	c.mu.Lock()
-	c.reporterSpecs[name] = spec
-	c.mu.Unlock()
+func (cs *commitStatuses) misconfigured(name string, spec reporterOf) {
+	cs.drop(name)
+	cs.mu.Lock()
+	cs.specs[name] = spec
+	cs.mu.Unlock()
 }
 
-func (c *Controller) dropReporter(name string) {
-	c.feedback.SetTarget(name, false)
-	c.mu.Lock()
-	delete(c.reporters, name)
-	delete(c.reporterSpecs, name)
-	c.mu.Unlock()
+func (cs *commitStatuses) drop(name string) {
+	cs.feedback.SetTarget(name, false)
+	cs.mu.Lock()
+	delete(cs.reporters, name)
+	delete(cs.specs, name)
+	cs.mu.Unlock()
 }
 
 // secretToken reads the forge token from a Secret on every post, so a
 // rotated token takes effect at once. Its errors never hold the token.
-func (c *Controller) secretToken(key types.NamespacedName) forge.TokenFunc {
+func (cs *commitStatuses) secretToken(key types.NamespacedName) forge.TokenFunc {
 	return func(ctx context.Context) (string, error) {
 		var s corev1.Secret
-		if err := c.client.Get(ctx, key, &s); err != nil {
+		if err := cs.client.Get(ctx, key, &s); err != nil {
 			if apierrors.IsNotFound(err) {
 				return "", fmt.Errorf("commitStatus.tokenSecretRef: Secret %s does not exist", key)
 			}
@@ -102,35 +121,34 @@ func (c *Controller) secretToken(key types.NamespacedName) forge.TokenFunc {
 	}
 }
 
-// lookupReporter finds the reporter of a target the dispatcher has
-// statuses for: one configured by a reconcile, or none yet (right after a
-// restart, until the EnvoySource is reconciled), or none ever (the
-// EnvoySource is gone, or posts no statuses any more).
-func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
-	c.mu.Lock()
-	rep, ok := c.reporters[target]
-	_, configured := c.reporterSpecs[target]
-	c.mu.Unlock()
+// lookup finds the reporter of a target the dispatcher has statuses for:
+// one configured by a reconcile, or none yet (right after a restart,
+// until the EnvoySource is reconciled), or none ever (the EnvoySource is
+// gone, or posts no statuses any more).
+func (cs *commitStatuses) lookup(target string) (forge.Reporter, error) {
+	cs.mu.Lock()
+	rep, ok := cs.reporters[target]
+	_, configured := cs.specs[target]
+	cs.mu.Unlock()
 	switch {
 	case ok:
 		return rep, nil
 	case configured:
 		return nil, fmt.Errorf("the commitStatus of %s cannot post: %w", target, forge.ErrUnknownTarget)
 	}
-	kind, rest, _ := strings.Cut(target, "/")
-	ns, name, found := strings.Cut(rest, "/")
-	if kind != "envoysource" || !found {
+	ref, ok := sources.ParseRef(target)
+	if !ok || ref.Kind != sources.RefEnvoySource {
 		return nil, forge.ErrUnknownTarget
 	}
 	var es v1alpha1.EnvoySource
-	err := c.mgr.GetClient().Get(context.Background(), types.NamespacedName{Namespace: ns, Name: name}, &es)
+	err := cs.cache.Get(context.Background(), refKey(ref), &es)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil, fmt.Errorf("EnvoySource %s/%s is gone: %w", ns, name, forge.ErrUnknownTarget)
+		return nil, fmt.Errorf("EnvoySource %s/%s is gone: %w", ref.Namespace, ref.Name, forge.ErrUnknownTarget)
 	case err != nil:
 		return nil, err
 	case es.Spec.CommitStatus == nil:
-		return nil, fmt.Errorf("EnvoySource %s/%s posts no commit statuses any more: %w", ns, name, forge.ErrUnknownTarget)
+		return nil, fmt.Errorf("EnvoySource %s/%s posts no commit statuses any more: %w", ref.Namespace, ref.Name, forge.ErrUnknownTarget)
 	}
 	return nil, errors.New("the EnvoySource is not reconciled yet")
 }

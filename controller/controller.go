@@ -18,19 +18,14 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
-	"sigs.k8s.io/controller-runtime/pkg/event"
-	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
@@ -42,7 +37,6 @@ import (
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sds/kubeendpoints"
 	"github.com/legate-dev/legate/sds/kubesecrets"
-	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/webhook"
 	"github.com/legate-dev/legate/xds"
 )
@@ -61,8 +55,6 @@ type Controller struct {
 	xdsLis   net.Listener
 	httpLis  net.Listener
 	http     *httpAPI
-	events   chan event.GenericEvent // EnvoyConfigs whose status is due
-	sourceEv chan event.GenericEvent // EnvoySources whose status is due
 	recorder events.EventRecorder
 
 	statuses *forge.Dispatcher
@@ -78,18 +70,13 @@ type Controller struct {
 	issuer     *proxyIssuer     // nil without legate's PKI
 	fetchGuard *netguard.Guard  // of every fetch an object points at (fetchguard.go)
 
-	// the EnvoySources' fetch workers and memory (fairness.go)
-	sourceLimits
-
-	mu            sync.Mutex
-	sources       map[types.NamespacedName]*kubesrc.EnvoyConfigSource
-	drivers       map[string]*driver        // by pipeline source name
-	reporters     map[string]forge.Reporter // by pipeline source name
-	reporterSpecs map[string]reporterOf
-	// policySet is what every render obeys: dirPolicies and the policy
-	// ConfigMaps' entries.
-	policySet   map[string][]byte
-	dirPolicies map[string][]byte
+	// one reconciler per kind, each with its own state (reconcilers.go)
+	envoyConfigs     *envoyConfigReconciler
+	envoySources     *envoySourceReconciler
+	policyConfigMaps *policyReconciler
+	// the requests legate raises itself (engine outcomes, renders to do
+	// again), by kind (Controller.trigger)
+	configRequests, sourceRequests *requests
 }
 
 // Scheme holds the types the controller reads and writes.
@@ -194,9 +181,7 @@ func New(opts Options) (*Controller, error) {
 	}
 	c := &Controller{
 		opts: opts, log: opts.Log, mgr: mgr, client: direct, recorder: mgr.GetEventRecorder("legate"),
-		events: make(chan event.GenericEvent, 256), sourceEv: make(chan event.GenericEvent, 256),
-		sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}, drivers: map[string]*driver{},
-		reporters: map[string]forge.Reporter{}, reporterSpecs: map[string]reporterOf{},
+		configRequests: newRequests(), sourceRequests: newRequests(),
 		tenancy:    tenancy{home: opts.Namespace, policy: opts.NodeIDPolicy},
 		fetchGuard: newFetchGuard(opts),
 	}
@@ -273,17 +258,7 @@ func New(opts Options) (*Controller, error) {
 	// Several controllers may run in one process (tests, and the replicas
 	// of the HA tests): the metric names they share are the manager's.
 	skip := true
-	err = ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.EnvoyConfig{}).
-		WithOptions(crcontroller.Options{SkipNameValidation: &skip}).
-		WatchesRawSource(source.Channel(c.events, &handler.EnqueueRequestForObject{})).
-		Complete(c)
-	if err != nil {
-		return nil, fmt.Errorf("EnvoyConfig reconciler: %w", err)
-	}
-	if err := c.watchSources(skip); err != nil {
-		return nil, err
-	}
-	if err := c.watchUntaints(skip); err != nil {
+	if err := c.setupReconcilers(mgr, skip); err != nil {
 		return nil, err
 	}
 	if err := c.watchSecrets(skip); err != nil {
@@ -307,13 +282,6 @@ func New(opts Options) (*Controller, error) {
 		if err := c.replicas.watch(skip); err != nil {
 			return nil, err
 		}
-	}
-	if c.dirPolicies, err = readPolicyDir(opts.PolicyDir); err != nil {
-		return nil, err
-	}
-	c.policySet = c.dirPolicies
-	if err := c.watchPolicies(skip); err != nil {
-		return nil, err
 	}
 	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {
 		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
@@ -421,27 +389,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	return c.mgr.Start(ctx)
 }
 
-// outcome asks for a status update of the object whose node an engine
-// outcome concerns (a publication, an answer, a rollback).
-func (c *Controller) outcome(o revisions.Outcome) { c.trigger(o.Origin.Source) }
-
-// trigger asks for a reconcile of the object a pipeline source name
-// stands for ("envoyconfig/NS/NAME", "envoysource/NS/NAME").
-func (c *Controller) trigger(source string) {
-	r, ok := parseSource(source)
-	if !ok {
-		return
-	}
-	ch := c.events
-	if r.Kind == kindEnvoySource {
-		ch = c.sourceEv
-	}
-	select {
-	case ch <- event.GenericEvent{Object: r.object()}:
-	default: // a reconcile is already due; it reads the latest
-	}
-}
-
 // secretScope keeps the secrets an object's configuration references in
 // the object's namespace: a bare NAME resolves there, and NAMESPACE/NAME
 // of another namespace is refused, so that nobody reaches a Secret of a
@@ -461,6 +408,3 @@ func externalSecrets(r *render.Result) []render.ExternalSecret {
 	}
 	return out
 }
-
-// requeueAfter re-reads a status that is still settling.
-const requeueAfter = 5 * time.Second

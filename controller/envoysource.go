@@ -5,7 +5,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -19,10 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
-	"sigs.k8s.io/controller-runtime/pkg/source"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/flux"
@@ -47,11 +51,6 @@ const (
 	maxDiagnosticText = 1024
 )
 
-// sourceKey is the pipeline's name of an EnvoySource.
-func sourceKey(key types.NamespacedName) string {
-	return "envoysource/" + key.Namespace + "/" + key.Name
-}
-
 // driver is the fetching half of one EnvoySource, rebuilt when its spec or
 // its credentials change.
 type driver struct {
@@ -61,99 +60,151 @@ type driver struct {
 	built string
 }
 
-// ReconcileSource fetches one EnvoySource, runs it through the pipeline
-// and writes its status.
-func (c *Controller) reconcileSource(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if !c.watches(req.Namespace) {
+// envoySourceReconciler fetches each EnvoySource, runs what it fetched
+// through the pipeline and has its status written. It owns the drivers of
+// the EnvoySources, the fetch limits they share and their commit-status
+// reporters.
+type envoySourceReconciler struct {
+	*shared
+	limits   sourceLimits
+	guard    *netguard.Guard // of Git and OCI fetches
+	stateDir string
+	// fluxClient downloads Flux artifacts (fetchguard.go).
+	fluxClient func() *http.Client
+
+	commitStatuses *commitStatuses
+
+	mu      sync.Mutex
+	drivers map[string]*driver // by pipeline source name
+}
+
+// newEnvoySourceReconciler builds the reconciler with o's fetch limits;
+// guard, fluxClient and forgeClient are the fetch guard's (fetchguard.go).
+func newEnvoySourceReconciler(s *shared, o Options, guard *netguard.Guard, fluxClient, forgeClient func() *http.Client, feedback *forge.Feedback) *envoySourceReconciler {
+	r := &envoySourceReconciler{
+		shared: s, guard: guard, stateDir: o.StateDir, fluxClient: fluxClient, drivers: map[string]*driver{},
+		limits: sourceLimits{
+			budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
+			fetches: newFairShare(orDefault(o.FetchWorkers, DefaultFetchWorkers), orDefault(o.FetchesPerNamespace, DefaultFetchesPerNamespace)),
+			timeout: cmp.Or(max(o.FetchTimeout, 0), DefaultFetchTimeout),
+		},
+	}
+	r.commitStatuses = &commitStatuses{
+		client: s.client, cache: s.cache, feedback: feedback, httpClient: forgeClient,
+		reporters: map[string]forge.Reporter{}, specs: map[string]reporterOf{},
+	}
+	return r
+}
+
+// orDefault is n, or def when n is not positive.
+func orDefault(n, def int) int { return cmp.Or(max(n, 0), def) }
+
+// Reconcile fetches one EnvoySource, runs it through the pipeline and
+// writes its status.
+func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.watches(req.Namespace) {
 		return ctrl.Result{}, nil
 	}
-	if res, wait := c.waitForLead(); wait {
+	if res, wait := r.waitForLead(); wait {
 		return res, nil
 	}
-	name := sourceKey(req.NamespacedName)
+	name := sources.EnvoySourceRef(req.Namespace, req.Name).String()
 	var es v1alpha1.EnvoySource
-	if err := c.client.Get(ctx, req.NamespacedName, &es); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, &es); err != nil {
 		if apierrors.IsNotFound(err) {
-			c.sourceGone(ctx, name)
+			r.gone(ctx, name)
 			return ctrl.Result{}, nil
 		}
 		return ctrl.Result{}, err
 	}
-	before := es.Status.DeepCopy()
-	s := &es.Status
-	s.ObservedGeneration = es.Generation
-	if token, ok := es.Annotations[v1alpha1.ReconcileRequestAnnotation]; ok {
-		s.LastHandledReconcileAt = token
-	}
 	interval := max(es.Spec.Interval.Duration, MinInterval)
 	if es.Spec.Suspend {
-		meta.SetStatusCondition(&s.Conditions, metav1.Condition{
-			Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: "Suspended",
-			Message: "spec.suspend is true: nothing is fetched until it is false", ObservedGeneration: es.Generation,
+		return ctrl.Result{}, r.writeStatus(ctx, &es, func(s *v1alpha1.EnvoySourceStatus) {
+			meta.SetStatusCondition(&s.Conditions, metav1.Condition{
+				Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: "Suspended",
+				Message: "spec.suspend is true: nothing is fetched until it is false", ObservedGeneration: es.Generation,
+			})
 		})
-		return ctrl.Result{}, c.writeSourceStatus(ctx, &es, before)
 	}
 
-	var st *pipeline.Status
-	res, reason, err := c.fetchSource(ctx, &es, name)
-	if errors.Is(err, errTurn) {
-		c.log.V(1).Info("fetch waits for its namespace's turn", "source", name)
+	res, reason, fetchErr := r.fetch(ctx, &es, name)
+	if errors.Is(fetchErr, errTurn) {
+		r.log.V(1).Info("fetch waits for its namespace's turn", "source", name)
 		return ctrl.Result{RequeueAfter: fairRetry}, nil
 	}
 	// The reporter is in place before the pipeline runs: the outcomes of
 	// this pass (published, then answered, possibly within milliseconds)
-	// get their statuses.
+	// get their commit statuses.
 	if es.Spec.CommitStatus == nil || es.Spec.Git != nil || res != nil {
-		if err := c.configureStatuses(&es, name, repositoryOf(&es, res)); err != nil {
-			c.recorder.Eventf(&es, nil, corev1.EventTypeWarning, "CommitStatusMisconfigured", "Reconcile", "%s", err.Error())
+		if err := r.commitStatuses.configure(&es, name, repositoryOf(&es, res)); err != nil {
+			r.warn(&es, "CommitStatusMisconfigured", "Reconcile", err.Error())
 		}
 	}
-	if err == nil {
-		sync := c.pipeline.Sync(ctx, name, res)
-		st = &sync
-		s.LastAttemptedRevision = res.Origin.Revision()
-		s.LastAppliedRevision = sync.AppliedRevision
-		s.Nodes = sync.Nodes
-		s.Diagnostics = diagnosticsOf(sync, res.Origin.Path)
-		if es.Spec.SourceRef != nil {
-			s.ArtifactDigest = res.Origin.Digest
-		}
+	var synced *pipeline.Status
+	if fetchErr == nil {
+		st := r.pipeline.Sync(ctx, name, res)
+		synced = &st
 	}
 	var verdicts []nodeVerdict
-	if st != nil && !st.Invalid {
-		for _, id := range st.Nodes {
-			node, _ := c.engine.Node(id)
+	if synced != nil && !synced.Invalid {
+		for _, id := range synced.Nodes {
+			node, _ := r.engine.Node(id)
 			verdicts = append(verdicts, verdictOf(node, name))
 		}
 	}
-	judge(es.Generation, st, reason, err, verdicts).set(&s.Conditions)
-	if err := c.writeSourceStatus(ctx, &es, before); err != nil {
+	var reconciling bool
+	err := r.writeStatus(ctx, &es, func(s *v1alpha1.EnvoySourceStatus) {
+		if synced != nil {
+			s.LastAttemptedRevision = res.Origin.Revision()
+			s.LastAppliedRevision = synced.AppliedRevision
+			s.Nodes = synced.Nodes
+			s.Diagnostics = diagnosticsOf(*synced, res.Origin.Path)
+			if es.Spec.SourceRef != nil {
+				s.ArtifactDigest = res.Origin.Digest
+			}
+		}
+		readinessOf(es.Generation, synced, reason, fetchErr, verdicts).set(&s.Conditions)
+		reconciling = meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReconciling)
+	})
+	if err != nil {
 		return ctrl.Result{}, err
 	}
 	switch {
-	case meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReconciling) && err == nil:
+	case reconciling && fetchErr == nil:
 		return ctrl.Result{RequeueAfter: min(requeueAfter, interval)}, nil
-	case err != nil:
+	case fetchErr != nil:
 		return ctrl.Result{RequeueAfter: min(fetchRetry, interval)}, nil
 	}
 	return ctrl.Result{RequeueAfter: interval}, nil
 }
 
-// writeSourceStatus updates es's status when it changed, and tells of a
-// changed verdict with an event.
-func (c *Controller) writeSourceStatus(ctx context.Context, es *v1alpha1.EnvoySource, before *v1alpha1.EnvoySourceStatus) error {
-	x, y := *before, es.Status
-	x.Conditions, y.Conditions = withoutTransitions(x.Conditions), withoutTransitions(y.Conditions)
-	if equality.Semantic.DeepEqual(x, y) {
-		return nil
-	}
-	if err := c.client.Status().Update(ctx, es); err != nil {
-		if apierrors.IsConflict(err) {
-			return nil // written meanwhile; the next pass reads it again
+// writeStatus has es's status written as fill leaves it, on top of the
+// latest status, for the generation (and reconcile request) of es as this
+// pass read it; a changed verdict is told with an event.
+func (r *envoySourceReconciler) writeStatus(ctx context.Context, es *v1alpha1.EnvoySource, fill func(*v1alpha1.EnvoySourceStatus)) error {
+	gen := es.Generation
+	token, asked := es.Annotations[v1alpha1.ReconcileRequestAnnotation]
+	var latest v1alpha1.EnvoySource
+	var was, now *metav1.Condition
+	wrote, err := r.status.update(ctx, client.ObjectKeyFromObject(es), &latest, func() bool {
+		before := latest.Status.DeepCopy()
+		s := &latest.Status
+		s.ObservedGeneration = gen
+		if asked {
+			s.LastHandledReconcileAt = token
 		}
+		fill(s)
+		was, now = readyOf(before.Conditions), readyOf(s.Conditions)
+		x, y := *before, *s
+		x.Conditions, y.Conditions = withoutTransitions(x.Conditions), withoutTransitions(y.Conditions)
+		return !equality.Semantic.DeepEqual(x, y)
+	})
+	if err != nil {
 		return err
 	}
-	c.announce(es, meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionReady), meta.FindStatusCondition(es.Status.Conditions, v1alpha1.ConditionReady))
+	if wrote {
+		r.announce(&latest, was, now)
+	}
 	return nil
 }
 
@@ -163,16 +214,16 @@ var errTurn = errors.New("the namespace runs as many fetches as it may")
 // fetchSource fetches es through its driver, when its namespace's turn
 // allows (errTurn when not), within the per-fetch timeout; on failure it
 // returns the Ready reason with the error.
-func (c *Controller) fetchSource(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*sources.Result, string, error) {
-	d, err := c.driverOf(ctx, es, name)
+func (r *envoySourceReconciler) fetch(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*sources.Result, string, error) {
+	d, err := r.driverOf(ctx, es, name)
 	if err != nil {
 		return nil, ReasonInvalidSpec, err
 	}
-	if !c.fetches.acquire(es.Namespace) {
+	if !r.limits.fetches.acquire(es.Namespace) {
 		return nil, "", errTurn
 	}
-	defer c.fetches.release(es.Namespace)
-	fctx, cancel := context.WithTimeout(ctx, c.timeout)
+	defer r.limits.fetches.release(es.Namespace)
+	fctx, cancel := context.WithTimeout(ctx, r.limits.timeout)
 	defer cancel()
 	res, err := d.src.Fetch(fctx)
 	var over *sources.LimitError
@@ -182,7 +233,7 @@ func (c *Controller) fetchSource(ctx context.Context, es *v1alpha1.EnvoySource, 
 	case errors.As(err, &over):
 		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err)
 	case err != nil && fctx.Err() != nil && ctx.Err() == nil:
-		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: the fetch was stopped at the per-fetch timeout of %s: %w", es.Namespace, es.Name, c.timeout, err)
+		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: the fetch was stopped at the per-fetch timeout of %s: %w", es.Namespace, es.Name, r.limits.timeout, err)
 	case err != nil:
 		return nil, ReasonFetchFailed, err
 	}
@@ -191,12 +242,12 @@ func (c *Controller) fetchSource(ctx context.Context, es *v1alpha1.EnvoySource, 
 
 // driverOf returns es's driver, built anew when its spec or credentials
 // changed since the last one.
-func (c *Controller) driverOf(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*driver, error) {
+func (r *envoySourceReconciler) driverOf(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*driver, error) {
 	var secret *corev1.Secret
 	built := fmt.Sprint(es.Generation)
 	if ref := credentialsOf(es); ref != "" {
 		secret = &corev1.Secret{}
-		if err := c.client.Get(ctx, types.NamespacedName{Namespace: es.Namespace, Name: ref}, secret); err != nil {
+		if err := r.client.Get(ctx, types.NamespacedName{Namespace: es.Namespace, Name: ref}, secret); err != nil {
 			if apierrors.IsNotFound(err) {
 				return nil, fmt.Errorf("EnvoySource %s/%s: secretRef: Secret %s/%s does not exist", es.Namespace, es.Name, es.Namespace, ref)
 			}
@@ -204,22 +255,29 @@ func (c *Controller) driverOf(ctx context.Context, es *v1alpha1.EnvoySource, nam
 		}
 		built += "/" + secret.ResourceVersion
 	}
-	c.mu.Lock()
-	d := c.drivers[name]
-	c.mu.Unlock()
+	r.mu.Lock()
+	d := r.drivers[name]
+	r.mu.Unlock()
 	if d != nil && d.built == built {
 		return d, nil
 	}
-	src, err := c.buildDriver(es, name, secret)
+	src, err := r.buildDriver(es, name, secret)
 	if err != nil {
 		return nil, err
 	}
 	d = &driver{src: src, built: built}
-	c.mu.Lock()
-	c.drivers[name] = d
-	c.mu.Unlock()
-	c.budget.Release(name) // the files of the driver replaced are garbage
+	r.mu.Lock()
+	r.drivers[name] = d
+	r.mu.Unlock()
+	r.limits.budget.Release(name) // the files of the driver replaced are garbage
 	return d, nil
+}
+
+// checkEnvoySource checks es's spec as a reconcile builds its driver
+// from it, without reading its Secret or the network (admission).
+func (c *Controller) checkEnvoySource(es *v1alpha1.EnvoySource) error {
+	_, err := c.envoySources.buildDriver(es, sources.EnvoySourceRef(es.Namespace, es.Name).String()+"/admission", nil)
+	return err
 }
 
 // repositoryOf is the URL of the repository es's commits come from: its
@@ -246,7 +304,7 @@ func credentialsOf(es *v1alpha1.EnvoySource) string {
 
 // buildDriver constructs the driver of es; it touches neither the network
 // nor the clone. Credentials follow Flux's Secret keys.
-func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret) (sources.Source, error) {
+func (r *envoySourceReconciler) buildDriver(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret) (sources.Source, error) {
 	field := func(err error) error { return fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err) }
 	data := func(k string) string {
 		if secret == nil {
@@ -256,10 +314,10 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 	}
 	switch spec := es.Spec; {
 	case spec.Git != nil:
-		cfg := gitsource.Config{Name: name, URL: spec.Git.URL, Path: spec.Path, StateDir: c.opts.StateDir, Timeout: c.timeout, Budget: c.budget}
-		cfg.Guard = c.fetchGuard
-		if r := spec.Git.Ref; r != nil {
-			cfg.Ref = gitsource.Ref{Branch: r.Branch, Tag: r.Tag, SemVer: r.SemVer, Name: r.Name, Commit: r.Commit}
+		cfg := gitsource.Config{Name: name, URL: spec.Git.URL, Path: spec.Path, StateDir: r.stateDir, Timeout: r.limits.timeout, Budget: r.limits.budget}
+		cfg.Guard = r.guard
+		if ref := spec.Git.Ref; ref != nil {
+			cfg.Ref = gitsource.Ref{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, Name: ref.Name, Commit: ref.Commit}
 		}
 		cfg.Auth = gitsource.Auth{
 			Username: data("username"), Password: sources.Literal(data("password")),
@@ -275,10 +333,10 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 		}
 		return src, nil
 	case spec.OCI != nil:
-		cfg := ocisource.Config{Name: name, URL: spec.OCI.URL, Path: spec.Path, Timeout: c.timeout, Budget: c.budget}
-		cfg.Guard = c.fetchGuard
-		if r := spec.OCI.Ref; r != nil {
-			cfg.Ref = ocisource.Ref{Tag: r.Tag, SemVer: r.SemVer, Digest: r.Digest}
+		cfg := ocisource.Config{Name: name, URL: spec.OCI.URL, Path: spec.Path, Timeout: r.limits.timeout, Budget: r.limits.budget}
+		cfg.Guard = r.guard
+		if ref := spec.OCI.Ref; ref != nil {
+			cfg.Ref = ocisource.Ref{Tag: ref.Tag, SemVer: ref.SemVer, Digest: ref.Digest}
 		}
 		if secret != nil {
 			cfg.DockerConfigJSON = secret.Data[corev1.DockerConfigJsonKey]
@@ -297,9 +355,9 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 			return nil, field(fmt.Errorf("spec.sourceRef.namespace %q: an EnvoySource reads Flux sources of its own namespace (%s) only", ns, es.Namespace))
 		}
 		src, err := flux.New(flux.Config{
-			Name: name, Reader: c.mgr.GetClient(), Kind: spec.SourceRef.Kind,
-			Key: types.NamespacedName{Namespace: ns, Name: spec.SourceRef.Name}, Path: spec.Path, HTTP: c.fluxClient(),
-			Timeout: c.timeout, Budget: c.budget,
+			Name: name, Reader: r.cache, Kind: spec.SourceRef.Kind,
+			Key: types.NamespacedName{Namespace: ns, Name: spec.SourceRef.Name}, Path: spec.Path, HTTP: r.fluxClient(),
+			Timeout: r.limits.timeout, Budget: r.limits.budget,
 		})
 		if err != nil {
 			return nil, field(fmt.Errorf("spec.sourceRef: %w", err))
@@ -309,20 +367,28 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 	return nil, field(errors.New("spec: set one of git, oci and sourceRef"))
 }
 
-// sourceGone stops serving the nodes a deleted EnvoySource rendered.
-func (c *Controller) sourceGone(ctx context.Context, name string) {
-	c.forgetSource(ctx, name)
-	c.dropReporter(name)
-	c.mu.Lock()
-	delete(c.drivers, name)
-	c.mu.Unlock()
-	c.budget.Release(name)
+// gone stops serving the nodes a deleted EnvoySource rendered, and
+// releases them, its claims too, to the sources that were refused them.
+func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
+	r.pipeline.Remove(ctx, name)
+	r.commitStatuses.drop(name)
+	r.mu.Lock()
+	delete(r.drivers, name)
+	r.mu.Unlock()
+	r.limits.budget.Release(name)
 }
 
-// forgetSource stops serving the nodes source owns and releases them, its
-// claims too, to the sources that were refused them.
-func (c *Controller) forgetSource(ctx context.Context, source string) {
-	c.pipeline.Remove(ctx, source)
+// refs are the EnvoySources whose drivers run.
+func (r *envoySourceReconciler) refs() []sources.Ref {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]sources.Ref, 0, len(r.drivers))
+	for name := range r.drivers {
+		if ref, ok := sources.ParseRef(name); ok {
+			out = append(out, ref)
+		}
+	}
+	return out
 }
 
 // diagnosticsOf lists the first problems of a rejected render, each with
@@ -359,32 +425,26 @@ func withoutTransitions(cs []metav1.Condition) []metav1.Condition {
 	return out
 }
 
-// watchSources registers the EnvoySource reconciler, with its fetch
-// workers shared fairly between namespaces, and watches Flux's source
-// objects when their CRDs are installed, so that a new artifact is read at
-// once rather than at the next interval.
-func (c *Controller) watchSources(skipNameValidation bool) error {
-	o := c.opts
-	workers := cmp.Or(max(o.FetchWorkers, 0), DefaultFetchWorkers)
-	c.sourceLimits = sourceLimits{
-		budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
-		fetches: newFairShare(workers, cmp.Or(max(o.FetchesPerNamespace, 0), DefaultFetchesPerNamespace)),
-		timeout: cmp.Or(max(o.FetchTimeout, 0), DefaultFetchTimeout),
-	}
-	b := ctrl.NewControllerManagedBy(c.mgr).For(&v1alpha1.EnvoySource{}).Named("envoysource").
-		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: workers}).
-		WatchesRawSource(source.Channel(c.sourceEv, &handler.EnqueueRequestForObject{}))
+// setup registers r with mgr, with its fetch workers shared fairly
+// between namespaces, fed by the objects' changes and the requests legate
+// raises, and watches Flux's source objects when their CRDs are
+// installed, so that a new artifact is read at once rather than at the
+// next interval.
+func (r *envoySourceReconciler) setup(mgr manager.Manager, raised *requests, skipNameValidation bool) error {
+	b := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.EnvoySource{}).Named("envoysource").
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: r.limits.fetches.workers}).
+		WatchesRawSource(raised)
 	for _, kind := range []string{flux.KindGitRepository, flux.KindOCIRepository} {
 		gvk := flux.GroupVersion.WithKind(kind)
-		if _, err := c.mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
-			c.log.V(1).Info("Flux source kind not installed; EnvoySources that refer to it are read at their interval", "kind", kind)
+		if _, err := mgr.GetRESTMapper().RESTMapping(gvk.GroupKind(), gvk.Version); err != nil {
+			r.log.V(1).Info("Flux source kind not installed; EnvoySources that refer to it are read at their interval", "kind", kind)
 			continue
 		}
 		obj := &unstructured.Unstructured{}
 		obj.SetGroupVersionKind(gvk)
-		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(c.referrers(kind)))
+		b = b.Watches(obj, handler.EnqueueRequestsFromMapFunc(r.referrers(kind)))
 	}
-	if err := b.Complete(reconcile.Func(c.reconcileSource)); err != nil {
+	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("EnvoySource reconciler: %w", err)
 	}
 	return nil
@@ -392,11 +452,11 @@ func (c *Controller) watchSources(skipNameValidation bool) error {
 
 // referrers maps a Flux object to the EnvoySources of its namespace that
 // refer to it.
-func (c *Controller) referrers(kind string) handler.MapFunc {
+func (r *envoySourceReconciler) referrers(kind string) handler.MapFunc {
 	return func(ctx context.Context, obj client.Object) []reconcile.Request {
 		var list v1alpha1.EnvoySourceList
-		if err := c.mgr.GetClient().List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
-			c.log.Error(err, "could not list the EnvoySources that may refer to a Flux source", "kind", kind, "object", client.ObjectKeyFromObject(obj))
+		if err := r.cache.List(ctx, &list, client.InNamespace(obj.GetNamespace())); err != nil {
+			r.log.Error(err, "could not list the EnvoySources that may refer to a Flux source", "kind", kind, "object", client.ObjectKeyFromObject(obj))
 			return nil
 		}
 		var out []reconcile.Request

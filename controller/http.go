@@ -6,8 +6,6 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"slices"
-	"strings"
 	"sync/atomic"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -67,21 +65,11 @@ func (h *httpAPI) orphaned(st revisions.NodeStatus) bool {
 // sources are the status of every object reconciled, in the shape both
 // homes show: the pipeline's part, and the kind of object.
 func (h *httpAPI) sources() []statuspage.Source {
-	h.c.mu.Lock()
-	names := make([]string, 0, len(h.c.sources)+len(h.c.drivers))
-	for key := range h.c.sources {
-		names = append(names, "envoyconfig/"+key.Namespace+"/"+key.Name)
-	}
-	for name := range h.c.drivers {
-		names = append(names, name)
-	}
-	h.c.mu.Unlock()
-	slices.Sort(names)
-	out := make([]statuspage.Source, 0, len(names))
-	for _, n := range names {
-		src := statuspage.SourceOf(h.c.pipeline.Status(n))
-		kind, _, _ := strings.Cut(n, "/")
-		src.Kind = map[string]string{"envoyconfig": "EnvoyConfig", "envoysource": "EnvoySource"}[kind]
+	refs := h.c.sourceRefs()
+	out := make([]statuspage.Source, 0, len(refs))
+	for _, r := range refs {
+		src := statuspage.SourceOf(h.c.pipeline.Status(r.String()))
+		src.Kind = refKindName(r)
 		out = append(out, src)
 	}
 	return out

@@ -8,14 +8,15 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 )
 
 // PolicyLabel marks a ConfigMap of the controller's namespace whose *.cue
@@ -56,60 +57,80 @@ func readPolicyDir(dir string) (map[string][]byte, error) {
 	return out, nil
 }
 
-// policies is the set every render obeys now.
-func (c *Controller) policies() map[string][]byte {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.policySet
+// policyReconciler reads the policy ConfigMaps of the controller's
+// namespace and, when what they say changes, has every source rendered
+// again. It owns the policy set in force.
+type policyReconciler struct {
+	*shared
+	// dir is what the policy directory holds (Options.PolicyDir), read
+	// once at start.
+	dir map[string][]byte
+	// rerender asks for a reconcile of a source (Controller.trigger).
+	rerender func(source string)
+
+	mu sync.Mutex
+	// set is what every render obeys: dir and the ConfigMaps' entries.
+	set map[string][]byte
 }
 
-// watchPolicies registers the reconciler that reads the policy ConfigMaps
-// and, when what they say changes, renders every source again.
-func (c *Controller) watchPolicies(skipNameValidation bool) error {
+func newPolicyReconciler(s *shared, dir map[string][]byte, rerender func(string)) *policyReconciler {
+	return &policyReconciler{shared: s, dir: dir, set: dir, rerender: rerender}
+}
+
+// current is the set every render obeys now.
+func (r *policyReconciler) current() map[string][]byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.set
+}
+
+// setup registers r with mgr, for the labelled ConfigMaps of the
+// controller's namespace.
+func (r *policyReconciler) setup(mgr manager.Manager, skipNameValidation bool) error {
 	labelled := predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		_, ok := obj.GetLabels()[PolicyLabel]
-		return ok && obj.GetNamespace() == c.opts.Namespace
+		return ok && obj.GetNamespace() == r.home
 	})
-	err := ctrl.NewControllerManagedBy(c.mgr).Named("policies").
+	err := ctrl.NewControllerManagedBy(mgr).Named("policies").
 		For(&corev1.ConfigMap{}, builder.WithPredicates(labelled)).
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
-		Complete(reconcile.Func(c.reconcilePolicies))
+		Complete(r)
 	if err != nil {
 		return fmt.Errorf("policy reconciler: %w", err)
 	}
 	return nil
 }
 
-// reconcilePolicies reads every policy ConfigMap (any of them changed) and
+// Reconcile reads every policy ConfigMap (any of them changed) and
 // re-renders every source when the set differs from the one in force.
-func (c *Controller) reconcilePolicies(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
-	set, err := c.readPolicies(ctx)
+func (r *policyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.Result, error) {
+	set, err := r.read(ctx)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	c.mu.Lock()
-	same := maps.EqualFunc(set, c.policySet, func(a, b []byte) bool { return string(a) == string(b) })
-	c.policySet = set
-	c.mu.Unlock()
+	r.mu.Lock()
+	same := maps.EqualFunc(set, r.set, func(a, b []byte) bool { return string(a) == string(b) })
+	r.set = set
+	r.mu.Unlock()
 	if same {
 		return ctrl.Result{}, nil
 	}
-	c.log.Info("policies changed; every source is rendered again", "policies", len(set))
-	for _, source := range c.pipeline.Invalidate() {
-		c.trigger(source)
+	r.log.Info("policies changed; every source is rendered again", "policies", len(set))
+	for _, source := range r.pipeline.Invalidate() {
+		r.rerender(source)
 	}
 	return ctrl.Result{}, nil
 }
 
-// readPolicies reads the policy set from the policy directory and the
-// labelled ConfigMaps in the cache (every replica has it, so the
-// admission webhook judges with the set the leader renders with).
-func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error) {
+// read reads the policy set from the policy directory and the labelled
+// ConfigMaps in the cache (every replica has it, so that the admission
+// webhook checks objects against the set the leader renders with).
+func (r *policyReconciler) read(ctx context.Context) (map[string][]byte, error) {
 	var list corev1.ConfigMapList
-	if err := c.mgr.GetClient().List(ctx, &list, client.InNamespace(c.opts.Namespace), client.HasLabels{PolicyLabel}); err != nil {
-		return nil, err
+	if err := r.cache.List(ctx, &list, client.InNamespace(r.home), client.HasLabels{PolicyLabel}); err != nil {
+		return nil, fmt.Errorf("list the policy ConfigMaps of namespace %s: %w", r.home, err)
 	}
-	set := maps.Clone(c.dirPolicies)
+	set := maps.Clone(r.dir)
 	total := 0
 	for _, cm := range list.Items {
 		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
@@ -117,7 +138,7 @@ func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error
 				continue
 			}
 			if total += len(cm.Data[key]); total > maxPolicyBytes {
-				c.log.Error(nil, "policy ConfigMaps hold more than the limit; the rest are not read", "limit", maxPolicyBytes, "configmap", cm.Name)
+				r.log.Error(nil, "policy ConfigMaps hold more than the limit; the rest are not read", "limit", maxPolicyBytes, "configmap", cm.Name)
 				return set, nil
 			}
 			set["configmap/"+cm.Namespace+"/"+cm.Name+"/"+key] = []byte(cm.Data[key])

@@ -469,13 +469,3 @@ func (c *Controller) replicaView(ctx context.Context) ReplicaView {
 // Leading reports whether this replica decides: it leads, or runs
 // without leader election.
 func (c *Controller) Leading() bool { return c.engine.Leading() }
-
-// waitForLead is the result of a reconcile that decides on a replica that
-// does not lead yet: the leader's reconcilers start when it is elected,
-// and the engine leads once it has read the store (Lead).
-func (c *Controller) waitForLead() (ctrl.Result, bool) {
-	if c.engine.Leading() {
-		return ctrl.Result{}, false
-	}
-	return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, true
-}

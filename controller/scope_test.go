@@ -47,7 +47,7 @@ func TestStatusTextsAreBounded(t *testing.T) {
 		verdicts = append(verdicts, verdictOf(node, "envoysource/a/b"))
 	}
 	var conds []metav1.Condition
-	judge(1, &pipeline.Status{}, "", nil, verdicts).set(&conds)
+	readinessOf(1, &pipeline.Status{}, "", nil, verdicts).set(&conds)
 	for _, c := range conds {
 		assert.LessOrEqual(t, len(c.Message), maxConditionMessage, c.Type)
 		assert.True(t, utf8.ValidString(c.Message), c.Type)

@@ -9,13 +9,13 @@ import (
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/xds"
 )
 
@@ -52,50 +52,9 @@ func ParseNodeIDPolicy(s string) (NodeIDPolicy, error) {
 	return "", fmt.Errorf("node ID policy %q: want %q or %q", s, NodeIDsFirstCome, NodeIDsNamespacePrefix)
 }
 
-// sourceRef is a pipeline source name taken apart: the kind ("envoyconfig"
-// or "envoysource"), namespace and name of the object it stands for.
-type sourceRef struct {
-	Kind, Namespace, Name string
-}
-
-const (
-	kindEnvoyConfig = "envoyconfig"
-	kindEnvoySource = "envoysource"
-)
-
-// parseSource reads a pipeline source name ("envoyconfig/NS/NAME").
-func parseSource(s string) (sourceRef, bool) {
-	kind, rest, ok := strings.Cut(s, "/")
-	if !ok {
-		return sourceRef{}, false
-	}
-	ns, name, ok := strings.Cut(rest, "/")
-	if !ok || ns == "" || name == "" || (kind != kindEnvoyConfig && kind != kindEnvoySource) {
-		return sourceRef{}, false
-	}
-	return sourceRef{Kind: kind, Namespace: ns, Name: name}, true
-}
-
-func (r sourceRef) String() string { return r.Kind + "/" + r.Namespace + "/" + r.Name }
-
-func (r sourceRef) key() types.NamespacedName {
-	return types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
-}
-
-// object is an empty object of r's kind, named as r.
-func (r sourceRef) object() client.Object {
-	var obj client.Object = &v1alpha1.EnvoyConfig{}
-	if r.Kind == kindEnvoySource {
-		obj = &v1alpha1.EnvoySource{}
-	}
-	obj.SetNamespace(r.Namespace)
-	obj.SetName(r.Name)
-	return obj
-}
-
 // tenantOf is the tenant of a pipeline source: its namespace.
 func tenantOf(source string) string {
-	r, _ := parseSource(source)
+	r, _ := sources.ParseRef(source)
 	return r.Namespace
 }
 
@@ -131,7 +90,7 @@ func (t tenancy) mayReceive(namespace, node, owner, shared string) error {
 	if owner == "" {
 		return nil
 	}
-	r, ok := parseSource(owner)
+	r, ok := sources.ParseRef(owner)
 	switch {
 	case !ok:
 		return fmt.Errorf("node ID %q has an owner this controller does not know", node)
@@ -165,24 +124,18 @@ func (t tenancy) mayConfigure(source, node, owner string) error {
 	return nil
 }
 
-// ownerOf is the source owning node: the leader's pipeline, else what the
-// engine mirrored of the store (a follower's pipeline is empty).
-func (c *Controller) ownerOf(node string) string {
-	if owner := c.pipeline.Owner(node); owner != "" {
-		return owner
-	}
-	return c.engine.Ownership(node).Owner
-}
+// ownerOf is the source owning node (the free ownerOf).
+func (c *Controller) ownerOf(node string) string { return ownerOf(c.pipeline, c.engine, node) }
 
 // sharedValue is the sharing annotation of the object owner stands for,
 // as cached; "" when it is gone or outside the controller's namespace.
 func (c *Controller) sharedValue(ctx context.Context, owner string) string {
-	r, ok := parseSource(owner)
+	r, ok := sources.ParseRef(owner)
 	if !ok || r.Namespace != c.opts.Namespace {
 		return ""
 	}
-	obj := r.object()
-	if err := c.mgr.GetClient().Get(ctx, r.key(), obj); err != nil {
+	obj := refObject(r)
+	if err := c.mgr.GetClient().Get(ctx, refKey(r), obj); err != nil {
 		return ""
 	}
 	return obj.GetAnnotations()[SharedAnnotation]
@@ -245,11 +198,11 @@ func (c *Controller) watchSharing(ctx context.Context) error {
 // its cache is filled (Run).
 func (c *Controller) sweepOwners(ctx context.Context) {
 	for _, owner := range slices.Compact(slices.Sorted(maps.Values(c.engine.Owners()))) {
-		r, ok := parseSource(owner)
+		r, ok := sources.ParseRef(owner)
 		if !ok || !c.watches(r.Namespace) {
 			continue
 		}
-		err := c.mgr.GetClient().Get(ctx, r.key(), r.object())
+		err := c.mgr.GetClient().Get(ctx, refKey(r), refObject(r))
 		switch {
 		case apierrors.IsNotFound(err):
 			nodes := c.pipeline.Remove(ctx, owner)
@@ -279,7 +232,7 @@ func (c *Controller) scope(source string, r *render.Result) []render.Diagnostic 
 
 // ecSource is the pipeline's name of an EnvoyConfig.
 func ecSource(ec *v1alpha1.EnvoyConfig) string {
-	return sourceRef{Kind: kindEnvoyConfig, Namespace: ec.Namespace, Name: ec.Name}.String()
+	return sources.EnvoyConfigRef(ec.Namespace, ec.Name).String()
 }
 
 // mayConfigure refuses, at admission, an object that names a node another
@@ -289,4 +242,10 @@ func (c *Controller) mayConfigure(source, node string) error {
 		return nil
 	}
 	return c.tenancy.mayConfigure(source, node, c.ownerOf(node))
+}
+
+// watches reports whether objects of namespace are reconciled (the cache
+// also holds the controller's own namespace, for its revisions).
+func (c *Controller) watches(namespace string) bool {
+	return c.opts.WatchNamespace == "" || namespace == c.opts.WatchNamespace
 }

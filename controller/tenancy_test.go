@@ -6,17 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-func TestParseSource(t *testing.T) {
-	r, ok := parseSource("envoyconfig/team-a/edge")
-	assert.True(t, ok)
-	assert.Equal(t, sourceRef{Kind: "envoyconfig", Namespace: "team-a", Name: "edge"}, r)
-	assert.Equal(t, "envoyconfig/team-a/edge", r.String())
-	for _, bad := range []string{"", "envoyconfig", "envoyconfig/team-a", "git/team-a/edge", "envoysource//x", "envoysource/ns/"} {
-		_, ok := parseSource(bad)
-		assert.False(t, ok, bad)
-	}
-}
-
 // Who may receive a node: its owner's namespace; the platform's nodes
 // only where shared; nobody else, told nothing of the owner.
 func TestMayReceive(t *testing.T) {

@@ -13,58 +13,67 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
-	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/revisions"
 )
 
-// watchUntaints registers the reconciler that clears a revision's taint
-// when its EnvoyConfigRevision carries v1alpha1.UntaintAnnotation: the
+// untaintReconciler clears a revision's taint when its
+// EnvoyConfigRevision carries v1alpha1.UntaintAnnotation: the
 // kubectl-native untaint (kubectl annotate ecr NAME legate.dev/untaint=true).
-func (c *Controller) watchUntaints(skipNameValidation bool) error {
+// It keeps no state of its own.
+type untaintReconciler struct {
+	*shared
+}
+
+// setup registers r with mgr, for the revisions of the controller's
+// namespace that carry the annotation.
+func (r *untaintReconciler) setup(mgr manager.Manager, skipNameValidation bool) error {
 	asked := predicate.NewPredicateFuncs(func(obj client.Object) bool {
 		_, ok := obj.GetAnnotations()[v1alpha1.UntaintAnnotation]
-		return ok && obj.GetNamespace() == c.opts.Namespace
+		return ok && obj.GetNamespace() == r.home
 	})
-	err := ctrl.NewControllerManagedBy(c.mgr).Named("untaint").
+	err := ctrl.NewControllerManagedBy(mgr).Named("untaint").
 		For(&v1alpha1.EnvoyConfigRevision{}, builder.WithPredicates(asked), builder.OnlyMetadata). // no revision content in the cache
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
-		Complete(reconcile.Func(c.reconcileUntaint))
+		Complete(r)
 	if err != nil {
 		return fmt.Errorf("untaint reconciler: %w", err)
 	}
 	return nil
 }
 
-func (c *Controller) reconcileUntaint(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if res, wait := c.waitForLead(); wait {
+// Reconcile clears the taint the revision's annotation asks to clear,
+// tells how with an event, and takes the annotation away.
+func (r *untaintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if res, wait := r.waitForLead(); wait {
 		return res, nil
 	}
 	var rev v1alpha1.EnvoyConfigRevision
-	if err := c.client.Get(ctx, req.NamespacedName, &rev); err != nil {
+	if err := r.client.Get(ctx, req.NamespacedName, &rev); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	if _, ok := rev.Annotations[v1alpha1.UntaintAnnotation]; !ok {
 		return ctrl.Result{}, nil
 	}
 	was := rev.Status.Tainted
-	err := c.engine.ClearTaint(ctx, rev.Spec.NodeID, rev.Spec.Hash)
+	err := r.engine.ClearTaint(ctx, rev.Spec.NodeID, rev.Spec.Hash)
 	switch {
 	case errors.Is(err, revisions.ErrNotFound):
-		c.recorder.Eventf(&rev, nil, corev1.EventTypeWarning, "UntaintFailed", "Untaint", "node %s has no revision %s any more", rev.Spec.NodeID, revisions.Short(rev.Spec.Hash))
+		r.recorder.Eventf(&rev, nil, corev1.EventTypeWarning, "UntaintFailed", "Untaint", "node %s has no revision %s any more", rev.Spec.NodeID, revisions.Short(rev.Spec.Hash))
 	case err != nil:
 		return ctrl.Result{}, err // retried
 	case was:
-		c.recorder.Eventf(&rev, nil, corev1.EventTypeNormal, "Untainted", "Untaint", "the taint of revision %s of node %s is cleared; it may be published again", revisions.Short(rev.Spec.Hash), rev.Spec.NodeID)
+		r.recorder.Eventf(&rev, nil, corev1.EventTypeNormal, "Untainted", "Untaint", "the taint of revision %s of node %s is cleared; it may be published again", revisions.Short(rev.Spec.Hash), rev.Spec.NodeID)
 	default:
-		c.recorder.Eventf(&rev, nil, corev1.EventTypeNormal, "Untainted", "Untaint", "revision %s of node %s was not tainted; nothing to clear", revisions.Short(rev.Spec.Hash), rev.Spec.NodeID)
+		r.recorder.Eventf(&rev, nil, corev1.EventTypeNormal, "Untainted", "Untaint", "revision %s of node %s was not tainted; nothing to clear", revisions.Short(rev.Spec.Hash), rev.Spec.NodeID)
 	}
 	// The request is handled: take the annotation away, so that a later
 	// taint is not cleared by the same request.
 	patch := []byte(`{"metadata":{"annotations":{"` + v1alpha1.UntaintAnnotation + `":null}}}`)
-	if err := c.client.Patch(ctx, &rev, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
+	if err := r.client.Patch(ctx, &rev, client.RawPatch(types.MergePatchType, patch)); err != nil && !apierrors.IsNotFound(err) {
 		return ctrl.Result{}, err
 	}
 	return ctrl.Result{}, nil

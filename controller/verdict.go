@@ -80,7 +80,11 @@ type readiness struct {
 	ready, reconciling, stalled metav1.Condition
 }
 
-func judge(gen int64, st *pipeline.Status, fetchReason string, fetchErr error, verdicts []nodeVerdict) readiness {
+// readinessOf decides an object's readiness at generation gen: a fetch
+// that failed, a render rejected, a node conflict, an apply that failed,
+// a node rolled back, a node waiting, then every node served, in that
+// order of precedence. It is pure: both reconcilers write what it says.
+func readinessOf(gen int64, st *pipeline.Status, fetchReason string, fetchErr error, verdicts []nodeVerdict) readiness {
 	r := readiness{
 		ready:       metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: gen},
 		reconciling: metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: fluxmeta.SucceededReason, ObservedGeneration: gen},

@@ -125,7 +125,7 @@ var (
 // The Ready, Reconciling and Stalled conditions of every outcome, and
 // which outcome wins when several hold: a fetch error, then validation,
 // conflicts, apply errors, rollbacks, waiting nodes, then readiness.
-func TestJudge(t *testing.T) {
+func TestReadinessOf(t *testing.T) {
 	invalid := &pipeline.Status{Source: src, Invalid: true, DiagnosticCount: 1, Diagnostics: []render.Diagnostic{{Pos: render.Position{File: "edge.yaml", Line: 3}, Message: "unknown field"}}}
 	conflict := &pipeline.Status{Source: src, Conflicts: []pipeline.Conflict{{Node: "edge", Owner: "envoyconfig/team-a/edge", Contender: src}}}
 	applyErr := &pipeline.Status{Source: src, ApplyErrors: []pipeline.NodeError{{Node: "edge", Error: "store unavailable"}}}
@@ -208,7 +208,7 @@ func TestJudge(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := judge(7, tc.st, tc.fetchReason, tc.fetchErr, verdicts(tc.nodes...))
+			r := readinessOf(7, tc.st, tc.fetchReason, tc.fetchErr, verdicts(tc.nodes...))
 			tc.ready.check(t, "Ready", r.ready)
 			tc.reconciling.check(t, "Reconciling", r.reconciling)
 			tc.stalled.check(t, "Stalled", r.stalled)

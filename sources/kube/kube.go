@@ -44,9 +44,10 @@ func NewEnvoyConfigSource(c client.Reader, key client.ObjectKey) *EnvoyConfigSou
 	return &EnvoyConfigSource{client: c, key: key}
 }
 
-// Name is "envoyconfig/<namespace>/<name>".
+// Name is the pipeline's name of the object: sources.EnvoyConfigRef's
+// string, "envoyconfig/<namespace>/<name>".
 func (s *EnvoyConfigSource) Name() string {
-	return "envoyconfig/" + s.key.Namespace + "/" + s.key.Name
+	return sources.EnvoyConfigRef(s.key.Namespace, s.key.Name).String()
 }
 
 // Fetch reads the object and returns it as one document,

@@ -3,22 +3,25 @@ package controller
 import (
 	"context"
 	"errors"
-	"time"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
+	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 )
 
@@ -33,112 +36,134 @@ import (
 // +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 
+// envoyConfigReconciler runs each EnvoyConfig through the pipeline and
+// has its status written. It owns the source of each EnvoyConfig it saw.
+type envoyConfigReconciler struct {
+	*shared
+
+	mu      sync.Mutex
+	sources map[types.NamespacedName]*kubesrc.EnvoyConfigSource
+}
+
+func newEnvoyConfigReconciler(s *shared) *envoyConfigReconciler {
+	return &envoyConfigReconciler{shared: s, sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}}
+}
+
+// setup registers r with mgr, fed by the objects' changes and by the
+// requests legate raises (engine outcomes, renders to do again).
+func (r *envoyConfigReconciler) setup(mgr manager.Manager, raised *requests, skipNameValidation bool) error {
+	err := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.EnvoyConfig{}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
+		WatchesRawSource(raised).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("EnvoyConfig reconciler: %w", err)
+	}
+	return nil
+}
+
 // Reconcile runs one EnvoyConfig through the pipeline and writes its status.
-func (c *Controller) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
-	if !c.watches(req.Namespace) {
+func (r *envoyConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	if !r.watches(req.Namespace) {
 		return ctrl.Result{}, nil
 	}
-	if res, wait := c.waitForLead(); wait {
+	if res, wait := r.waitForLead(); wait {
 		return res, nil
 	}
-	src := c.source(req.NamespacedName)
+	src := r.source(req.NamespacedName)
 	res, err := src.Fetch(ctx)
 	switch {
 	case errors.Is(err, kubesrc.ErrGone):
-		c.gone(ctx, req, src)
+		r.gone(ctx, req.NamespacedName, src)
 		return ctrl.Result{}, nil
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	st := c.pipeline.Sync(ctx, src.Name(), res)
+	synced := r.pipeline.Sync(ctx, src.Name(), res)
 
 	var ec v1alpha1.EnvoyConfig
-	if err := c.client.Get(ctx, req.NamespacedName, &ec); err != nil {
-		return ctrl.Result{}, client.IgnoreNotFound(err)
-	}
-	node := c.nodeOf(&ec)
-	before := ec.Status.DeepCopy()
-	c.status(&ec, st, node)
-	if equalStatus(before, &ec.Status) {
-		return c.settled(ec.Status.Conditions), nil
-	}
-	if err := c.client.Status().Update(ctx, &ec); err != nil {
-		if apierrors.IsConflict(err) {
-			return ctrl.Result{RequeueAfter: time.Second}, nil // written meanwhile: read it again
-		}
+	var was, now *metav1.Condition
+	wrote, err := r.status.update(ctx, req.NamespacedName, &ec, func() bool {
+		before := ec.Status.DeepCopy()
+		envoyConfigStatus(&ec, synced, r.nodeOf(&ec), r.home)
+		was, now = readyOf(before.Conditions), readyOf(ec.Status.Conditions)
+		return !equalStatus(before, &ec.Status)
+	})
+	if err != nil {
 		return ctrl.Result{}, err
 	}
-	c.announce(&ec, meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionReady), meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionReady))
-	return c.settled(ec.Status.Conditions), nil
-}
-
-// watches reports whether objects of namespace are reconciled (the cache
-// also holds the controller's own namespace, for its revisions).
-func (c *Controller) watches(namespace string) bool {
-	return c.opts.WatchNamespace == "" || namespace == c.opts.WatchNamespace
-}
-
-// announce records a Kubernetes event when the object's readiness changed
-// its verdict: published, rejected by validation, rolled back.
-func (c *Controller) announce(obj runtime.Object, was, now *metav1.Condition) {
-	if kind, reason, note, ok := eventOf(was, now); ok {
-		c.recorder.Eventf(obj, nil, kind, reason, "Reconcile", "%s", note)
+	if wrote {
+		r.announce(&ec, was, now)
 	}
+	return settled(ec.Status.Conditions), nil
 }
 
 // settled asks for another look while the configuration is on its way.
-func (c *Controller) settled(conds []metav1.Condition) ctrl.Result {
+func settled(conds []metav1.Condition) ctrl.Result {
 	if meta.IsStatusConditionTrue(conds, v1alpha1.ConditionReconciling) {
 		return ctrl.Result{RequeueAfter: requeueAfter}
 	}
 	return ctrl.Result{}
 }
 
-func (c *Controller) source(key types.NamespacedName) *kubesrc.EnvoyConfigSource {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	src := c.sources[key]
+func (r *envoyConfigReconciler) source(key types.NamespacedName) *kubesrc.EnvoyConfigSource {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	src := r.sources[key]
 	if src == nil {
-		src = kubesrc.NewEnvoyConfigSource(c.client, key)
-		c.sources[key] = src
+		src = kubesrc.NewEnvoyConfigSource(r.client, key)
+		r.sources[key] = src
 	}
 	return src
 }
 
-// gone stops serving the nodes a deleted EnvoyConfig configured.
-func (c *Controller) gone(ctx context.Context, req ctrl.Request, src *kubesrc.EnvoyConfigSource) {
-	c.forgetSource(ctx, src.Name())
-	c.mu.Lock()
-	delete(c.sources, req.NamespacedName)
-	c.mu.Unlock()
+// refs are the EnvoyConfigs whose sources run.
+func (r *envoyConfigReconciler) refs() []sources.Ref {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make([]sources.Ref, 0, len(r.sources))
+	for _, key := range slices.Collect(maps.Keys(r.sources)) {
+		out = append(out, sources.EnvoyConfigRef(key.Namespace, key.Name))
+	}
+	return out
+}
+
+// gone stops serving the nodes a deleted EnvoyConfig configured, and
+// releases them, its claims too, to the sources that were refused them.
+func (r *envoyConfigReconciler) gone(ctx context.Context, key types.NamespacedName, src *kubesrc.EnvoyConfigSource) {
+	r.pipeline.Remove(ctx, src.Name())
+	r.mu.Lock()
+	delete(r.sources, key)
+	r.mu.Unlock()
 }
 
 // nodeOf is the engine's status of ec's node, or only its ID when another
 // namespace owns it: nothing of another tenant's revisions, commits or
 // proxies reaches ec's status.
-func (c *Controller) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeStatus {
-	if owner := c.ownerOf(ec.Spec.NodeID); owner != "" && tenantOf(owner) != ec.Namespace {
+func (r *envoyConfigReconciler) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeStatus {
+	if owner := ownerOf(r.pipeline, r.engine, ec.Spec.NodeID); owner != "" && tenantOf(owner) != ec.Namespace {
 		return revisions.NodeStatus{NodeID: ec.Spec.NodeID}
 	}
-	node, _ := c.engine.Node(ec.Spec.NodeID)
+	node, _ := r.engine.Node(ec.Spec.NodeID)
 	return node
 }
 
-// status fills ec's status from the pipeline's status of its source and
-// the engine's status of its node.
-func (c *Controller) status(ec *v1alpha1.EnvoyConfig, st pipeline.Status, node revisions.NodeStatus) {
+// envoyConfigStatus fills ec's status from what the pipeline said of its
+// source (synced) and the engine's status of its node; its revisions are
+// EnvoyConfigRevisions of namespace home.
+func envoyConfigStatus(ec *v1alpha1.EnvoyConfig, synced pipeline.Status, node revisions.NodeStatus, home string) {
 	s := &ec.Status
 	s.ObservedGeneration = ec.Generation
 	if token, ok := ec.Annotations[v1alpha1.ReconcileRequestAnnotation]; ok {
 		s.LastHandledReconcileAt = token
 	}
-	v := verdictOf(node, "envoyconfig/"+ec.Namespace+"/"+ec.Name)
+	v := verdictOf(node, sources.EnvoyConfigRef(ec.Namespace, ec.Name).String())
 	s.ConfigRevisions = s.ConfigRevisions[:0]
 	for i := len(node.History) - 1; i >= 0; i-- {
 		h := node.History[i]
 		s.ConfigRevisions = append(s.ConfigRevisions, v1alpha1.ConfigRevisionRef{
 			Version: revisions.Short(h.Hash),
-			Ref:     corev1.ObjectReference{Kind: "EnvoyConfigRevision", APIVersion: v1alpha1.GroupVersion.String(), Namespace: c.opts.Namespace, Name: kubestore.RevisionName(node.NodeID, h.Hash)},
+			Ref:     corev1.ObjectReference{Kind: "EnvoyConfigRevision", APIVersion: v1alpha1.GroupVersion.String(), Namespace: home, Name: kubestore.RevisionName(node.NodeID, h.Hash)},
 		})
 	}
 	s.DesiredVersion, s.PublishedVersion, s.CacheState, s.Rejection, s.Commit = nil, nil, nil, bounded(v.rejection(), maxConditionMessage), ""
@@ -159,10 +184,10 @@ func (c *Controller) status(ec *v1alpha1.EnvoyConfig, st pipeline.Status, node r
 	}
 	s.Proxies = &v1alpha1.ProxyCounts{Connected: node.Answers.Connected, Accepted: node.Answers.Accepted, Rejected: node.Answers.Rejected}
 	var verdicts []nodeVerdict
-	if ec.Spec.NodeID != "" && !st.Invalid {
+	if ec.Spec.NodeID != "" && !synced.Invalid {
 		verdicts = []nodeVerdict{v}
 	}
-	judge(ec.Generation, &st, "", nil, verdicts).set(&s.Conditions)
+	readinessOf(ec.Generation, &synced, "", nil, verdicts).set(&s.Conditions)
 }
 
 func ptr[T any](v T) *T { return &v }

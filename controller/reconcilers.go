@@ -1,0 +1,207 @@
+package controller
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/go-logr/logr"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/sources"
+)
+
+// shared is what the reconcilers of legate's kinds are given, the same for
+// each: the stages they drive and the one status writer. Each reconciler
+// keeps its own state beside it.
+type shared struct {
+	client   client.Client // direct: reads what it writes
+	cache    client.Reader // the manager's cache
+	engine   *revisions.Engine
+	pipeline *pipeline.Pipeline
+	status   *statusWriter
+	recorder events.EventRecorder
+	log      logr.Logger
+	// home is the controller's namespace (its revisions, its policies);
+	// watched the one namespace whose objects are reconciled ("" for all).
+	home, watched string
+}
+
+// watches reports whether objects of namespace are reconciled (the cache
+// also holds the controller's own namespace, for its revisions).
+func (s *shared) watches(namespace string) bool {
+	return s.watched == "" || namespace == s.watched
+}
+
+// waitForLead is the result of a reconcile that decides on a replica that
+// does not lead yet: the leader's reconcilers start when it is elected,
+// and the engine leads once it has read the store (Lead).
+func (s *shared) waitForLead() (ctrl.Result, bool) {
+	if s.engine.Leading() {
+		return ctrl.Result{}, false
+	}
+	return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, true
+}
+
+// ownerOf is the source owning node: the leader's pipeline, else what the
+// engine mirrored of the store (a follower's pipeline is empty).
+func ownerOf(p *pipeline.Pipeline, e *revisions.Engine, node string) string {
+	if owner := p.Owner(node); owner != "" {
+		return owner
+	}
+	return e.Ownership(node).Owner
+}
+
+// announce records a Kubernetes event when the object's readiness changed
+// its verdict: published, rejected by validation, rolled back.
+func (s *shared) announce(obj runtime.Object, was, now *metav1.Condition) {
+	if kind, reason, note, ok := eventOf(was, now); ok {
+		s.recorder.Eventf(obj, nil, kind, reason, "Reconcile", "%s", note)
+	}
+}
+
+// warn records a Warning event on obj.
+func (s *shared) warn(obj runtime.Object, reason, action, note string) {
+	s.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, action, "%s", note)
+}
+
+// readyOf is the Ready condition among conds, copied (nil: none).
+func readyOf(conds []metav1.Condition) *metav1.Condition {
+	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil {
+		cp := *c
+		return &cp
+	}
+	return nil
+}
+
+// requeueAfter re-reads a status that is still settling.
+const requeueAfter = 5 * time.Second
+
+// setupReconcilers builds the reconciler of each of legate's kinds
+// (EnvoyConfig, EnvoySource, revision untaint, policy ConfigMaps) and
+// registers it with mgr. It needs c's engine, pipeline and commit-status
+// feedback; the requests legate raises itself reach the reconcilers
+// through c.configRequests and c.sourceRequests.
+func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bool) error {
+	dir, err := readPolicyDir(c.opts.PolicyDir)
+	if err != nil {
+		return err
+	}
+	s := &shared{
+		client: c.client, cache: mgr.GetClient(), engine: c.engine, pipeline: c.pipeline,
+		status: &statusWriter{client: c.client, leading: func() bool {
+			select {
+			case <-mgr.Elected():
+				return true
+			default:
+				return false
+			}
+		}},
+		recorder: c.recorder, log: c.log, home: c.opts.Namespace, watched: c.opts.WatchNamespace,
+	}
+	c.envoyConfigs = newEnvoyConfigReconciler(s)
+	c.envoySources = newEnvoySourceReconciler(s, c.opts, c.fetchGuard, c.fluxClient, c.forgeClient, c.feedback)
+	c.policyConfigMaps = newPolicyReconciler(s, dir, c.trigger)
+	untaints := &untaintReconciler{shared: s}
+	for _, setup := range []func() error{
+		func() error { return c.envoyConfigs.setup(mgr, c.configRequests, skipNameValidation) },
+		func() error { return c.envoySources.setup(mgr, c.sourceRequests, skipNameValidation) },
+		func() error { return untaints.setup(mgr, skipNameValidation) },
+		func() error { return c.policyConfigMaps.setup(mgr, skipNameValidation) },
+	} {
+		if err := setup(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// trigger asks for a reconcile of the object a pipeline source name
+// stands for (sources.Ref): its work queue holds it until a worker takes
+// it, once however often it is asked for.
+func (c *Controller) trigger(source string) {
+	r, ok := sources.ParseRef(source)
+	if !ok {
+		return
+	}
+	key := types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
+	switch r.Kind {
+	case sources.RefEnvoyConfig:
+		c.configRequests.add(key)
+	case sources.RefEnvoySource:
+		c.sourceRequests.add(key)
+	}
+}
+
+// outcome asks for a status update of the object whose node an engine
+// outcome concerns (a publication, an answer, a rollback).
+func (c *Controller) outcome(o revisions.Outcome) { c.trigger(o.Origin.Source) }
+
+// sourceRefs are the objects whose sources run, sorted: the status API
+// and page list them (http.go).
+func (c *Controller) sourceRefs() []sources.Ref {
+	var out []sources.Ref
+	if c.envoyConfigs != nil {
+		out = append(out, c.envoyConfigs.refs()...)
+	}
+	if c.envoySources != nil {
+		out = append(out, c.envoySources.refs()...)
+	}
+	slices.SortFunc(out, func(a, b sources.Ref) int { return strings.Compare(a.String(), b.String()) })
+	return out
+}
+
+// policies is the set every render obeys now.
+func (c *Controller) policies() map[string][]byte { return c.policyConfigMaps.current() }
+
+// readPolicies reads the policy set in force from the policy directory and
+// the labelled ConfigMaps (admission.go).
+func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error) {
+	return c.policyConfigMaps.read(ctx)
+}
+
+// lookupReporter finds the commit-status reporter of a target the
+// dispatcher has statuses for (forge.DispatcherOptions.Lookup).
+func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
+	return c.envoySources.commitStatuses.lookup(target)
+}
+
+// refKindName is the kind of r as Kubernetes spells it.
+func refKindName(r sources.Ref) string {
+	switch r.Kind {
+	case sources.RefEnvoyConfig:
+		return "EnvoyConfig"
+	case sources.RefEnvoySource:
+		return "EnvoySource"
+	}
+	return ""
+}
+
+// refKey is the object key of r.
+func refKey(r sources.Ref) types.NamespacedName {
+	return types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
+}
+
+// refObject is an empty object of r's kind, named as r.
+func refObject(r sources.Ref) client.Object {
+	var obj client.Object = &v1alpha1.EnvoyConfig{}
+	if r.Kind == sources.RefEnvoySource {
+		obj = &v1alpha1.EnvoySource{}
+	}
+	obj.SetNamespace(r.Namespace)
+	obj.SetName(r.Name)
+	return obj
+}

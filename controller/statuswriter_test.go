@@ -1,0 +1,114 @@
+package controller
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+)
+
+// writerOn is a status writer on a fake API server holding one
+// EnvoyConfig, default/edge; before runs before each status update reaches
+// it (nil: nothing).
+func writerOn(t *testing.T, leading bool, before func(ctx context.Context, c client.Client) error) (*statusWriter, client.Client) {
+	t.Helper()
+	scheme, err := Scheme()
+	require.NoError(t, err)
+	ec := &v1alpha1.EnvoyConfig{ObjectMeta: metav1.ObjectMeta{Namespace: "default", Name: "edge", Generation: 1}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(ec).WithStatusSubresource(ec).
+		WithInterceptorFuncs(interceptor.Funcs{
+			SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+				if before != nil {
+					if err := before(ctx, c); err != nil {
+						return err
+					}
+				}
+				return c.SubResource(sub).Update(ctx, obj, opts...)
+			},
+		}).Build()
+	return &statusWriter{client: c, leading: func() bool { return leading }}, c
+}
+
+var edge = types.NamespacedName{Namespace: "default", Name: "edge"}
+
+// Someone else writes the status between the writer's read and its
+// write: the writer reads again, applies its change on top of theirs and
+// writes, keeping both.
+func TestStatusWriterRetriesOnConflict(t *testing.T) {
+	ctx := context.Background()
+	other := true
+	w, c := writerOn(t, true, func(ctx context.Context, c client.Client) error {
+		if !other {
+			return nil
+		}
+		other = false
+		var ec v1alpha1.EnvoyConfig
+		require.NoError(t, c.Get(ctx, edge, &ec))
+		ec.Status.Commit = "theirs"
+		return c.Status().Update(ctx, &ec) // the writer's copy is now stale
+	})
+	var ec v1alpha1.EnvoyConfig
+	runs := 0
+	wrote, err := w.update(ctx, edge, &ec, func() bool {
+		runs++
+		ec.Status.ObservedGeneration = 1
+		return true
+	})
+	require.NoError(t, err)
+	assert.True(t, wrote)
+	assert.Equal(t, 2, runs, "the change is applied again to the newer object")
+	var got v1alpha1.EnvoyConfig
+	require.NoError(t, c.Get(ctx, edge, &got))
+	assert.Equal(t, int64(1), got.Status.ObservedGeneration)
+	assert.Equal(t, "theirs", got.Status.Commit, "the other write is kept")
+}
+
+// A conflict that never ends is returned, naming the object, after a
+// bounded number of tries.
+func TestStatusWriterGivesUpOnEndlessConflicts(t *testing.T) {
+	tries := 0
+	w, _ := writerOn(t, true, func(context.Context, client.Client) error {
+		tries++
+		return apierrors.NewConflict(schema.GroupResource{Group: "legate.dev", Resource: "envoyconfigs"}, "edge", nil)
+	})
+	var ec v1alpha1.EnvoyConfig
+	_, err := w.update(context.Background(), edge, &ec, func() bool { return true })
+	require.Error(t, err)
+	assert.True(t, apierrors.IsConflict(err))
+	assert.Contains(t, err.Error(), "default/edge")
+	assert.Greater(t, tries, 1)
+}
+
+// An unchanged status is not written, nor one of an object that is gone.
+func TestStatusWriterWritesChangesOnly(t *testing.T) {
+	writes := 0
+	w, _ := writerOn(t, true, func(context.Context, client.Client) error { writes++; return nil })
+	var ec v1alpha1.EnvoyConfig
+	wrote, err := w.update(context.Background(), edge, &ec, func() bool { return false })
+	require.NoError(t, err)
+	assert.False(t, wrote)
+	wrote, err = w.update(context.Background(), types.NamespacedName{Namespace: "default", Name: "gone"}, &ec, func() bool { return true })
+	require.NoError(t, err)
+	assert.False(t, wrote)
+	assert.Zero(t, writes)
+}
+
+// A replica that does not lead writes nothing.
+func TestStatusWriterOfAFollowerWritesNothing(t *testing.T) {
+	writes := 0
+	w, _ := writerOn(t, false, func(context.Context, client.Client) error { writes++; return nil })
+	var ec v1alpha1.EnvoyConfig
+	_, err := w.update(context.Background(), edge, &ec, func() bool { return true })
+	require.ErrorIs(t, err, errNotLeading)
+	assert.Zero(t, writes)
+}
