@@ -45,9 +45,8 @@ type RemoteAnswers struct {
 // again. A summary with no population withdraws the replica (it stopped
 // serving the node).
 func (e *Engine) ObserveRemote(ctx context.Context, node, replica string, a RemoteAnswers) {
-	defer e.unlock()
-	e.mu.Lock()
-	n := e.nodes[node]
+	n, release := e.lockNode(ctx, node, false)
+	defer release()
 	if n == nil {
 		return
 	}

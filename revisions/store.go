@@ -114,9 +114,10 @@ type SizeLimit interface {
 //     The engine calls it once, before any Commit; a follower may call it
 //     again at any time to read what the writer stored (PublicationOf
 //     rebuilds what is served from it).
-//   - The Engine calls Load and Commit from one goroutine at a time;
-//     implementations need not serialize them, but must be safe to use
-//     alongside Outbox calls from other goroutines.
+//   - The Engine calls Commit for different nodes concurrently, and for
+//     one node one call at a time, each made from the state the previous
+//     one left; Load is not called alongside Commit. Implementations must
+//     be safe for that and alongside Outbox calls from other goroutines.
 type Store interface {
 	Load(ctx context.Context) ([]NodeData, error)
 	Commit(ctx context.Context, u Update) error
