@@ -115,9 +115,9 @@ type nodeState struct {
 	// deferred are proxy events that arrived while op was held by another
 	// goroutine; the holder applies them before it lets op go.
 	deferred []ProxyEvent
-	rec   NodeRecord
-	revs  map[string]*Revision
-	track *tracker
+	rec      NodeRecord
+	revs     map[string]*Revision
+	track    *tracker
 	// base is the publish rule's state; state refines it with the verdict.
 	base    State
 	state   State
