@@ -11,7 +11,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
@@ -341,85 +340,6 @@ func (e *Engine) ClearTaint(ctx context.Context, node, hash string) error {
 	n.changed[hash] = true
 	e.reconcile(n, e.clock.Now(), n.rec.Published == hash, true)
 	return e.commit(ctx, n, nil)
-}
-
-// reconcile publishes what the publish rule chooses, tainting revisions the
-// Publisher refuses; one it cannot serve yet (NotReady) waits instead.
-// force re-publishes even an unchanged choice; announce
-// reports the publication's outcomes. Called with n.op and mu held; mu is
-// released while the Publisher works.
-func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
-	prev := n.waiting
-	n.waiting = nil
-	notReady := map[string]bool{} // revisions whose publication waits, in this call
-	retaken, report := force, announce
-	for {
-		c := choose(n.candidates(notReady))
-		served := n.revs[n.rec.Published]
-		plan := planPublish(c, n.rec.Published, served != nil && served.Taint != nil, retaken)
-		n.base = c.State
-		if !plan.Publish {
-			e.settle(n)
-			return
-		}
-		rev := n.revs[plan.Hash]
-		generation := n.rec.Generation + 1
-		version, types := assignVersions(rev.Config, n.rec.Types, generation, plan.Fresh)
-		err := e.publish(rev.Node, publication(n.rec.Owner, rev.Config, version, types))
-		switch {
-		case errors.Is(err, ErrNotReady):
-			if n.waiting == nil {
-				e.wait(n, prev, rev, err.Error(), now, report)
-			}
-			if n.rec.Published != "" {
-				return // keep serving what is served
-			}
-			// Nothing is served (a restart): serve the newest older
-			// revision that can be, rather than nothing, without
-			// reporting it to its origin again.
-			notReady[rev.Hash] = true
-			report = false
-		case err != nil:
-			// The server saw these versions: they are not handed out again.
-			n.rec.Generation = generation
-			e.refused(n, rev, err, now)
-			retaken = false
-		default:
-			n.rec.Generation = generation
-			e.published(n, rev, version, types, now, report, c.State == StateRollback && len(notReady) == 0)
-			return
-		}
-	}
-}
-
-// refused taints a revision the xDS server would not take.
-func (e *Engine) refused(n *nodeState, rev *Revision, err error, now time.Time) {
-	e.log.Error(err, "xDS server refused a revision; tainting it", "node", rev.Node, "revision", rev.Hash)
-	rev.Taint = &Taint{At: now, Message: "the xDS server refused the revision: " + err.Error()}
-	n.changed[rev.Hash] = true
-	e.metrics.taints.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
-	e.emit(Outcome{Node: rev.Node, Hash: rev.Hash, Origin: rev.Origin, Status: OutcomeFailure, Description: rev.Taint.Message, Time: now})
-}
-
-// published records that rev is served under version and starts waiting
-// for its proxies' answers; the verdict may already be in (nobody
-// connected, or a timeout of 0).
-func (e *Engine) published(n *nodeState, rev *Revision, version string, types map[string]TypeVersion, now time.Time, announce, rollback bool) {
-	n.rec.Published, n.rec.Version, n.rec.Types = rev.Hash, version, types
-	rev.PublishedAt = now
-	n.changed[rev.Hash] = true
-	n.track.reset(version, now)
-	n.verdict = verdictPending
-	n.announce, n.finalSent = announce, false
-	e.metrics.publishes.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
-	if rollback {
-		e.metrics.rollbacks.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
-		logging.Warn(e.log, "rolled back to the newest untainted revision", "node", rev.Node, "revision", rev.Hash, "commit", rev.Origin.Commit, "version", version)
-	}
-	e.settle(n)
-	if announce {
-		e.emit(e.outcome(n, rev, OutcomePending, pendingText(n), now))
-	}
 }
 
 // reportStanding reports, for an origin whose content was not published

@@ -196,39 +196,3 @@ func (e *Engine) retryMirror(n *nodeState) {
 		e.log.V(1).Info("a published revision still cannot be served here", "node", n.rec.Node, "error", err.Error())
 	}
 }
-
-// maxSummaryRejections bounds the rejections a replica's summary of one
-// node carries (the counts stay whole).
-const maxSummaryRejections = 5
-
-// LocalAnswers summarises, per node with a publication in place, how this
-// replica's own proxies answered it: what a follower sends the leader.
-// Only nodes with a proxy here, or a rejection kept, are listed.
-func (e *Engine) LocalAnswers() map[string]RemoteAnswers {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := map[string]RemoteAnswers{}
-	for id, n := range e.nodes {
-		if n.track.version == "" {
-			continue
-		}
-		t := n.track.tally()
-		if t.Population == 0 {
-			continue
-		}
-		rej := n.track.rejections()
-		out[id] = RemoteAnswers{
-			Version: n.track.version, Population: t.Population, Accepted: t.Accepted, Rejected: t.Rejected,
-			Rejections: rej[:min(len(rej), maxSummaryRejections)],
-		}
-	}
-	return out
-}
-
-// SameAnswers reports whether two summaries say the same.
-func SameAnswers(a, b RemoteAnswers) bool {
-	return a.Version == b.Version && a.Population == b.Population && a.Accepted == b.Accepted && a.Rejected == b.Rejected &&
-		slices.EqualFunc(a.Rejections, b.Rejections, func(x, y ProxyRejection) bool {
-			return x.Proxy == y.Proxy && x.Error == y.Error
-		})
-}

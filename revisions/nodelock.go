@@ -47,12 +47,3 @@ func (e *Engine) releaseNode(ctx context.Context, n *nodeState) {
 	n.op.Unlock()
 	e.unlock()
 }
-
-// publish hands pub to the Publisher with mu released (the home may read
-// a Secret from an API server meanwhile) and takes mu again. Called with
-// n.op and mu held.
-func (e *Engine) publish(node string, pub Publication) error {
-	e.unlock()
-	defer e.mu.Lock()
-	return e.publisher.Publish(node, pub)
-}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -80,16 +79,6 @@ func StateOf(r *Revision) RevisionState {
 func (r Revision) WithState(st RevisionState) *Revision {
 	r.Origin, r.PublishedAt, r.Taint = st.Origin, st.PublishedAt, st.Taint
 	return &r
-}
-
-// SizeLimit is implemented by a Store that cannot hold revisions past a
-// size: a Kubernetes object is at most about 1.5 MiB. The engine refuses
-// to apply a revision whose stored size is larger, with an error that
-// names the node, the size and the limit, rather than serve what it could
-// not persist. RevisionSize returns the bytes cfg takes as the store
-// stores it (a store may compress) and the most it holds.
-type SizeLimit interface {
-	RevisionSize(cfg *render.NodeConfig) (size, limit int)
 }
 
 // Store persists revisions. It is deliberately small so that a Kubernetes
