@@ -137,8 +137,8 @@ func TestSlowStoreWriteOfOneNodeDelaysNoOtherNode(t *testing.T) {
 	assert.Len(t, e.Nodes(), 2)
 	assert.Equal(t, map[string]string{"a": "config", "b": "config"}, e.Owners())
 	select {
-	case <-aDone:
-		t.Fatal("node a's apply returned before its store write")
+	case err := <-aDone:
+		t.Fatalf("node a's apply returned (%v) before its store write", err)
 	default:
 	}
 
