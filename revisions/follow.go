@@ -53,6 +53,12 @@ func (e *Engine) Leading() bool {
 // served under the record's versions. A record not newer than the one
 // mirrored is ignored, and so is any record once the engine leads.
 func (e *Engine) Mirror(d NodeData) error {
+	e.mu.Lock()
+	following := e.following
+	e.mu.Unlock()
+	if !following {
+		return nil // a leader makes no node of what it is told
+	}
 	return e.mirror(context.Background(), []NodeData{d})
 }
 

@@ -21,10 +21,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/render"
@@ -142,6 +144,7 @@ func benchThousand(b *testing.B, st revisions.Store, workers int) {
 
 func kubeStore(b *testing.B) kubestore.Store {
 	b.Helper()
+	crlog.SetLogger(logr.Discard())
 	scheme := runtime.NewScheme()
 	require.NoError(b, clientgoscheme.AddToScheme(scheme))
 	require.NoError(b, v1alpha1.AddToScheme(scheme))
