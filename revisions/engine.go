@@ -54,6 +54,8 @@ type Options struct {
 // node's decisions and writes in order instead is the node's own op lock
 // (nodeState.op), held from its decision to the end of its store commit:
 // the next decision about the node waits for it, the other nodes do not.
+// So a read shows a decision as soon as it is made, possibly before its
+// store write is done (Apply still returns after it).
 // op is always taken before mu, never while mu is held (lockNode), and
 // Restore, Follow and Lead exclude the decisions with phase.
 type Engine struct {
@@ -69,8 +71,8 @@ type Engine struct {
 
 	// phase is held by Restore, Follow and Lead for as long as they take
 	// the store's word, and shared by the decisions (Apply, ClearTaint,
-	// Release, Forget), which so wait for them as they waited for mu
-	// before. Lock order: phase, then a node's op, then mu.
+	// Release, Forget), so that no decision is made from a half-loaded
+	// store. Lock order: phase, then a node's op, then mu.
 	phase sync.RWMutex
 
 	mu       sync.Mutex // guards everything below; never held across I/O
