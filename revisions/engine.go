@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"k8s.io/utils/clock"
 
-	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
@@ -50,6 +49,17 @@ type Options struct {
 // judges publications from the proxies' answers and rolls back tainted
 // ones. All exported methods are safe for concurrent use. ObserveProxy only
 // queues; Run must be running for answers and timeouts to take effect.
+//
+// Locking: decisions are made under mu, and no store or Publisher call is
+// made while mu is held, so that one slow API server call delays neither
+// the reads (Node, Nodes, Owners, …) nor the other nodes. What keeps one
+// node's decisions and writes in order instead is the node's own op lock
+// (nodeState.op), held from its decision to the end of its store commit:
+// the next decision about the node waits for it, the other nodes do not.
+// So a read shows a decision as soon as it is made, possibly before its
+// store write is done (Apply still returns after it).
+// op is always taken before mu, never while mu is held (lockNode), and
+// Restore, Follow and Lead exclude the decisions with phase.
 type Engine struct {
 	store     Store
 	publisher Publisher
@@ -61,7 +71,13 @@ type Engine struct {
 	tick      time.Duration
 	metrics   *metrics
 
-	mu       sync.Mutex // guards everything below and serializes store writes
+	// phase is held by Restore, Follow and Lead for as long as they take
+	// the store's word, and shared by the decisions (Apply, ClearTaint,
+	// Release, Forget), so that no decision is made from a half-loaded
+	// store. Lock order: phase, then a node's op, then mu.
+	phase sync.RWMutex
+
+	mu       sync.Mutex // guards everything below; never held across I/O
 	restored bool
 	// following: another replica leads; the engine serves what the store
 	// says and decides nothing (follow.go).
@@ -92,11 +108,19 @@ type waiting struct {
 }
 
 // nodeState is the engine's memory of one node ID. The store holds the same
-// record and revisions.
+// record and revisions. Its fields are read and written under Engine.mu;
+// they are written only by the holder of op.
 type nodeState struct {
-	rec   NodeRecord
-	revs  map[string]*Revision
-	track *tracker
+	// op serializes the decisions about the node with their publication
+	// and store commit: it is held across the I/O that mu is released for,
+	// so a commit for the node never overtakes an earlier one.
+	op sync.Mutex
+	// deferred are proxy events that arrived while op was held by another
+	// goroutine; the holder applies them before it lets op go.
+	deferred []ProxyEvent
+	rec      NodeRecord
+	revs     map[string]*Revision
+	track    *tracker
 	// base is the publish rule's state; state refines it with the verdict.
 	base    State
 	state   State
@@ -182,44 +206,53 @@ func (e *Engine) Restore(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load revisions from the store: %w", err)
 	}
-	defer e.unlock()
+	e.phase.Lock()
+	defer e.phase.Unlock()
 	e.mu.Lock()
-	if e.restored {
+	restored := e.restored
+	e.restored = true
+	e.mu.Unlock()
+	if restored {
 		return errors.New("revisions engine already restored")
 	}
-	e.restored = true
-	now := e.clock.Now()
 	var errs []error
 	for _, d := range data {
-		n := e.nodeFor(d.Record.Node)
-		n.rec = d.Record
-		for _, r := range d.Revisions {
-			n.revs[r.Hash] = r
-		}
-		hist := n.rec.History[:0:0]
-		for _, h := range n.rec.History {
-			if n.revs[h] != nil {
-				hist = append(hist, h)
-			} else {
-				e.log.Info("history names a revision missing from the store; dropping it", "node", d.Record.Node, "revision", h)
-			}
-		}
-		n.rec.History = hist
-		var orphans []string
-		for h := range n.revs {
-			if !slices.Contains(hist, h) {
-				orphans = append(orphans, h)
-				delete(n.revs, h)
-			}
-		}
-		// Nothing is served after a restart until we publish again.
-		n.rec.Published, n.rec.Version = "", ""
-		e.reconcile(n, now, true, false)
-		if err := e.commit(ctx, n, orphans); err != nil {
+		if err := e.restoreNode(ctx, d); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// restoreNode takes one node's stored data and publishes it again.
+func (e *Engine) restoreNode(ctx context.Context, d NodeData) error {
+	n, release := e.lockNode(ctx, d.Record.Node, true)
+	defer release()
+	now := e.clock.Now()
+	n.rec = d.Record
+	for _, r := range d.Revisions {
+		n.revs[r.Hash] = r
+	}
+	hist := n.rec.History[:0:0]
+	for _, h := range n.rec.History {
+		if n.revs[h] != nil {
+			hist = append(hist, h)
+		} else {
+			e.log.Info("history names a revision missing from the store; dropping it", "node", d.Record.Node, "revision", h)
+		}
+	}
+	n.rec.History = hist
+	var orphans []string
+	for h := range n.revs {
+		if !slices.Contains(hist, h) {
+			orphans = append(orphans, h)
+			delete(n.revs, h)
+		}
+	}
+	// Nothing is served after a restart until we publish again.
+	n.rec.Published, n.rec.Version = "", ""
+	e.reconcile(n, now, true, false)
+	return e.commit(ctx, n, orphans)
 }
 
 // Apply records one rendered configuration of node and publishes per the
@@ -239,16 +272,20 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 	if err := e.checkSize(node, cfg); err != nil {
 		return err
 	}
-	defer e.unlock()
+	e.phase.RLock()
+	defer e.phase.RUnlock()
 	e.mu.Lock()
-	if !e.restored {
+	restored, following := e.restored, e.following
+	e.mu.Unlock()
+	if !restored {
 		return errors.New("revisions engine not restored: call Restore first")
 	}
-	if e.following {
+	if following {
 		return ErrNotLeader
 	}
+	n, release := e.lockNode(ctx, node, true)
+	defer release()
 	now := e.clock.Now()
-	n := e.nodeFor(node)
 	rev := n.revs[cfg.Hash]
 	if rev == nil {
 		rev = &Revision{Node: node, Hash: cfg.Hash, Origin: origin, Config: cfg, CreatedAt: now}
@@ -289,12 +326,13 @@ func (e *Engine) Apply(ctx context.Context, node string, cfg *render.NodeConfig,
 // publish rule; if the revision is the one served, it is re-published under
 // fresh versions so every proxy receives it again.
 func (e *Engine) ClearTaint(ctx context.Context, node, hash string) error {
-	defer e.unlock()
-	e.mu.Lock()
+	e.phase.RLock()
+	defer e.phase.RUnlock()
+	n, release := e.lockNode(ctx, node, false)
+	defer release()
 	if e.following {
 		return ErrNotLeader
 	}
-	n := e.nodes[node]
 	if n == nil || n.revs[hash] == nil {
 		return fmt.Errorf("revision %q of node %q: %w", hash, node, ErrNotFound)
 	}
@@ -306,84 +344,6 @@ func (e *Engine) ClearTaint(ctx context.Context, node, hash string) error {
 	n.changed[hash] = true
 	e.reconcile(n, e.clock.Now(), n.rec.Published == hash, true)
 	return e.commit(ctx, n, nil)
-}
-
-// reconcile publishes what the publish rule chooses, tainting revisions the
-// Publisher refuses; one it cannot serve yet (NotReady) waits instead.
-// force re-publishes even an unchanged choice; announce
-// reports the publication's outcomes. Called with mu held.
-func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
-	prev := n.waiting
-	n.waiting = nil
-	notReady := map[string]bool{} // revisions whose publication waits, in this call
-	retaken, report := force, announce
-	for {
-		c := choose(n.candidates(notReady))
-		served := n.revs[n.rec.Published]
-		plan := planPublish(c, n.rec.Published, served != nil && served.Taint != nil, retaken)
-		n.base = c.State
-		if !plan.Publish {
-			e.settle(n)
-			return
-		}
-		rev := n.revs[plan.Hash]
-		generation := n.rec.Generation + 1
-		version, types := assignVersions(rev.Config, n.rec.Types, generation, plan.Fresh)
-		err := e.publisher.Publish(rev.Node, publication(n.rec.Owner, rev.Config, version, types))
-		switch {
-		case errors.Is(err, ErrNotReady):
-			if n.waiting == nil {
-				e.wait(n, prev, rev, err.Error(), now, report)
-			}
-			if n.rec.Published != "" {
-				return // keep serving what is served
-			}
-			// Nothing is served (a restart): serve the newest older
-			// revision that can be, rather than nothing, without
-			// reporting it to its origin again.
-			notReady[rev.Hash] = true
-			report = false
-		case err != nil:
-			// The server saw these versions: they are not handed out again.
-			n.rec.Generation = generation
-			e.refused(n, rev, err, now)
-			retaken = false
-		default:
-			n.rec.Generation = generation
-			e.published(n, rev, version, types, now, report, c.State == StateRollback && len(notReady) == 0)
-			return
-		}
-	}
-}
-
-// refused taints a revision the xDS server would not take.
-func (e *Engine) refused(n *nodeState, rev *Revision, err error, now time.Time) {
-	e.log.Error(err, "xDS server refused a revision; tainting it", "node", rev.Node, "revision", rev.Hash)
-	rev.Taint = &Taint{At: now, Message: "the xDS server refused the revision: " + err.Error()}
-	n.changed[rev.Hash] = true
-	e.metrics.taints.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
-	e.emit(Outcome{Node: rev.Node, Hash: rev.Hash, Origin: rev.Origin, Status: OutcomeFailure, Description: rev.Taint.Message, Time: now})
-}
-
-// published records that rev is served under version and starts waiting
-// for its proxies' answers; the verdict may already be in (nobody
-// connected, or a timeout of 0).
-func (e *Engine) published(n *nodeState, rev *Revision, version string, types map[string]TypeVersion, now time.Time, announce, rollback bool) {
-	n.rec.Published, n.rec.Version, n.rec.Types = rev.Hash, version, types
-	rev.PublishedAt = now
-	n.changed[rev.Hash] = true
-	n.track.reset(version, now)
-	n.verdict = verdictPending
-	n.announce, n.finalSent = announce, false
-	e.metrics.publishes.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
-	if rollback {
-		e.metrics.rollbacks.WithLabelValues(render.NodeLabel(rev.Node)).Inc()
-		logging.Warn(e.log, "rolled back to the newest untainted revision", "node", rev.Node, "revision", rev.Hash, "commit", rev.Origin.Commit, "version", version)
-	}
-	e.settle(n)
-	if announce {
-		e.emit(e.outcome(n, rev, OutcomePending, pendingText(n), now))
-	}
 }
 
 // reportStanding reports, for an origin whose content was not published
@@ -409,7 +369,8 @@ func (e *Engine) reportStanding(n *nodeState, rev *Revision, now time.Time) {
 }
 
 // commit writes the node's new revisions whole, the state of its changed
-// ones, its record and deletions. Called with mu held.
+// ones, its record and deletions. Called with n.op and mu held; mu is
+// released during the write and held again when commit returns.
 func (e *Engine) commit(ctx context.Context, n *nodeState, drop []string) error {
 	u := Update{Record: n.rec, Delete: drop}
 	u.Record.History = append([]string(nil), n.rec.History...)
@@ -423,7 +384,12 @@ func (e *Engine) commit(ctx context.Context, n *nodeState, drop []string) error 
 			u.States = append(u.States, StateOf(r))
 		}
 	}
-	if err := e.store.Commit(ctx, u); err != nil {
+	// The node's op lock keeps every other decision about it out until
+	// the write is done; mu is released so that nothing else waits for it.
+	e.unlock()
+	err := e.store.Commit(ctx, u)
+	e.mu.Lock()
+	if err != nil {
 		n.dirty = true
 		return fmt.Errorf("store revisions of node %q: %w", n.rec.Node, err)
 	}

@@ -28,13 +28,16 @@ func (e *Engine) Follow(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load revisions from the store: %w", err)
 	}
-	defer e.unlock()
+	e.phase.Lock()
+	defer e.phase.Unlock()
 	e.mu.Lock()
-	if e.restored {
+	restored := e.restored
+	e.restored, e.following = true, true
+	e.mu.Unlock()
+	if restored {
 		return errors.New("revisions engine already restored")
 	}
-	e.restored, e.following = true, true
-	return e.mirrorLocked(data)
+	return e.mirror(ctx, data)
 }
 
 // Leading reports whether the engine decides (it was restored, or it led
@@ -50,12 +53,13 @@ func (e *Engine) Leading() bool {
 // served under the record's versions. A record not newer than the one
 // mirrored is ignored, and so is any record once the engine leads.
 func (e *Engine) Mirror(d NodeData) error {
-	defer e.unlock()
 	e.mu.Lock()
-	if !e.following {
-		return nil
+	following := e.following
+	e.mu.Unlock()
+	if !following {
+		return nil // a leader makes no node of what it is told
 	}
-	return e.mirrorLocked([]NodeData{d})
+	return e.mirror(context.Background(), []NodeData{d})
 }
 
 // Mirrored reports whether the engine already holds node's record at
@@ -76,136 +80,125 @@ func (e *Engine) Lead(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("load revisions from the store: %w", err)
 	}
-	defer e.unlock()
+	// The decisions (Apply, …) wait until every node is judged again.
+	e.phase.Lock()
+	defer e.phase.Unlock()
 	e.mu.Lock()
-	if !e.following {
+	following := e.following
+	e.mu.Unlock()
+	if !following {
 		return nil
 	}
-	err = e.mirrorLocked(data)
+	err = e.mirror(ctx, data)
+	e.mu.Lock()
 	e.following = false
-	now := e.clock.Now()
+	nodes := make([]*nodeState, 0, len(e.nodes))
 	for _, n := range e.nodes {
-		if n.mirrorPending {
-			// What the last leader published could not be served here:
-			// decide again, as after a restart.
-			n.mirrorPending = false
-			e.reconcile(n, now, true, false)
-			if cerr := e.commit(ctx, n, nil); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-			continue
-		}
-		// The last leader may have stored a taint and died before its
-		// rollback was stored: the publish rule decides again (nothing is
-		// published when its choice is what is served).
-		gen := n.rec.Generation
-		e.reconcile(n, now, false, false)
-		if n.rec.Generation != gen {
-			if cerr := e.commit(ctx, n, nil); cerr != nil {
-				err = errors.Join(err, cerr)
-			}
-			continue
-		}
-		n.verdict = verdictPending
-		e.evaluate(ctx, n, now)
+		nodes = append(nodes, n)
+	}
+	e.mu.Unlock()
+	for _, n := range nodes {
+		err = errors.Join(err, e.leadNode(ctx, n.rec.Node))
 	}
 	return err
 }
 
-// mirrorLocked serves data's nodes as stored. Called with mu held.
-func (e *Engine) mirrorLocked(data []NodeData) error {
+// leadNode decides again about one node the last leader left.
+func (e *Engine) leadNode(ctx context.Context, id string) error {
+	n, release := e.lockNode(ctx, id, false)
+	defer release()
+	if n == nil {
+		return nil
+	}
 	now := e.clock.Now()
+	if n.mirrorPending {
+		// What the last leader published could not be served here:
+		// decide again, as after a restart.
+		n.mirrorPending = false
+		e.reconcile(n, now, true, false)
+		return e.commit(ctx, n, nil)
+	}
+	// The last leader may have stored a taint and died before its
+	// rollback was stored: the publish rule decides again (nothing is
+	// published when its choice is what is served).
+	gen := n.rec.Generation
+	e.reconcile(n, now, false, false)
+	if n.rec.Generation != gen {
+		return e.commit(ctx, n, nil)
+	}
+	n.verdict = verdictPending
+	e.evaluate(ctx, n, now)
+	return nil
+}
+
+// mirror serves data's nodes as stored, one node at a time, while the
+// engine follows (or is taking the lead).
+func (e *Engine) mirror(ctx context.Context, data []NodeData) error {
 	var errs []error
 	for _, d := range data {
-		n := e.nodeFor(d.Record.Node)
-		if d.Record.Revision != 0 && d.Record.Revision <= n.rec.Revision && !n.mirrorPending {
-			continue
-		}
-		n.rec = d.Record
-		n.rec.History = slices.Clone(d.Record.History)
-		clear(n.revs)
-		for _, r := range d.Revisions {
-			if slices.Contains(n.rec.History, r.Hash) {
-				n.revs[r.Hash] = r
+		n, release := e.lockNode(ctx, d.Record.Node, true)
+		if e.following {
+			if err := e.mirrorNode(n, d); err != nil {
+				errs = append(errs, err)
 			}
 		}
-		n.rec.History = slices.DeleteFunc(n.rec.History, func(h string) bool { return n.revs[h] == nil })
-		n.base = choose(n.candidates(nil)).State
-		n.waiting = nil
-		if n.rec.Published == "" || n.revs[n.rec.Published] == nil {
-			n.track.reset("", now)
-			e.settle(n)
-			continue
-		}
-		if n.track.version == n.rec.Version && !n.mirrorPending {
-			e.settle(n)
-			continue
-		}
-		pub, err := PublicationOf(n.rec, n.revs[n.rec.Published])
-		if err == nil {
-			err = e.publisher.Publish(n.rec.Node, pub)
-		}
-		n.mirrorPending = err != nil
-		if err != nil {
-			errs = append(errs, fmt.Errorf("serve node %q as the leader published it: %w", n.rec.Node, err))
-			continue
-		}
-		n.track.reset(n.rec.Version, now)
-		n.verdict = verdictPending
-		e.settle(n)
+		release()
 	}
 	return errors.Join(errs...)
 }
 
-// retryMirror serves again, on a follower's tick, the publications it
-// could not serve (a Secret not read yet). Called with mu held.
-func (e *Engine) retryMirror() {
-	for _, n := range e.nodes {
-		if !n.mirrorPending {
-			continue
-		}
-		data := NodeData{Record: n.rec}
-		for _, r := range n.revs {
-			data.Revisions = append(data.Revisions, r)
-		}
-		if err := e.mirrorLocked([]NodeData{data}); err != nil {
-			e.log.V(1).Info("a published revision still cannot be served here", "node", n.rec.Node, "error", err.Error())
+// mirrorNode serves d as stored. Called with n.op and mu held; mu is
+// released while the Publisher works.
+func (e *Engine) mirrorNode(n *nodeState, d NodeData) error {
+	now := e.clock.Now()
+	if d.Record.Revision != 0 && d.Record.Revision <= n.rec.Revision && !n.mirrorPending {
+		return nil
+	}
+	n.rec = d.Record
+	n.rec.History = slices.Clone(d.Record.History)
+	clear(n.revs)
+	for _, r := range d.Revisions {
+		if slices.Contains(n.rec.History, r.Hash) {
+			n.revs[r.Hash] = r
 		}
 	}
-}
-
-// maxSummaryRejections bounds the rejections a replica's summary of one
-// node carries (the counts stay whole).
-const maxSummaryRejections = 5
-
-// LocalAnswers summarises, per node with a publication in place, how this
-// replica's own proxies answered it: what a follower sends the leader.
-// Only nodes with a proxy here, or a rejection kept, are listed.
-func (e *Engine) LocalAnswers() map[string]RemoteAnswers {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	out := map[string]RemoteAnswers{}
-	for id, n := range e.nodes {
-		if n.track.version == "" {
-			continue
-		}
-		t := n.track.tally()
-		if t.Population == 0 {
-			continue
-		}
-		rej := n.track.rejections()
-		out[id] = RemoteAnswers{
-			Version: n.track.version, Population: t.Population, Accepted: t.Accepted, Rejected: t.Rejected,
-			Rejections: rej[:min(len(rej), maxSummaryRejections)],
-		}
+	n.rec.History = slices.DeleteFunc(n.rec.History, func(h string) bool { return n.revs[h] == nil })
+	n.base = choose(n.candidates(nil)).State
+	n.waiting = nil
+	if n.rec.Published == "" || n.revs[n.rec.Published] == nil {
+		n.track.reset("", now)
+		e.settle(n)
+		return nil
 	}
-	return out
+	if n.track.version == n.rec.Version && !n.mirrorPending {
+		e.settle(n)
+		return nil
+	}
+	pub, err := PublicationOf(n.rec, n.revs[n.rec.Published])
+	if err == nil {
+		err = e.publish(n.rec.Node, pub)
+	}
+	n.mirrorPending = err != nil
+	if err != nil {
+		return fmt.Errorf("serve node %q as the leader published it: %w", n.rec.Node, err)
+	}
+	n.track.reset(n.rec.Version, now)
+	n.verdict = verdictPending
+	e.settle(n)
+	return nil
 }
 
-// SameAnswers reports whether two summaries say the same.
-func SameAnswers(a, b RemoteAnswers) bool {
-	return a.Version == b.Version && a.Population == b.Population && a.Accepted == b.Accepted && a.Rejected == b.Rejected &&
-		slices.EqualFunc(a.Rejections, b.Rejections, func(x, y ProxyRejection) bool {
-			return x.Proxy == y.Proxy && x.Error == y.Error
-		})
+// retryMirror serves again, on a follower's tick, a publication it could
+// not serve (a Secret not read yet). Called with n.op and mu held.
+func (e *Engine) retryMirror(n *nodeState) {
+	if !n.mirrorPending {
+		return
+	}
+	data := NodeData{Record: n.rec}
+	for _, r := range n.revs {
+		data.Revisions = append(data.Revisions, r)
+	}
+	if err := e.mirrorNode(n, data); err != nil {
+		e.log.V(1).Info("a published revision still cannot be served here", "node", n.rec.Node, "error", err.Error())
+	}
 }

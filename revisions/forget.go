@@ -13,9 +13,10 @@ import (
 // if a source renders the node again, it starts a new history. The node's
 // generation is kept so versions are never reused.
 func (e *Engine) Forget(ctx context.Context, node string) error {
-	defer e.unlock()
-	e.mu.Lock()
-	n := e.nodes[node]
+	e.phase.RLock()
+	defer e.phase.RUnlock()
+	n, release := e.lockNode(ctx, node, false)
+	defer release()
 	if n == nil || len(n.rec.History) == 0 {
 		return fmt.Errorf("node %q: %w", node, ErrNotFound)
 	}
@@ -27,7 +28,7 @@ func (e *Engine) Forget(ctx context.Context, node string) error {
 		empty.Types[url] = PublishedType{Version: version}
 		types[url] = TypeVersion{Version: version}
 	}
-	if err := e.publisher.Publish(node, empty); err != nil {
+	if err := e.publish(node, empty); err != nil {
 		return fmt.Errorf("stop serving node %q: %w", node, err)
 	}
 	drop := slices.Sorted(maps.Keys(n.revs))

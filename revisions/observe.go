@@ -63,55 +63,97 @@ func (e *Engine) Run(ctx context.Context) error {
 // Tick judges every publication whose answer timeout has passed at now, and
 // tries again the publications that were not ready.
 // Run calls it; tests and other drivers may call it with their own clock.
-// Store writes it makes end with ctx.
+// Store writes it makes end with ctx. A node busy with a decision of its
+// own (a store write under way) is left to the next tick rather than
+// waited for.
 func (e *Engine) Tick(ctx context.Context, now time.Time) {
-	defer e.unlock()
 	e.mu.Lock()
-	if e.following {
-		e.retryMirror()
-		return
-	}
+	nodes := make([]*nodeState, 0, len(e.nodes))
 	for _, n := range e.nodes {
+		nodes = append(nodes, n)
+	}
+	e.mu.Unlock()
+	for _, n := range nodes {
 		if ctx.Err() != nil {
 			return
 		}
-		e.evaluate(ctx, n, now)
-		e.retryWaiting(ctx, n, now)
+		e.mu.Lock()
+		if !e.tryLockNode(n) {
+			e.mu.Unlock()
+			continue
+		}
+		if e.following {
+			e.retryMirror(n)
+		} else {
+			e.evaluate(ctx, n, now)
+			e.retryWaiting(ctx, n, now)
+		}
+		e.releaseNode(ctx, n)
 	}
 }
 
 // drain applies every queued event, then judges the nodes they touched.
+// The events of a node whose op lock another goroutine holds are left to
+// that goroutine (releaseNode), in their order, rather than waited for.
 func (e *Engine) drain(ctx context.Context) {
 	evs := e.queue.take()
 	if len(evs) == 0 {
 		return
 	}
-	defer e.unlock()
 	e.mu.Lock()
-	touched := map[*nodeState]bool{}
+	var order []*nodeState
+	byNode := map[*nodeState][]ProxyEvent{}
 	for _, ev := range evs {
 		if ev.Node == "" || ev.Proxy == "" {
 			continue
 		}
 		n := e.nodeFor(ev.Node)
-		if n.track.observe(ev) {
-			touched[n] = true
+		if byNode[n] == nil {
+			order = append(order, n)
 		}
+		byNode[n] = append(byNode[n], ev)
 	}
-	now := e.clock.Now()
-	for n := range touched {
-		if e.following {
-			// A follower keeps its own proxies' answers for the leader;
-			// the verdict is the leader's.
-			n.verdict = judge(n.track.tally(), e.threshold, false)
-			e.settle(n)
-		} else {
-			e.evaluate(ctx, n, now)
+	e.mu.Unlock()
+	for _, n := range order {
+		e.mu.Lock()
+		if e.nodes[n.rec.Node] != n || !n.op.TryLock() {
+			// Busy: its holder applies the events before it lets go. (A
+			// node dropped meanwhile had no proxy, so its events are
+			// reports of streams it no longer has.)
+			if e.nodes[n.rec.Node] == n {
+				n.deferred = append(n.deferred, byNode[n]...)
+			}
+			e.mu.Unlock()
+			continue
 		}
-		if len(n.rec.History) == 0 && len(n.track.proxies) == 0 {
+		e.observe(ctx, n, byNode[n])
+		if len(n.rec.History) == 0 && len(n.track.proxies) == 0 && len(n.deferred) == 0 {
 			delete(e.nodes, n.rec.Node)
 		}
+		e.releaseNode(ctx, n)
 	}
+}
+
+// observe applies one node's events in order and judges the node again.
+// Called with n.op and mu held.
+func (e *Engine) observe(ctx context.Context, n *nodeState, evs []ProxyEvent) {
+	touched := false
+	for _, ev := range evs {
+		if n.track.observe(ev) {
+			touched = true
+		}
+	}
+	if !touched {
+		return
+	}
+	if e.following {
+		// A follower keeps its own proxies' answers for the leader;
+		// the verdict is the leader's.
+		n.verdict = judge(n.track.tally(), e.threshold, false)
+		e.settle(n)
+		return
+	}
+	e.evaluate(ctx, n, e.clock.Now())
 }
 
 // maxTaintProxies bounds the rejections a taint records (sorted by proxy);
@@ -119,7 +161,8 @@ func (e *Engine) drain(ctx context.Context) {
 const maxTaintProxies = 50
 
 // evaluate judges the node's current publication and acts on a new verdict:
-// a taint is stored before the rollback is published. Called with mu held.
+// a taint is stored before the rollback is published. Called with n.op and
+// mu held.
 func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
 	if n.track.version == "" {
 		return

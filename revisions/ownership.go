@@ -52,12 +52,13 @@ func (e *Engine) Owners() map[string]string {
 // source may take it. Releasing a node another source owns, or nobody
 // does, changes nothing.
 func (e *Engine) Release(ctx context.Context, node, owner string) error {
-	defer e.unlock()
-	e.mu.Lock()
+	e.phase.RLock()
+	defer e.phase.RUnlock()
+	n, release := e.lockNode(ctx, node, false)
+	defer release()
 	if e.following {
 		return ErrNotLeader
 	}
-	n := e.nodes[node]
 	if n == nil || n.rec.Owner == "" || n.rec.Owner != owner {
 		return nil
 	}

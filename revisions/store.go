@@ -5,7 +5,6 @@ import (
 	"errors"
 	"time"
 
-	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -82,16 +81,6 @@ func (r Revision) WithState(st RevisionState) *Revision {
 	return &r
 }
 
-// SizeLimit is implemented by a Store that cannot hold revisions past a
-// size: a Kubernetes object is at most about 1.5 MiB. The engine refuses
-// to apply a revision whose stored size is larger, with an error that
-// names the node, the size and the limit, rather than serve what it could
-// not persist. RevisionSize returns the bytes cfg takes as the store
-// stores it (a store may compress) and the most it holds.
-type SizeLimit interface {
-	RevisionSize(cfg *render.NodeConfig) (size, limit int)
-}
-
 // Store persists revisions. It is deliberately small so that a Kubernetes
 // home can implement it with custom resources (a revision object per
 // revision, the record in the status of a per-node object).
@@ -114,9 +103,10 @@ type SizeLimit interface {
 //     The engine calls it once, before any Commit; a follower may call it
 //     again at any time to read what the writer stored (PublicationOf
 //     rebuilds what is served from it).
-//   - The Engine calls Load and Commit from one goroutine at a time;
-//     implementations need not serialize them, but must be safe to use
-//     alongside Outbox calls from other goroutines.
+//   - The Engine calls Commit for different nodes concurrently, and for
+//     one node one call at a time, each made from the state the previous
+//     one left; Load is not called alongside Commit. Implementations must
+//     be safe for that and alongside Outbox calls from other goroutines.
 type Store interface {
 	Load(ctx context.Context) ([]NodeData, error)
 	Commit(ctx context.Context, u Update) error

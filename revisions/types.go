@@ -70,8 +70,13 @@ type ProxyRejection struct {
 // engine then taints the revision. An error made by NotReady says instead
 // that something outside the configuration is missing for now (an external
 // secret not yet created); the engine then keeps serving what it served,
-// reports the wait and tries again every TickInterval. Publish is called from one goroutine at a
-// time, never while the engine holds a lock that ObserveProxy needs.
+// reports the wait and tries again every TickInterval.
+//
+// Publish is called for different nodes concurrently, for one node one
+// call at a time and in the order the engine decided, and never while the
+// engine holds a lock that ObserveProxy or its reads (Node, Nodes) need: it
+// may take its time (read a Secret from an API server) without holding up
+// other nodes or the status API.
 type Publisher interface {
 	Publish(node string, pub Publication) error
 }

@@ -30,7 +30,7 @@ func (e *Engine) wait(n *nodeState, prev *waiting, rev *Revision, msg string, no
 }
 
 // retryWaiting tries again to publish the revisions that were not ready.
-// Called with mu held.
+// Called with n.op and mu held.
 func (e *Engine) retryWaiting(ctx context.Context, n *nodeState, now time.Time) {
 	if n.waiting == nil {
 		return

@@ -222,18 +222,32 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	if u.Record.Revision != stored.Revision+1 {
 		return fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, node, stored.Revision, u.Record.Revision-1)
 	}
+	// written are the revision objects this commit wrote, as the API
+	// server returned them: they are updated again without reading them
+	// first (each API call counts: a commit that changes 1 000 nodes makes
+	// a few thousand).
+	written := map[string]*v1alpha1.EnvoyConfigRevision{}
 	for _, r := range u.Put {
 		obj := toObject(r, s.Namespace)
 		err := s.Client.Create(ctx, obj)
 		if apierrors.IsAlreadyExists(err) {
-			err = nil // content is written once: the same hash is the same content
+			// Content is written once: the same hash is the same content.
+			// The object's status is someone else's copy: read it.
+			if err := s.writeState(ctx, node, revisions.StateOf(r)); err != nil {
+				return err
+			}
+			continue
 		}
 		if err != nil {
 			return fmt.Errorf("create revision %s of node %q: %w", r.Hash, node, err)
 		}
-		if err := s.writeState(ctx, node, revisions.StateOf(r)); err != nil {
-			return err
+		// A new object has no status yet; Create returned its
+		// resourceVersion, so the status is written without a read.
+		obj.Status = statusOf(revisions.StateOf(r))
+		if err := s.Client.Status().Update(ctx, obj); err != nil {
+			return fmt.Errorf("write the state of revision %s of node %q: %w", r.Hash, node, err)
 		}
+		written[r.Hash] = obj
 	}
 	for _, st := range u.States {
 		if err := s.writeState(ctx, node, st); err != nil {
@@ -259,8 +273,8 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		return fmt.Errorf("write record of node %q: %w", node, err)
 	}
 	if u.Record.Published != stored.Published {
-		s.markPublished(ctx, node, stored.Published, false)
-		s.markPublished(ctx, node, u.Record.Published, true)
+		s.markPublished(ctx, node, stored.Published, false, written[stored.Published])
+		s.markPublished(ctx, node, u.Record.Published, true, written[u.Record.Published])
 	}
 	for _, h := range u.Delete {
 		obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, h), Namespace: s.Namespace}}
@@ -305,17 +319,20 @@ func (s Store) writeState(ctx context.Context, node string, st revisions.Revisio
 
 // markPublished sets the status.published flag of a revision, for
 // kubectl; the record stays the source of truth, so a failure is ignored.
-func (s Store) markPublished(ctx context.Context, node, hash string, published bool) {
+// obj is the object as this commit wrote it, if it did; nil reads it.
+func (s Store) markPublished(ctx context.Context, node, hash string, published bool, obj *v1alpha1.EnvoyConfigRevision) {
 	if hash == "" {
 		return
 	}
-	var obj v1alpha1.EnvoyConfigRevision
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, hash)}, &obj); err != nil {
-		return
+	if obj == nil {
+		obj = &v1alpha1.EnvoyConfigRevision{}
+		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, hash)}, obj); err != nil {
+			return
+		}
 	}
 	if obj.Status.Published != published {
 		obj.Status.Published = published
-		_ = s.Client.Status().Update(ctx, &obj)
+		_ = s.Client.Status().Update(ctx, obj)
 	}
 }
 

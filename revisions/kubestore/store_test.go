@@ -125,9 +125,15 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 	runCtx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	go func() { defer close(done); _ = e.Run(runCtx) }()
+	// The engine shows the rollback as soon as it decides it, before its
+	// store write is done: wait for the write too before stopping Run.
 	require.Eventually(t, func() bool {
 		n, _ := e.Node(node)
-		return n.State == revisions.StateRollback
+		if n.State != revisions.StateRollback {
+			return false
+		}
+		data, err := kubestore.Store{Client: c, Namespace: "default"}.Load(ctx)
+		return err == nil && len(data) == 1 && data[0].Record.Published == good.Hash
 	}, 30*time.Second, 10*time.Millisecond)
 	cancel()
 	<-done

@@ -1,0 +1,240 @@
+// Package engineio measures what the revisions engine's store writes cost
+// the rest of the engine: how long a commit that changes 1 000 nodes takes
+// to be published on the bbolt store (standalone) and on the API server
+// (the Kubernetes home, envtest), and how long the reads that
+// /api/v1/nodes serves take while every store write answers 200 ms late.
+//
+// It uses only the engine's exported API, so that run.sh can run the same
+// benchmarks on this tree and on the engine before issue 24 in one go:
+//
+//	test/bench/engineio/run.sh
+package engineio
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/boltstore"
+	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/stats"
+)
+
+const (
+	nodes    = 1000
+	cdsType  = "type.googleapis.com/envoy.config.cluster.v3.Cluster"
+	clusters = 10
+)
+
+// configOf is node id's configuration of clusters clusters whose content
+// follows round.
+func configOf(id string, round int) *render.NodeConfig {
+	res := make([]render.Resource, clusters)
+	h := sha256.New()
+	for i := range res {
+		body := fmt.Appendf(nil, "%s-round-%d-cluster-%d-%0180d", id, round, i, 0)
+		res[i] = render.Resource{Name: fmt.Sprintf("cluster-%02d", i), Body: body}
+		h.Write(body)
+	}
+	sum := hex.EncodeToString(h.Sum(nil))
+	return &render.NodeConfig{NodeID: id, Hash: sum, Types: map[string]render.TypeSet{cdsType: {Hash: sum, Resources: res}}}
+}
+
+func nodeID(i int) string { return fmt.Sprintf("node-%04d", i) }
+
+// countingPublisher counts publications and remembers when the last one was
+// made.
+type countingPublisher struct {
+	count atomic.Int64
+	mu    sync.Mutex
+	last  time.Time
+}
+
+func (p *countingPublisher) Publish(string, revisions.Publication) error {
+	now := time.Now()
+	p.mu.Lock()
+	if now.After(p.last) {
+		p.last = now
+	}
+	p.mu.Unlock()
+	p.count.Add(1)
+	return nil
+}
+
+func (p *countingPublisher) lastAt() time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.last
+}
+
+func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// applyAll applies round's content to every node, from workers goroutines
+// (1: one after the other, as the pipeline applies a commit today).
+func applyAll(b *testing.B, e *revisions.Engine, round, workers int) {
+	b.Helper()
+	origin := sources.Origin{Kind: sources.KindGit, Source: "bench", Ref: "main", Commit: fmt.Sprintf("%040d", round)}
+	ctx := context.Background()
+	next := atomic.Int64{}
+	errs := make(chan error, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= nodes {
+					return
+				}
+				if err := e.Apply(ctx, nodeID(i), configOf(nodeID(i), round), origin); err != nil {
+					errs <- err
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(b, err)
+	}
+}
+
+// benchThousand times, per iteration, a commit that changes every one of
+// 1 000 nodes, from the first Apply until every node is published; the
+// nodes are created by a round before the timer starts.
+func benchThousand(b *testing.B, st revisions.Store, workers int) {
+	pub := &countingPublisher{}
+	e, err := revisions.New(revisions.Options{Store: st, Publisher: pub})
+	require.NoError(b, err)
+	require.NoError(b, e.Restore(context.Background()))
+	applyAll(b, e, 0, workers)
+	var total time.Duration
+	round := 0
+	for b.Loop() {
+		round++
+		before := pub.count.Load()
+		start := time.Now()
+		applyAll(b, e, round, workers)
+		require.Equal(b, before+nodes, pub.count.Load(), "every node is published once per round")
+		total += pub.lastAt().Sub(start)
+	}
+	b.ReportMetric(ms(total)/float64(round), "all-published-ms")
+	b.ReportMetric(0, "ns/op")
+}
+
+func kubeStore(b *testing.B) kubestore.Store {
+	b.Helper()
+	crlog.SetLogger(logr.Discard())
+	scheme := runtime.NewScheme()
+	require.NoError(b, clientgoscheme.AddToScheme(scheme))
+	require.NoError(b, v1alpha1.AddToScheme(scheme))
+	c, err := client.New(envtest.Start(b).Config, client.Options{Scheme: scheme})
+	require.NoError(b, err)
+	return kubestore.Store{Client: c, Namespace: "default"}
+}
+
+func boltStore(b *testing.B) *boltstore.Store {
+	b.Helper()
+	st, err := boltstore.Open(b.TempDir())
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = st.Close() })
+	return st
+}
+
+// BenchmarkThousandNodes: a commit that changes 1 000 nodes, until every
+// node is published. "sequential" applies the nodes one after the other,
+// as the pipeline does; "parallel16" from 16 goroutines, which an engine
+// that serializes every store write cannot turn into speed.
+func BenchmarkThousandNodes(b *testing.B) {
+	for _, workers := range []int{1, 16} {
+		mode := "sequential"
+		if workers > 1 {
+			mode = fmt.Sprintf("parallel%d", workers)
+		}
+		b.Run("bolt/"+mode, func(b *testing.B) { benchThousand(b, boltStore(b), workers) })
+		b.Run("kube/"+mode, func(b *testing.B) { benchThousand(b, kubeStore(b), workers) })
+	}
+}
+
+// lateStore answers every Commit delay late, as an API server that is
+// slow to write; it keeps nothing.
+type lateStore struct{ delay atomic.Int64 }
+
+func (*lateStore) Load(context.Context) ([]revisions.NodeData, error) { return nil, nil }
+
+func (s *lateStore) Commit(ctx context.Context, _ revisions.Update) error {
+	select {
+	case <-time.After(time.Duration(s.delay.Load())):
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// BenchmarkReadsWhileTheStoreIsSlow: the latency of Engine.Nodes and
+// Engine.Node (what /api/v1/nodes and /api/v1/nodes/{id} serve), over
+// 1 000 nodes, while every store write answers 200 ms late and a writer
+// applies new content to one node after the other (as the pipeline does),
+// read back to back for readFor per iteration.
+func BenchmarkReadsWhileTheStoreIsSlow(b *testing.B) {
+	const readFor = 5 * time.Second
+	st := &lateStore{}
+	e, err := revisions.New(revisions.Options{Store: st, Publisher: &countingPublisher{}})
+	require.NoError(b, err)
+	require.NoError(b, e.Restore(context.Background()))
+	applyAll(b, e, 0, 1) // the nodes are made while the store is fast
+	st.delay.Store(int64(200 * time.Millisecond))
+
+	ctx, cancel := context.WithCancel(context.Background())
+	writer := make(chan struct{})
+	go func() {
+		defer close(writer)
+		for round := 1; ctx.Err() == nil; round++ {
+			for i := 0; i < nodes && ctx.Err() == nil; i++ {
+				_ = e.Apply(ctx, nodeID(i), configOf(nodeID(i), round), sources.Origin{Source: "bench"})
+			}
+		}
+	}()
+	var lat []time.Duration
+	for b.Loop() {
+		deadline := time.Now().Add(readFor)
+		for i := 0; time.Now().Before(deadline); i++ {
+			start := time.Now()
+			if i%2 == 0 {
+				require.Len(b, e.Nodes(), nodes)
+			} else {
+				_, ok := e.Node(nodeID(i % nodes))
+				require.True(b, ok)
+			}
+			lat = append(lat, time.Since(start))
+		}
+	}
+	cancel()
+	<-writer
+	slices.Sort(lat)
+	b.ReportMetric(ms(stats.Percentile(lat, 50)), "read-p50-ms")
+	b.ReportMetric(ms(stats.Percentile(lat, 99)), "read-p99-ms")
+	b.ReportMetric(ms(lat[len(lat)-1]), "read-max-ms")
+	b.ReportMetric(float64(len(lat)), "reads")
+	b.ReportMetric(0, "ns/op")
+}
