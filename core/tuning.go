@@ -163,7 +163,7 @@ func (t Tuning) Problems() []error {
 	if !oneOf(t.LogFormat, logging.Formats) {
 		add(KnobLogFormat, "%q is not one of %s", t.LogFormat, strings.Join(logging.Formats, ", "))
 	}
-	if !oneOf(strings.ToLower(t.LogLevel), logging.Levels) {
+	if _, err := logging.ParseLevel(t.LogLevel); err != nil {
 		add(KnobLogLevel, "%q is not one of %s", t.LogLevel, strings.Join(logging.Levels, ", "))
 	}
 	return errs

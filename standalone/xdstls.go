@@ -5,8 +5,8 @@ import (
 	"fmt"
 	"net"
 
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/pki"
-	"github.com/legate-dev/legate/xds"
 )
 
 // XDSTLSConfig serves xDS over TLS. With ClientCAFile it is mutual TLS:
@@ -52,35 +52,26 @@ func newXDSTLS(cfg XDSTLSConfig) (*pki.KeyPairFiles, error) {
 	return certs, nil
 }
 
-// xdsExposure warns when xDS listens beyond loopback without mutual TLS:
-// then any client that reaches the port can fetch any node's
-// configuration under any node ID.
+// xdsSecurity is how cfg serves xDS, for the rule both homes share
+// (core.Tuning.CheckXDSExposure).
+func xdsSecurity(cfg Config) core.XDSSecurity {
+	return core.XDSSecurity{
+		Addr:      cfg.XDSAddr,
+		TLS:       cfg.XDSTLS != nil,
+		MutualTLS: cfg.XDSTLS != nil && cfg.XDSTLS.ClientCAFile != "",
+	}
+}
+
+// xdsExposure is the warning to log once xDS listens on addr under cfg
+// ("" when there is none).
 func xdsExposure(addr net.Addr, cfg *XDSTLSConfig) string {
-	if cfg != nil && cfg.ClientCAFile != "" {
-		return ""
-	}
-	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
-		return ""
-	}
-	what := "plaintext"
-	if cfg != nil {
-		what = "TLS without client certificates"
-	}
-	return fmt.Sprintf("xDS is served on %s over %s: any client that reaches it can fetch any node's configuration; set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them) or listen on loopback", addr, what)
+	c := Config{XDSTLS: cfg}
+	return core.XDSExposureWarning(addr, xdsSecurity(c))
 }
 
 // checkXDSExposure refuses, before anything listens, an xDS address beyond
-// loopback without mutual TLS unless the operator opted in: whoever reaches
-// such a port may fetch every node's configuration and answer for its
-// proxies.
+// loopback without mutual TLS unless the operator opted in
+// (--xds-insecure): the rule of both homes, core.Tuning.CheckXDSExposure.
 func checkXDSExposure(cfg Config) error {
-	if cfg.XDSInsecure || (cfg.XDSTLS != nil && cfg.XDSTLS.ClientCAFile != "") || !xds.BeyondLoopback(cfg.XDSAddr) {
-		return nil
-	}
-	what := "plaintext"
-	if cfg.XDSTLS != nil {
-		what = "TLS without client certificates"
-	}
-	return fmt.Errorf("xdsAddr %s reaches beyond loopback and xDS would run over %s: any client that reaches it could fetch every node's configuration and answer for its proxies; "+
-		"set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them), listen on 127.0.0.1, or accept the risk with --xds-insecure", cfg.XDSAddr, what)
+	return cfg.Tuning().CheckXDSExposure(xdsSecurity(cfg))
 }
