@@ -160,30 +160,18 @@ func (t Tuning) Problems() []error {
 	if t.StatusMaxBackoff < 0 || t.StatusMaxBackoff > maxStatusBackoff {
 		add(KnobStatusMaxBackoff, "must be in (0, %s], got %s", maxStatusBackoff, t.StatusMaxBackoff)
 	}
-	if !oneOf(t.LogFormat, logging.Formats) {
-		add(KnobLogFormat, "%q is not one of %s", t.LogFormat, strings.Join(logging.Formats, ", "))
+	// logging's own words, so that both homes and the logger agree
+	if _, err := logging.New(io.Discard, "", t.LogFormat); err != nil {
+		add(KnobLogFormat, "%v", err)
 	}
 	if _, err := logging.ParseLevel(t.LogLevel); err != nil {
-		add(KnobLogLevel, "%q is not one of %s", t.LogLevel, strings.Join(logging.Levels, ", "))
+		add(KnobLogLevel, "%v", err)
 	}
 	return errs
 }
 
 // Validate is Problems joined into one error (nil when there is none).
 func (t Tuning) Validate() error { return errors.Join(t.Problems()...) }
-
-// oneOf reports whether v is "" (the default) or one of names.
-func oneOf(v string, names []string) bool {
-	if v == "" {
-		return true
-	}
-	for _, n := range names {
-		if v == n {
-			return true
-		}
-	}
-	return false
-}
 
 // Logger is the logger LogFormat and LogLevel describe, writing to w.
 func (t Tuning) Logger(w io.Writer) (logr.Logger, error) {

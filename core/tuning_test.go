@@ -22,8 +22,8 @@ func TestTuningProblemsNameFieldAndFlag(t *testing.T) {
 		{Tuning{AnswerTimeout: -time.Second}, "answerTimeout (--answer-timeout): must not be negative"},
 		{Tuning{StatusMaxBackoff: time.Hour}, "statusMaxBackoff (--status-max-backoff): must be in (0, 5m0s], got 1h0m0s"},
 		{Tuning{StatusMaxBackoff: -time.Second}, "statusMaxBackoff (--status-max-backoff)"},
-		{Tuning{LogFormat: "xml"}, `logFormat (--log-format): "xml" is not one of text, json`},
-		{Tuning{LogLevel: "loud"}, `logLevel (--log-level): "loud" is not one of debug, info, warn, error`},
+		{Tuning{LogFormat: "xml"}, `logFormat (--log-format): log format "xml": want one of text, json`},
+		{Tuning{LogLevel: "loud"}, `logLevel (--log-level): log level "loud": want one of debug, info, warn, error`},
 	} {
 		err := tc.tuning.Validate()
 		require.Error(t, err, "%+v", tc.tuning)
