@@ -359,10 +359,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	if c.httpLis != nil {
 		defer func() { _ = c.httpLis.Close() }()
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	// wg.Wait is deferred first so that it runs last, after cancel ended
+	// what it waits for.
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if c.replicas == nil {
 		if err := c.engine.Restore(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -399,20 +401,6 @@ func (c *Controller) Run(ctx context.Context) error {
 	if err := c.mgr.Add(manager.RunnableFunc(c.core.RunStatuses)); err != nil {
 		return err
 	}
-	// The manager's end ends Run whatever it returns; the engine and the
-	// xDS server end it when they fail.
-	errc := make(chan error, 3)
-	wg.Go(func() { errc <- c.mgr.Start(ctx) })
-	wg.Go(func() {
-		if err := c.core.RunEngine(ctx); err != nil {
-			errc <- err
-		}
-	})
-	wg.Go(func() {
-		if err := core.ServeGRPC(c.grpc, c.xdsLis); err != nil {
-			errc <- err
-		}
-	})
 	if c.httpLis != nil {
 		wg.Go(func() {
 			if err := c.http.serve(ctx, c.httpLis); err != nil {
@@ -436,22 +424,19 @@ func (c *Controller) Run(ctx context.Context) error {
 		}
 	})
 
-	var err error
-	select {
-	case <-ctx.Done():
-	case err = <-errc:
-		if err != nil {
-			c.log.Error(err, "the controller failed; shutting down")
-		}
-	}
-	cancel()
-	// ADS streams live as long as the proxies: do not wait for them.
-	c.grpc.Stop()
-	wg.Wait()
-	// What failed while stopping (the manager's own error) is reported
-	// when nothing failed before.
-	for err == nil && len(errc) > 0 {
-		err = <-errc
+	// The manager (with the reconcilers), the engine and the xDS server:
+	// when one of them stops, so does the controller.
+	err := core.RunParts(ctx,
+		core.Part{Run: c.mgr.Start},
+		core.Part{Run: c.core.RunEngine},
+		core.Part{
+			Run: func(context.Context) error { return core.ServeGRPC(c.grpc, c.xdsLis) },
+			// ADS streams live as long as the proxies: do not wait for them.
+			Stop: c.grpc.Stop,
+		},
+	)
+	if err != nil {
+		c.log.Error(err, "the controller failed; shutting down")
 	}
 	return err
 }

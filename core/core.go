@@ -7,7 +7,6 @@ import (
 	"log/slog"
 	"maps"
 	"net"
-	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -238,22 +237,16 @@ func (c *Core) RunStatuses(ctx context.Context) error {
 }
 
 // Run runs the engine and the commit-status dispatcher until ctx ends or
-// one of them fails; then it stops the other and returns the first error
-// (nil when ctx ended).
+// one of them fails; then it stops the other and returns the error (nil
+// when ctx ended).
 func (c *Core) Run(ctx context.Context) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	errs := make([]error, 2)
-	for i, run := range []func(context.Context) error{c.RunEngine, c.RunStatuses} {
-		wg.Go(func() {
-			if errs[i] = run(ctx); errs[i] != nil {
-				cancel()
-			}
-		})
+	parts := []Part{{Run: c.RunEngine}}
+	if c.statuses != nil {
+		// RunStatuses returns at once without a dispatcher, which would
+		// end the engine too.
+		parts = append(parts, Part{Run: c.RunStatuses})
 	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return RunParts(ctx, parts...)
 }
 
 // ServeGRPC serves gs on lis until gs stops. It returns nil when gs was

@@ -167,3 +167,20 @@ func mustListen(t *testing.T) net.Listener {
 	t.Cleanup(func() { _ = l.Close() })
 	return l
 }
+
+// Without reporters Run still runs the engine until its context ends: an
+// empty dispatcher does not end it.
+func TestRunWithoutReportersRunsTheEngine(t *testing.T) {
+	c := newCore(t, Options{})
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	require.Never(t, func() bool { return len(done) > 0 }, 200*time.Millisecond, 10*time.Millisecond, "Run returned before its context ended")
+	cancel()
+	select {
+	case err := <-done:
+		assert.NoError(t, err)
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return after its context ended")
+	}
+}
