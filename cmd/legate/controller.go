@@ -65,8 +65,12 @@ and /metrics (loopback by default); --probe-addr answers only /healthz and
 /readyz, for the kubelet.
 
 xDS listens on loopback unless it runs over mutual TLS: --xds-tls-cert,
---xds-tls-key and --xds-client-ca (legate pki init makes them); then each
-proxy's client certificate names the node IDs it may fetch.
+--xds-tls-key and --xds-client-ca (legate pki init makes them), or
+--pki-ca-secret; then each proxy's client certificate names the node IDs it
+may fetch. --xds-insecure accepts the risk of doing without, as in legate
+serve. The knobs both homes share (--history, --taint-threshold,
+--answer-timeout, --status-max-backoff, --xds-insecure, --log-format,
+--log-level) are described in docs/tuning.md.
 
 With --leader-elect, several replicas share the API server: every one serves
 xDS (what the store says is published, under the leader's versions), the

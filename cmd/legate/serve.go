@@ -61,7 +61,8 @@ keeps accepted configurations as revisions in an embedded store under
 itself when proxies reject one. Push webhooks (/hooks/gitea, /hooks/github,
 /hooks/gitlab, /hooks/generic on --http-addr) trigger an immediate fetch, and
 sources with a forge get a commit status per node on every commit. It needs no
-Kubernetes. docs/standalone.md describes the configuration.`,
+Kubernetes. docs/standalone.md describes the configuration, docs/tuning.md
+the knobs both homes share.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := f.config(cmd.Flags())
