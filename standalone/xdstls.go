@@ -1,8 +1,6 @@
 package standalone
 
 import (
-	"errors"
-	"fmt"
 	"net"
 
 	"github.com/legate-dev/legate/core"
@@ -23,43 +21,35 @@ type XDSTLSConfig struct {
 	ClientCAFile string `json:"clientCAFile,omitempty"`
 }
 
+// files are c's files as both homes name them (core.XDSTLSFiles).
+func (c *XDSTLSConfig) files() core.XDSTLSFiles {
+	if c == nil {
+		return core.XDSTLSFiles{}
+	}
+	return core.XDSTLSFiles{Cert: c.CertFile, Key: c.KeyFile, ClientCA: c.ClientCAFile}
+}
+
+// validate: an xdsTLS block asks for TLS, so it needs its certificate and
+// key even when it names no file.
 func (c *XDSTLSConfig) validate() []error {
 	if c == nil {
 		return nil
 	}
-	var errs []error
-	if c.CertFile == "" {
-		errs = append(errs, errors.New("xdsTLS.certFile: required (--xds-tls-cert)"))
-	}
-	if c.KeyFile == "" {
-		errs = append(errs, errors.New("xdsTLS.keyFile: required (--xds-tls-key)"))
-	}
-	return errs
+	return c.files().Missing()
 }
 
 // newXDSTLS loads the server's certificate files (and the client CA), read
-// again when they change; errors name the configuration field.
+// again when they change; errors name the field and the flag.
 func newXDSTLS(cfg XDSTLSConfig) (*pki.KeyPairFiles, error) {
-	certs, err := pki.LoadKeyPairFiles(cfg.CertFile, cfg.KeyFile, cfg.ClientCAFile)
-	var fe *pki.FileError
-	switch {
-	case errors.As(err, &fe):
-		field := map[string]string{"certFile": "certFile", "keyFile": "keyFile", "caFile": "clientCAFile"}[fe.Field]
-		return nil, fmt.Errorf("xdsTLS.%s: %w", field, fe.Err)
-	case err != nil:
-		return nil, fmt.Errorf("xDS TLS: %w", err)
-	}
-	return certs, nil
+	return cfg.files().Load()
 }
 
 // xdsSecurity is how cfg serves xDS, for the rule both homes share
 // (core.Tuning.CheckXDSExposure).
 func xdsSecurity(cfg Config) core.XDSSecurity {
-	return core.XDSSecurity{
-		Addr:      cfg.XDSAddr,
-		TLS:       cfg.XDSTLS != nil,
-		MutualTLS: cfg.XDSTLS != nil && cfg.XDSTLS.ClientCAFile != "",
-	}
+	sec := cfg.XDSTLS.files().Security(cfg.XDSAddr)
+	sec.TLS = cfg.XDSTLS != nil // an empty block is refused by validate
+	return sec
 }
 
 // xdsExposure is the warning to log once xDS listens on addr under cfg
