@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +27,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
@@ -50,8 +50,12 @@ type Controller struct {
 	engine   *revisions.Engine
 	pipeline *pipeline.Pipeline
 	xds      *xds.Server
-	secrets  *sds.Server
-	grpc     *grpc.Server
+	// sds serves publications with their external secrets and endpoints.
+	sds  *sds.Server
+	grpc *grpc.Server
+	// core built engine, pipeline, xds, sds, statuses and feedback (the
+	// fields above and below are its parts, kept for the reconcilers).
+	core     *core.Core
 	xdsLis   net.Listener
 	httpLis  net.Listener
 	http     *httpAPI
@@ -99,10 +103,14 @@ func New(opts Options) (*Controller, error) {
 	if opts.XDSAddr == "" {
 		opts.XDSAddr = DefaultXDSAddr
 	}
+	if err := opts.Tuning.Validate(); err != nil {
+		return nil, err
+	}
+	// legate's PKI is mutual TLS too: it issues every proxy's certificate.
 	mutual := opts.XDSClientCA != "" || opts.PKI != nil
-	if xds.BeyondLoopback(opts.XDSAddr) && !mutual {
-		return nil, fmt.Errorf("xds address %s reaches beyond loopback without mutual TLS: anyone who reached it could fetch every node's configuration and answer for its proxies; "+
-			"set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them), or listen on 127.0.0.1", opts.XDSAddr)
+	xdsSec := core.XDSSecurity{Addr: opts.XDSAddr, TLS: mutual || opts.XDSTLSCert != "", MutualTLS: mutual}
+	if err := opts.Tuning.CheckXDSExposure(xdsSec); err != nil {
+		return nil, err
 	}
 	grpcOpts, err := xdsTLS(opts)
 	if err != nil {
@@ -207,40 +215,27 @@ func New(opts Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	xopts := xds.Options{Log: opts.Log.WithName("xds"), Registerer: c.http.reg, Observer: xds.ObserverFunc(func(ev xds.Event) { c.engine.ObserveProxy(ev) })}
-	if mutual {
-		xopts.Authorizer = xds.CertificateBinding
+	// Which authorizer follows from the options alone: legate's PKI binds
+	// a certificate to its Pod's namespace as well (namespacedBinding),
+	// files bind it to the node IDs it names.
+	var authorizer xds.Authorizer
+	var recheck xds.Recheck
+	switch {
+	case opts.PKI != nil:
+		authorizer, recheck = c.namespacedBinding, c.recheck
+	case mutual:
+		authorizer, recheck = xds.CertificateBinding, c.recheck
 	}
-	if c.issuer != nil {
-		xopts.Authorizer = c.namespacedBinding
-	}
-	if mutual {
-		xopts.Recheck = c.recheck
-	}
-	if c.xds, err = xds.New(xopts); err != nil {
-		return nil, err
-	}
-	c.secrets = sds.NewServer(kubesecrets.Resolver{Client: mgr.GetAPIReader(), Plaintext: sds.Plaintext{
-		Insecure: !mutual, Allowed: opts.XDSInsecureSecrets,
-		MutualTLS: "set --xds-tls-cert, --xds-tls-key and --xds-client-ca",
-	}}, c.xds.SetSnapshot, opts.Log.WithName("secrets")).
-		WithEndpoints(kubeendpoints.Resolver{Cache: mgr.GetCache(), Direct: mgr.GetAPIReader()})
 	c.store = kubestore.Store{Client: direct, Namespace: opts.Namespace}
-	store := c.store
-	if c.engine, err = revisions.New(revisions.Options{
-		Store: store, Publisher: c.secrets, Log: opts.Log.WithName("revisions"),
-		Registerer: c.http.reg,
-	}); err != nil {
-		return nil, err
-	}
-	c.statuses = forge.NewDispatcher(store, nil, forge.DispatcherOptions{
-		Lookup: c.lookupReporter, Logger: slog.New(logr.ToSlogHandler(opts.Log.WithName("commit-status"))),
-	})
-	c.feedback = forge.NewFeedback(c.statuses, nil, opts.PublicURL, opts.Log.WithName("commit-status"))
-	c.engine.Subscribe(c.outcome)
-	c.engine.Subscribe(c.feedback.Observe)
-	if c.pipeline, err = pipeline.New(pipeline.Options{
-		Engine: c.engine,
+	c.core, err = core.New(core.Options{
+		Store: c.store,
+		Secrets: kubesecrets.Resolver{Client: mgr.GetAPIReader(), Plaintext: sds.Plaintext{
+			Insecure: !mutual, Allowed: opts.XDSInsecureSecrets,
+			MutualTLS: "set --xds-tls-cert, --xds-tls-key and --xds-client-ca",
+		}},
+		Endpoints:  kubeendpoints.Resolver{Cache: mgr.GetCache(), Direct: mgr.GetAPIReader()},
+		Authorizer: authorizer,
+		Recheck:    recheck,
 		Render: func(string) render.Options {
 			o := opts.Render(c.policies())
 			o.EndpointSlices = true
@@ -248,13 +243,19 @@ func New(opts Options) (*Controller, error) {
 		},
 		Scope:      c.scope,
 		Tenant:     tenantOf,
-		Prepare:    func(_ string, r *render.Result) { c.secrets.Warm(externalSecrets(r)) },
 		Rerender:   c.trigger,
+		ReporterOf: c.lookupReporter,
+		PublicURL:  opts.PublicURL,
+		Tuning:     opts.Tuning,
+		Log:        opts.Log,
 		Registerer: c.http.reg,
-		Log:        opts.Log.WithName("pipeline"),
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
+	c.engine, c.pipeline, c.xds, c.sds = c.core.Engine(), c.core.Pipeline(), c.core.XDS(), c.core.SDS()
+	c.statuses, c.feedback = c.core.Statuses(), c.core.Feedback()
+	c.engine.Subscribe(c.outcome)
 	// Several controllers may run in one process (tests, and the replicas
 	// of the HA tests): the metric names they share are the manager's.
 	skip := true
@@ -287,6 +288,9 @@ func New(opts Options) (*Controller, error) {
 		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
 	}
 	c.grpc = c.xds.NewGRPCServer(grpcOpts...)
+	if warning := core.XDSExposureWarning(c.xdsLis.Addr(), xdsSec); warning != "" {
+		c.log.Info("WARNING: " + warning)
+	}
 	if opts.HTTPAddr != "0" {
 		if c.httpLis, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
 			_ = c.xdsLis.Close()
@@ -315,14 +319,20 @@ func (c *Controller) HTTPAddr() string {
 func (c *Controller) XDSAddr() string { return c.xdsLis.Addr().String() }
 
 // Run restores the published revisions from the API server, serves them
-// and reconciles until ctx ends.
+// and reconciles until ctx ends or a part fails: the manager (and the
+// reconcilers it runs), the engine or the xDS server. Then it stops the
+// others and returns the first error (nil when ctx ended).
 func (c *Controller) Run(ctx context.Context) error {
 	defer func() { _ = c.xdsLis.Close() }()
 	if c.httpLis != nil {
 		defer func() { _ = c.httpLis.Close() }()
 	}
+	// wg.Wait is deferred first so that it runs last, after cancel ended
+	// what it waits for.
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	if c.replicas == nil {
 		if err := c.engine.Restore(ctx); err != nil {
 			if ctx.Err() != nil {
@@ -354,16 +364,11 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		})
 	}
-	wg.Go(func() { _ = c.engine.Run(ctx) })
-	// Commit statuses are posted by the leader alone.
-	if err := c.mgr.Add(manager.RunnableFunc(func(ctx context.Context) error {
-		_ = c.statuses.Run(ctx)
-		return nil
-	})); err != nil {
+	// Commit statuses are posted by the leader alone; their failure stops
+	// the manager, and so Run.
+	if err := c.mgr.Add(manager.RunnableFunc(c.core.RunStatuses)); err != nil {
 		return err
 	}
-	wg.Go(func() { _ = c.grpc.Serve(c.xdsLis) })
-	defer c.grpc.Stop()
 	if c.httpLis != nil {
 		wg.Go(func() {
 			if err := c.http.serve(ctx, c.httpLis); err != nil {
@@ -386,7 +391,22 @@ func (c *Controller) Run(ctx context.Context) error {
 			}
 		}
 	})
-	return c.mgr.Start(ctx)
+
+	// The manager (with the reconcilers), the engine and the xDS server:
+	// when one of them stops, so does the controller.
+	err := core.RunParts(ctx,
+		core.Part{Run: c.mgr.Start},
+		core.Part{Run: c.core.RunEngine},
+		core.Part{
+			Run: func(context.Context) error { return core.ServeGRPC(c.grpc, c.xdsLis) },
+			// ADS streams live as long as the proxies: do not wait for them.
+			Stop: c.grpc.Stop,
+		},
+	)
+	if err != nil {
+		c.log.Error(err, "the controller failed; shutting down")
+	}
+	return err
 }
 
 // secretScope keeps the secrets an object's configuration references in
@@ -401,10 +421,3 @@ func secretScope(source string, r *render.Result) []render.Diagnostic {
 	}.Apply(r)
 }
 
-func externalSecrets(r *render.Result) []render.ExternalSecret {
-	var out []render.ExternalSecret
-	for _, n := range r.Nodes {
-		out = append(out, n.ExternalSecrets...)
-	}
-	return out
-}

@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/webhook"
 )
@@ -56,7 +57,7 @@ type Options struct {
 	// client certificates: with it xDS runs over mutual TLS, a stream
 	// without a certificate is refused, and a certificate may fetch only
 	// the node IDs it names (xds.CertificateBinding). xDS beyond loopback
-	// requires it.
+	// requires it (or legate's PKI), unless Tuning.XDSInsecure.
 	XDSClientCA string
 	// XDSInsecureSecrets names the secrets whose key material is served
 	// although xDS runs without mutual TLS ("*": all); by default none is.
@@ -114,5 +115,9 @@ type Options struct {
 	// Injector injects Envoy sidecars into the Pods that ask for one
 	// (webhook.Injector); nil: Pods are not mutated.
 	Injector webhook.PodMutator
-	Log      logr.Logger
+	// Tuning holds the knobs both homes share: history, taint threshold,
+	// answer timeout, commit-status backoff, the xDS exposure opt-in and
+	// the log format (core.Tuning; zero values are the defaults).
+	Tuning core.Tuning
+	Log    logr.Logger
 }

@@ -20,17 +20,22 @@ import (
 // to its own proxies.
 var everyReplica = false
 
-// watchSecrets registers the reconciler that pushes a Secret's new key
-// material to the proxies whose configuration uses it. It watches the
-// Secrets' metadata only: their data is read, when referenced, by the
-// resolver, and never kept in a cache.
+// watchSecrets registers the reconciler that reacts to a change of a
+// Secret a served configuration refers to: it has SDS read every external
+// secret and endpoint set in use again (sds.Server.Refresh; there is no
+// per-Secret read), and push new versions to the nodes whose material
+// differs from what they were served, so only the proxies that use the
+// changed Secret (or one that changed meanwhile) get an update. A Secret
+// no configuration refers to reads nothing. It watches the Secrets'
+// metadata only: their data is read, when referenced, by the resolver,
+// and never kept in a cache.
 func (c *Controller) watchSecrets(skipNameValidation bool) error {
 	err := ctrl.NewControllerManagedBy(c.mgr).Named("secrets").
 		For(&corev1.Secret{}, builder.OnlyMetadata).
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, NeedLeaderElection: &everyReplica}).
 		Complete(reconcile.Func(func(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
-			if c.secrets.References(req.Namespace + "/" + req.Name) {
-				c.secrets.Refresh()
+			if c.sds.References(req.Namespace + "/" + req.Name) {
+				c.sds.Refresh()
 			}
 			return ctrl.Result{}, nil
 		}))
@@ -53,8 +58,8 @@ func (c *Controller) watchEndpointSlices(skipNameValidation bool) error {
 		Watches(&discoveryv1.EndpointSlice{}, byNamespace).
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, NeedLeaderElection: &everyReplica}).
 		Complete(reconcile.Func(func(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
-			if c.secrets.ReferencesEndpoints(req.Namespace) {
-				c.secrets.RefreshEndpoints(req.Namespace)
+			if c.sds.ReferencesEndpoints(req.Namespace) {
+				c.sds.RefreshEndpoints(req.Namespace)
 			}
 			return ctrl.Result{}, nil
 		}))

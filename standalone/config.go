@@ -13,6 +13,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
@@ -67,6 +68,11 @@ type Config struct {
 	PublicURL string `json:"publicURL,omitempty"`
 	// StateDir holds the embedded store and the sources' clones.
 	StateDir string `json:"stateDir,omitempty"`
+	// History, TaintThreshold, AnswerTimeout, StatusMaxBackoff,
+	// XDSInsecure, LogFormat and LogLevel are the knobs both homes share
+	// (core.Tuning, docs/tuning.md), spelled here as the config file
+	// spells them; Tuning maps them onto core.Tuning.
+	//
 	// History bounds each node's revision history (default 10).
 	History int `json:"history,omitempty"`
 	// TaintThreshold is the share of a node's proxies that must reject a
@@ -75,6 +81,13 @@ type Config struct {
 	// AnswerTimeout is how long to wait for every proxy's answer before a
 	// revision is judged on the answers at hand (default 30s).
 	AnswerTimeout Duration `json:"answerTimeout,omitempty"`
+	// StatusMaxBackoff caps the wait between two attempts to deliver a
+	// commit status while the forge fails (default 30s, at most 5m).
+	StatusMaxBackoff Duration `json:"statusMaxBackoff,omitempty"`
+	// LogFormat is text or json (default text); LogLevel the least
+	// severe level logged: debug, info, warn or error (default info).
+	LogFormat string `json:"logFormat,omitempty"`
+	LogLevel  string `json:"logLevel,omitempty"`
 	// AdminTokenFile holds the bearer token every mutating API call
 	// (fetch triggers, clearing taints) must carry. Without it legate
 	// makes one on its first start in <StateDir>/admin-token.
@@ -347,6 +360,27 @@ func joinField(path, k string) string {
 		return k
 	}
 	return path + "." + k
+}
+
+// Tuning is the configuration's share of the knobs both homes have.
+func (c Config) Tuning() core.Tuning {
+	return core.Tuning{
+		History:          c.History,
+		TaintThreshold:   c.TaintThreshold,
+		AnswerTimeout:    c.AnswerTimeout.Duration,
+		StatusMaxBackoff: c.StatusMaxBackoff.Duration,
+		XDSInsecure:      c.XDSInsecure,
+		LogFormat:        c.LogFormat,
+		LogLevel:         c.LogLevel,
+	}
+}
+
+// SetTuning sets the configuration's knobs to t.
+func (c *Config) SetTuning(t core.Tuning) {
+	c.History, c.TaintThreshold = t.History, t.TaintThreshold
+	c.AnswerTimeout, c.StatusMaxBackoff = Duration{t.AnswerTimeout}, Duration{t.StatusMaxBackoff}
+	c.XDSInsecure = t.XDSInsecure
+	c.LogFormat, c.LogLevel = t.LogFormat, t.LogLevel
 }
 
 // withDefaults fills unset fields.

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/readapi"
@@ -29,14 +29,6 @@ import (
 	gitsource "github.com/legate-dev/legate/sources/git"
 	"github.com/legate-dev/legate/xds"
 )
-
-// maxStatusRetryWait bounds the wait between two attempts to deliver a
-// commit status. The dispatcher's backoff doubles up to minutes, which would
-// leave a status undelivered for minutes after a short forge outage ends;
-// an author waiting for the check expects it within seconds of the forge
-// coming back, and one attempt per source every few seconds costs a forge
-// nothing.
-const maxStatusRetryWait = 10 * time.Second
 
 // Options are what New needs besides the Config.
 type Options struct {
@@ -73,12 +65,13 @@ type Server struct {
 	metrics  *metrics
 	// token is the bearer token of mutating calls, read from tokenPath.
 	token, tokenPath string
-	// statuses delivers commit statuses; nil when no source has a forge.
-	statuses *forge.Dispatcher
+	// core is the engine, xDS, SDS, pipeline and commit statuses, built
+	// once (package core); engine, pipeline and xds above are its.
+	core *core.Core
+	// feedback posts commit statuses; nil when no source has a forge.
 	feedback *forge.Feedback
-	// secrets serves publications with their external secrets; secretTicks
-	// paces its checks for changed files (a test replaces it).
-	secrets     *sds.Server
+	// secretTicks paces the checks of the secrets directory for changed
+	// files (a test replaces it).
 	secretTicks func(time.Duration) (<-chan time.Time, func())
 
 	// suspendMu serializes writes of the suspended sources' file.
@@ -128,11 +121,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if s.store, err = boltstore.Open(filepath.Join(cfg.StateDir, "store")); err != nil {
 		return nil, err
 	}
-	xopts := xds.Options{
-		Registerer: reg,
-		Log:        log.WithName("xds"),
-		Observer:   xds.ObserverFunc(func(ev xds.Event) { s.engine.ObserveProxy(ev) }),
-	}
+	xdsSec := xdsSecurity(cfg)
 	var grpcOpts []grpc.ServerOption
 	if cfg.XDSTLS != nil {
 		t, err := newXDSTLS(*cfg.XDSTLS)
@@ -140,45 +129,10 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 			return nil, err
 		}
 		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(xds.ServerTLS(t))))
-		if cfg.XDSTLS.ClientCAFile != "" {
-			xopts.Authorizer = xds.CertificateBinding
-		}
 	}
-	if s.xds, err = xds.New(xopts); err != nil {
-		return nil, err
-	}
-	s.secrets = sds.NewServer(sds.Files{
-		Dir: cfg.SecretsDir,
-		Plaintext: sds.Plaintext{
-			Insecure:  cfg.XDSTLS == nil || cfg.XDSTLS.ClientCAFile == "",
-			Allowed:   cfg.XDSInsecureSecrets,
-			MutualTLS: "set --xds-client-ca (legate pki init)",
-		},
-	}, s.xds.SetSnapshot, log.WithName("secrets"))
-	s.engine, err = revisions.New(revisions.Options{
-		Store:      s.store,
-		Publisher:  s.secrets,
-		History:    cfg.History,
-		Threshold:  cfg.TaintThreshold,
-		Timeout:    cfg.AnswerTimeout.Duration,
-		Registerer: reg,
-		Log:        log.WithName("revisions"),
-	})
-	if err != nil {
-		return nil, err
-	}
-	s.pipeline, err = pipeline.New(pipeline.Options{
-		Engine:      s.engine,
-		Render:      s.renderOptions,
-		Scope:       s.secretScope,
-		Prepare:     func(_ string, r *render.Result) { s.secrets.Warm(externalSecrets(r)) },
-		RenderLimit: opts.renderLimit,
-		Rerender:    func(source string) { s.Trigger(source) },
-		Registerer:  reg,
-		Log:         log,
-	})
-	if err != nil {
-		return nil, err
+	var authorizer xds.Authorizer
+	if xdsSec.MutualTLS {
+		authorizer = xds.CertificateBinding
 	}
 	reporters := map[string]forge.Reporter{}
 	for _, sc := range cfg.Sources {
@@ -195,18 +149,31 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 			}
 		}
 	}
-	if len(reporters) > 0 {
-		s.statuses = forge.NewDispatcher(s.store, reporters, forge.DispatcherOptions{
-			Logger:     slog.New(logr.ToSlogHandler(log.WithName("commit-status"))),
-			MaxBackoff: maxStatusRetryWait,
-		})
-		targets := make(map[string]bool, len(reporters))
-		for name := range reporters {
-			targets[name] = true
-		}
-		s.feedback = forge.NewFeedback(s.statuses, targets, cfg.PublicURL, log.WithName("commit-status"))
-		s.engine.Subscribe(s.feedback.Observe)
+	s.core, err = core.New(core.Options{
+		Store: s.store,
+		Secrets: sds.Files{
+			Dir: cfg.SecretsDir,
+			Plaintext: sds.Plaintext{
+				Insecure:  !xdsSec.MutualTLS,
+				Allowed:   cfg.XDSInsecureSecrets,
+				MutualTLS: "set --xds-client-ca (legate pki init)",
+			},
+		},
+		Authorizer:  authorizer,
+		Render:      s.renderOptions,
+		Scope:       s.secretScope,
+		Rerender:    func(source string) { s.Trigger(source) },
+		RenderLimit: opts.renderLimit,
+		Reporters:   reporters,
+		PublicURL:   cfg.PublicURL,
+		Tuning:      cfg.Tuning(),
+		Log:         log,
+		Registerer:  reg,
+	})
+	if err != nil {
+		return nil, err
 	}
+	s.engine, s.pipeline, s.xds, s.feedback = s.core.Engine(), s.core.Pipeline(), s.core.XDS(), s.core.Feedback()
 	if err := s.loadSuspended(); err != nil {
 		return nil, err
 	}
@@ -253,20 +220,17 @@ func (s *Server) Run(ctx context.Context) error {
 
 	var wg sync.WaitGroup
 	errc := make(chan error, 2)
-	wg.Go(func() { errc <- serveGRPC(s.grpc, s.xdsLis) })
+	wg.Go(func() { errc <- core.ServeGRPC(s.grpc, s.xdsLis) })
 	wg.Go(func() {
 		if err := s.http.Serve(s.httpLis); !errors.Is(err, http.ErrServerClosed) {
 			errc <- err
 		}
 	})
 	wg.Go(func() {
-		if err := s.engine.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+		if err := s.core.Run(ctx); err != nil {
 			errc <- err
 		}
 	})
-	if s.statuses != nil {
-		wg.Go(func() { _ = s.statuses.Run(ctx) })
-	}
 	if s.cfg.SecretsDir != "" {
 		tick, stop := s.secretTicks(s.cfg.SecretsInterval.Duration)
 		defer stop()
@@ -276,7 +240,7 @@ func (s *Server) Run(ctx context.Context) error {
 				case <-ctx.Done():
 					return
 				case <-tick:
-					s.secrets.Refresh()
+					s.core.SDS().Refresh()
 				}
 			}
 		})
@@ -304,13 +268,6 @@ func (s *Server) Run(ctx context.Context) error {
 	wg.Wait()
 	s.log.Info("stopped")
 	return err
-}
-
-func serveGRPC(gs *grpc.Server, lis net.Listener) error {
-	if err := gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
-		return fmt.Errorf("serve xDS: %w", err)
-	}
-	return nil
 }
 
 func (s *Server) close() {
@@ -350,15 +307,6 @@ func (s *Server) secretScope(source string, result *render.Result) []render.Diag
 		}
 	}
 	return nil
-}
-
-// externalSecrets lists the external secrets of every node of r.
-func externalSecrets(r *render.Result) []render.ExternalSecret {
-	var out []render.ExternalSecret
-	for _, n := range r.Nodes {
-		out = append(out, n.ExternalSecrets...)
-	}
-	return out
 }
 
 // Trigger asks the named source to fetch now. It reports whether such a

@@ -46,15 +46,7 @@ func (c Config) Validate() error {
 		errs = append(errs, s.validate(where)...)
 	}
 	errs = append(errs, c.XDSTLS.validate()...)
-	if c.History < 0 {
-		add("history", "must be at least 1, got %d", c.History)
-	}
-	if c.TaintThreshold < 0 || c.TaintThreshold > 1 {
-		add("taintThreshold", "must be in (0, 1], got %g", c.TaintThreshold)
-	}
-	if c.AnswerTimeout.Duration < 0 {
-		add("answerTimeout", "must not be negative")
-	}
+	errs = append(errs, c.Tuning().Problems()...)
 	if c.SecretsInterval.Duration < 0 {
 		add("secretsInterval", "must not be negative")
 	}

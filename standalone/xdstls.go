@@ -1,12 +1,10 @@
 package standalone
 
 import (
-	"errors"
-	"fmt"
 	"net"
 
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/pki"
-	"github.com/legate-dev/legate/xds"
 )
 
 // XDSTLSConfig serves xDS over TLS. With ClientCAFile it is mutual TLS:
@@ -23,64 +21,47 @@ type XDSTLSConfig struct {
 	ClientCAFile string `json:"clientCAFile,omitempty"`
 }
 
+// files are c's files as both homes name them (core.XDSTLSFiles).
+func (c *XDSTLSConfig) files() core.XDSTLSFiles {
+	if c == nil {
+		return core.XDSTLSFiles{}
+	}
+	return core.XDSTLSFiles{Cert: c.CertFile, Key: c.KeyFile, ClientCA: c.ClientCAFile}
+}
+
+// validate: an xdsTLS block asks for TLS, so it needs its certificate and
+// key even when it names no file.
 func (c *XDSTLSConfig) validate() []error {
 	if c == nil {
 		return nil
 	}
-	var errs []error
-	if c.CertFile == "" {
-		errs = append(errs, errors.New("xdsTLS.certFile: required (--xds-tls-cert)"))
-	}
-	if c.KeyFile == "" {
-		errs = append(errs, errors.New("xdsTLS.keyFile: required (--xds-tls-key)"))
-	}
-	return errs
+	return c.files().Missing()
 }
 
 // newXDSTLS loads the server's certificate files (and the client CA), read
-// again when they change; errors name the configuration field.
+// again when they change; errors name the field and the flag.
 func newXDSTLS(cfg XDSTLSConfig) (*pki.KeyPairFiles, error) {
-	certs, err := pki.LoadKeyPairFiles(cfg.CertFile, cfg.KeyFile, cfg.ClientCAFile)
-	var fe *pki.FileError
-	switch {
-	case errors.As(err, &fe):
-		field := map[string]string{"certFile": "certFile", "keyFile": "keyFile", "caFile": "clientCAFile"}[fe.Field]
-		return nil, fmt.Errorf("xdsTLS.%s: %w", field, fe.Err)
-	case err != nil:
-		return nil, fmt.Errorf("xDS TLS: %w", err)
-	}
-	return certs, nil
+	return cfg.files().Load()
 }
 
-// xdsExposure warns when xDS listens beyond loopback without mutual TLS:
-// then any client that reaches the port can fetch any node's
-// configuration under any node ID.
+// xdsSecurity is how cfg serves xDS, for the rule both homes share
+// (core.Tuning.CheckXDSExposure).
+func xdsSecurity(cfg Config) core.XDSSecurity {
+	sec := cfg.XDSTLS.files().Security(cfg.XDSAddr)
+	sec.TLS = cfg.XDSTLS != nil // an empty block is refused by validate
+	return sec
+}
+
+// xdsExposure is the warning to log once xDS listens on addr under cfg
+// ("" when there is none).
 func xdsExposure(addr net.Addr, cfg *XDSTLSConfig) string {
-	if cfg != nil && cfg.ClientCAFile != "" {
-		return ""
-	}
-	if tcp, ok := addr.(*net.TCPAddr); ok && tcp.IP.IsLoopback() {
-		return ""
-	}
-	what := "plaintext"
-	if cfg != nil {
-		what = "TLS without client certificates"
-	}
-	return fmt.Sprintf("xDS is served on %s over %s: any client that reaches it can fetch any node's configuration; set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them) or listen on loopback", addr, what)
+	c := Config{XDSTLS: cfg}
+	return core.XDSExposureWarning(addr, xdsSecurity(c))
 }
 
 // checkXDSExposure refuses, before anything listens, an xDS address beyond
-// loopback without mutual TLS unless the operator opted in: whoever reaches
-// such a port may fetch every node's configuration and answer for its
-// proxies.
+// loopback without mutual TLS unless the operator opted in
+// (--xds-insecure): the rule of both homes, core.Tuning.CheckXDSExposure.
 func checkXDSExposure(cfg Config) error {
-	if cfg.XDSInsecure || (cfg.XDSTLS != nil && cfg.XDSTLS.ClientCAFile != "") || !xds.BeyondLoopback(cfg.XDSAddr) {
-		return nil
-	}
-	what := "plaintext"
-	if cfg.XDSTLS != nil {
-		what = "TLS without client certificates"
-	}
-	return fmt.Errorf("xdsAddr %s reaches beyond loopback and xDS would run over %s: any client that reaches it could fetch every node's configuration and answer for its proxies; "+
-		"set --xds-tls-cert, --xds-tls-key and --xds-client-ca (legate pki init makes them), listen on 127.0.0.1, or accept the risk with --xds-insecure", cfg.XDSAddr, what)
+	return cfg.Tuning().CheckXDSExposure(xdsSecurity(cfg))
 }

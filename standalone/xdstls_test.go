@@ -213,8 +213,8 @@ func TestXDSTLSConfigErrors(t *testing.T) {
 		XDSTLS:  &XDSTLSConfig{ClientCAFile: "/ca.crt"},
 	}.Validate()
 	require.Error(t, err)
-	assert.ErrorContains(t, err, "xdsTLS.certFile: required (--xds-tls-cert)")
-	assert.ErrorContains(t, err, "xdsTLS.keyFile: required (--xds-tls-key)")
+	assert.ErrorContains(t, err, "xdsTLS.certFile (--xds-tls-cert): required")
+	assert.ErrorContains(t, err, "xdsTLS.keyFile (--xds-tls-key): required")
 
 	pki := newTestPKI(t)
 	_, err = newXDSTLS(XDSTLSConfig{CertFile: pki.certFile, KeyFile: filepath.Join(pki.dir, "missing.key")})
@@ -272,7 +272,7 @@ func TestFailedStartReleasesTheStore(t *testing.T) {
 	assert.Contains(t, err.Error(), "listen for xDS on "+taken.Addr().String())
 
 	_, err = New(Config{StateDir: cfg.StateDir, Sources: cfg.Sources, XDSTLS: &XDSTLSConfig{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"}}, Options{})
-	assert.ErrorContains(t, err, "xdsTLS.certFile: stat /nonexistent/tls.crt")
+	assert.ErrorContains(t, err, "xdsTLS.certFile (--xds-tls-cert): stat /nonexistent/tls.crt")
 
 	newServer(t, cfg, Options{}).close()
 }

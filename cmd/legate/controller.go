@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
@@ -14,7 +13,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/legate-dev/legate/controller"
-	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/netguard"
 )
 
@@ -33,9 +32,10 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 
 func newControllerCommand() *cobra.Command {
 	var insecureSecrets, fetchAllow, httpHosts []string
-	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir, logLevel, logFormat string
+	var namespace, watchNamespace, xdsAddr, httpAddr, probeAddr, stateDir, kubeconfig, policyDir string
 	var tlsCert, tlsKey, clientCA, replica, nodeIDPolicy string
 	var leaderElect bool
+	var tuning core.Tuning
 	var hooks webhookFlags
 	var fetches fetchFlags
 	var leaseDuration, renewDeadline, retryPeriod time.Duration
@@ -65,8 +65,12 @@ and /metrics (loopback by default); --probe-addr answers only /healthz and
 /readyz, for the kubelet.
 
 xDS listens on loopback unless it runs over mutual TLS: --xds-tls-cert,
---xds-tls-key and --xds-client-ca (legate pki init makes them); then each
-proxy's client certificate names the node IDs it may fetch.
+--xds-tls-key and --xds-client-ca (legate pki init makes them), or
+--pki-ca-secret; then each proxy's client certificate names the node IDs it
+may fetch. --xds-insecure accepts the risk of doing without, as in legate
+serve. The knobs both homes share (--history, --taint-threshold,
+--answer-timeout, --status-max-backoff, --xds-insecure, --log-format,
+--log-level) are described in docs/tuning.md.
 
 With --leader-elect, several replicas share the API server: every one serves
 xDS (what the store says is published, under the leader's versions), the
@@ -74,7 +78,10 @@ holder of the Lease decides, writes revisions and statuses, and counts the
 answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := logging.New(cmd.ErrOrStderr(), logLevel, logFormat)
+			if err := tuning.Validate(); err != nil {
+				return err
+			}
+			log, err := tuning.Logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -96,7 +103,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 				XDSInsecureSecrets: insecureSecrets, XDSTLSCert: tlsCert, XDSTLSKey: tlsKey, XDSClientCA: clientCA,
 				LeaderElect: leaderElect, Replica: replica, NodeIDPolicy: policy,
 				LeaseDuration: leaseDuration, RenewDeadline: renewDeadline, RetryPeriod: retryPeriod,
-				Render: newPolicyRenderOptions(), Log: log,
+				Render: newPolicyRenderOptions(), Tuning: tuning, Log: log,
 				WebhookAddr: hooks.addr, WebhookCertDir: hooks.certDir, FetchAllowNetworks: fetchNetworks,
 			}, func(ns string, o *controller.Options) error { fetches.apply(o); return hooks.apply(ns, o) })
 			if err != nil {
@@ -135,7 +142,6 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	fl.StringVar(&replica, "replica", os.Getenv("POD_NAME"), "this replica's name in the Lease and the status API (default: $POD_NAME, else the host name)")
 	hooks.register(fl)
 	fetches.register(fl)
-	fl.StringVar(&logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
-	fl.StringVar(&logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", "))
+	tuning.AddFlags(fl)
 	return cmd
 }

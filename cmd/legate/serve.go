@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
 
-	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/standalone"
@@ -30,13 +30,8 @@ type serveFlags struct {
 	xdsAddr        string
 	httpAddr       string
 	stateDir       string
-	history        int
-	taintThreshold float64
-	answerTimeout  time.Duration
 	adminTokenFile string
 	readTokenFile  string
-	logFormat      string
-	logLevel       string
 	sourceFlags    []string
 	publicURL      string
 	hookSecretFile []string
@@ -45,9 +40,10 @@ type serveFlags struct {
 	xdsTLSCert     string
 	xdsTLSKey      string
 	xdsClientCA    string
-	xdsInsecure    bool
 	allowedHosts   []string
 	plainSecrets   []string
+	// tuning holds the knobs both homes share (core.Tuning.AddFlags).
+	tuning core.Tuning
 }
 
 func newServeCommand() *cobra.Command {
@@ -65,14 +61,15 @@ keeps accepted configurations as revisions in an embedded store under
 itself when proxies reject one. Push webhooks (/hooks/gitea, /hooks/github,
 /hooks/gitlab, /hooks/generic on --http-addr) trigger an immediate fetch, and
 sources with a forge get a commit status per node on every commit. It needs no
-Kubernetes. docs/standalone.md describes the configuration.`,
+Kubernetes. docs/standalone.md describes the configuration, docs/tuning.md
+the knobs both homes share.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			log, err := logging.New(cmd.ErrOrStderr(), f.logLevel, f.logFormat)
+			cfg, err := f.config(cmd.Flags())
 			if err != nil {
 				return err
 			}
-			cfg, err := f.config(cmd.Flags())
+			log, err := cfg.Tuning().Logger(cmd.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -101,16 +98,10 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.xdsAddr, "xds-addr", standalone.DefaultXDSAddr, "address of the xDS (ADS) server")
 	fl.StringVar(&f.httpAddr, "http-addr", standalone.DefaultHTTPAddr, "address of health checks, metrics and the status API")
 	fl.StringVar(&f.stateDir, "state-dir", standalone.DefaultStateDir, "directory of the embedded store and the clones")
-	fl.IntVar(&f.history, "history", 10, "revisions kept per node")
-	fl.Float64Var(&f.taintThreshold, "taint-threshold", 1, "share of a node's proxies that must reject a revision to taint it, in (0, 1]")
-	fl.DurationVar(&f.answerTimeout, "answer-timeout", 30*time.Second, "how long to wait for every proxy to answer a new revision")
 	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: <state-dir>/admin-token, made on the first start)")
 	fl.StringVar(&f.readTokenFile, "read-token-file", "", "file holding a token every read (status page, API, metrics) must carry; the health probes stay open (default: reads are open)")
-	fl.BoolVar(&f.xdsInsecure, "xds-insecure", false, "allow serving xDS beyond loopback without mutual TLS: anyone who reaches it may fetch every node's configuration and answer for its proxies")
 	fl.StringSliceVar(&f.plainSecrets, "xds-insecure-secrets", nil, "external secrets holding keys or opaque values that may be served while xDS has no mutual TLS (names, or * for all)")
 	fl.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "further host names the HTTP API may be called by (IP addresses, localhost and --public-url's host always are)")
-	fl.StringVar(&f.logFormat, "log-format", "text", "log format: "+strings.Join(logging.Formats, " or "))
-	fl.StringVar(&f.logLevel, "log-level", "info", "least severe level logged: "+strings.Join(logging.Levels, ", ")+" (debug adds per-proxy and per-webhook detail)")
 	fl.StringArrayVar(&f.sourceFlags, "source", nil, standalone.SourceFlagHelp)
 	fl.StringVar(&f.publicURL, "public-url", "", "address people reach --http-addr at; commit statuses link to <public-url>/api/v1/nodes/<node>")
 	fl.StringArrayVar(&f.hookSecretFile, "webhook-secret-file", nil, "PROVIDER=FILE: the push webhook secret of gitea, github, gitlab or generic, read from FILE (repeatable)")
@@ -118,6 +109,7 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.xdsTLSCert, "xds-tls-cert", "", "serve xDS over TLS with this certificate chain (PEM; reloaded when it changes)")
 	fl.StringVar(&f.xdsTLSKey, "xds-tls-key", "", "the private key of --xds-tls-cert (PEM)")
 	fl.StringVar(&f.xdsClientCA, "xds-client-ca", "", "require client certificates signed by this CA (PEM) and let each fetch only the node IDs it names (DNS name, URI or common name)")
+	f.tuning.AddFlags(fl)
 	fl.StringArrayVar(&f.hookSecretEnv, "webhook-secret-env", nil, "PROVIDER=VAR: the push webhook secret of gitea, github, gitlab or generic, read from the environment variable VAR (repeatable)")
 }
 
@@ -173,23 +165,14 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	if set("state-dir") {
 		cfg.StateDir = f.stateDir
 	}
-	if set("history") {
-		cfg.History = f.history
-	}
-	if set("taint-threshold") {
-		cfg.TaintThreshold = f.taintThreshold
-	}
-	if set("answer-timeout") {
-		cfg.AnswerTimeout = standalone.Duration{Duration: f.answerTimeout}
-	}
+	tuning := cfg.Tuning()
+	tuning.Override(f.tuning, set)
+	cfg.SetTuning(tuning)
 	if set("read-token-file") {
 		cfg.ReadTokenFile = f.readTokenFile
 	}
 	if set("admin-token-file") {
 		cfg.AdminTokenFile = f.adminTokenFile
-	}
-	if set("xds-insecure") {
-		cfg.XDSInsecure = f.xdsInsecure
 	}
 	if set("xds-insecure-secrets") {
 		cfg.XDSInsecureSecrets = f.plainSecrets

@@ -121,5 +121,5 @@ func TestControllerRefusesXDSBeyondLoopbackWithoutMutualTLS(t *testing.T) {
 		assert.Contains(t, err.Error(), "--xds-client-ca")
 	}
 	_, err := controller.New(controller.Options{Config: &rest.Config{Host: "https://127.0.0.1:1"}, Namespace: "legate-system", XDSTLSCert: "c.pem"})
-	assert.EqualError(t, err, "xDS over TLS needs both --xds-tls-cert and --xds-tls-key")
+	assert.EqualError(t, err, "xdsTLS.keyFile (--xds-tls-key): required for xDS over TLS", "the words of legate serve")
 }
