@@ -12,6 +12,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/sources"
 )
 
 // TokenKey is the entry of a commitStatus.tokenSecretRef Secret that holds
@@ -54,7 +55,7 @@ func (c *Controller) configureStatuses(es *v1alpha1.EnvoySource, name, repoURL s
 		return fmt.Errorf("spec.commitStatus: the forge address and repository cannot be derived from %q: set address and repository", repoURL)
 	}
 	secret := types.NamespacedName{Namespace: es.Namespace, Name: cs.TokenSecretRef.Name}
-	rep, err := forge.New(forge.Provider(cs.Provider), forge.Config{BaseURL: base, Repository: repo, Token: c.secretToken(secret), HTTPClient: c.forgeClient()})
+	rep, err := forge.New(forge.Provider(cs.Provider), forge.Config{BaseURL: base, Repository: repo, Token: c.secretToken(secret), HTTPClient: sources.ForgeClient(c.fetchGuard)})
 	if err != nil {
 		c.misconfigured(name, want)
 		return fmt.Errorf("spec.commitStatus: %w", err)

@@ -42,6 +42,7 @@ import (
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sds/kubeendpoints"
 	"github.com/legate-dev/legate/sds/kubesecrets"
+	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/webhook"
 	"github.com/legate-dev/legate/xds"
@@ -76,10 +77,13 @@ type Controller struct {
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
 	admitting  chan struct{}    // admission renders running
 	issuer     *proxyIssuer     // nil without legate's PKI
-	fetchGuard *netguard.Guard  // of every fetch an object points at (fetchguard.go)
+	fetchGuard *netguard.Guard  // of every fetch an object points at (sources.NewFetchGuard)
 
-	// the EnvoySources' fetch workers and memory (fairness.go)
-	sourceLimits
+	// What EnvoySources share: the memory their files may take, the
+	// fetch workers, and the bound of each fetch.
+	budget  *sources.Budget
+	fetches *sources.FairShare
+	timeout time.Duration
 
 	mu            sync.Mutex
 	sources       map[types.NamespacedName]*kubesrc.EnvoyConfigSource
@@ -198,7 +202,7 @@ func New(opts Options) (*Controller, error) {
 		sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}, drivers: map[string]*driver{},
 		reporters: map[string]forge.Reporter{}, reporterSpecs: map[string]reporterOf{},
 		tenancy:    tenancy{home: opts.Namespace, policy: opts.NodeIDPolicy},
-		fetchGuard: newFetchGuard(opts),
+		fetchGuard: sources.NewFetchGuard(opts.FetchAllowNetworks),
 	}
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
 	if opts.PKI != nil {

@@ -98,7 +98,7 @@ func (c *Controller) reconcileSource(ctx context.Context, req ctrl.Request) (ctr
 	res, reason, err := c.fetchSource(ctx, &es, name)
 	if errors.Is(err, errTurn) {
 		c.log.V(1).Info("fetch waits for its namespace's turn", "source", name)
-		return ctrl.Result{RequeueAfter: fairRetry}, nil
+		return ctrl.Result{RequeueAfter: sources.FairRetry}, nil
 	}
 	// The reporter is in place before the pipeline runs: the outcomes of
 	// this pass (published, then answered, possibly within milliseconds)
@@ -168,10 +168,10 @@ func (c *Controller) fetchSource(ctx context.Context, es *v1alpha1.EnvoySource, 
 	if err != nil {
 		return nil, ReasonInvalidSpec, err
 	}
-	if !c.fetches.acquire(es.Namespace) {
+	if !c.fetches.Acquire(es.Namespace) {
 		return nil, "", errTurn
 	}
-	defer c.fetches.release(es.Namespace)
+	defer c.fetches.Release(es.Namespace)
 	fctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
 	res, err := d.src.Fetch(fctx)
@@ -298,7 +298,7 @@ func (c *Controller) buildDriver(es *v1alpha1.EnvoySource, name string, secret *
 		}
 		src, err := flux.New(flux.Config{
 			Name: name, Reader: c.mgr.GetClient(), Kind: spec.SourceRef.Kind,
-			Key: types.NamespacedName{Namespace: ns, Name: spec.SourceRef.Name}, Path: spec.Path, HTTP: c.fluxClient(),
+			Key: types.NamespacedName{Namespace: ns, Name: spec.SourceRef.Name}, Path: spec.Path, HTTP: sources.FluxClient(c.fetchGuard),
 			Timeout: c.timeout, Budget: c.budget,
 		})
 		if err != nil {
@@ -365,12 +365,10 @@ func withoutTransitions(cs []metav1.Condition) []metav1.Condition {
 // once rather than at the next interval.
 func (c *Controller) watchSources(skipNameValidation bool) error {
 	o := c.opts
-	workers := cmp.Or(max(o.FetchWorkers, 0), DefaultFetchWorkers)
-	c.sourceLimits = sourceLimits{
-		budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
-		fetches: newFairShare(workers, cmp.Or(max(o.FetchesPerNamespace, 0), DefaultFetchesPerNamespace)),
-		timeout: cmp.Or(max(o.FetchTimeout, 0), DefaultFetchTimeout),
-	}
+	workers := cmp.Or(max(o.FetchWorkers, 0), sources.DefaultFetchWorkers)
+	c.budget = sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes)
+	c.fetches = sources.NewFairShare(workers, cmp.Or(max(o.FetchesPerNamespace, 0), sources.DefaultFetchesPerNamespace))
+	c.timeout = cmp.Or(max(o.FetchTimeout, 0), sources.DefaultFetchTimeout)
 	b := ctrl.NewControllerManagedBy(c.mgr).For(&v1alpha1.EnvoySource{}).Named("envoysource").
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: workers}).
 		WatchesRawSource(source.Channel(c.sourceEv, &handler.EnqueueRequestForObject{}))

@@ -62,13 +62,13 @@ type Options struct {
 	// although xDS runs without mutual TLS ("*": all); by default none is.
 	XDSInsecureSecrets []string
 	// FetchWorkers is how many EnvoySources are fetched at once (default
-	// DefaultFetchWorkers); FetchesPerNamespace how many of them one
-	// namespace may take (default DefaultFetchesPerNamespace): a fetch
+	// sources.DefaultFetchWorkers); FetchesPerNamespace how many of them one
+	// namespace may take (default sources.DefaultFetchesPerNamespace): a fetch
 	// over it waits for its turn. A namespace already fetching never
 	// takes the last free worker.
 	FetchWorkers, FetchesPerNamespace int
 	// FetchTimeout bounds one fetch of an EnvoySource, whatever its Git,
-	// OCI or Flux server does (default DefaultFetchTimeout).
+	// OCI or Flux server does (default sources.DefaultFetchTimeout).
 	FetchTimeout time.Duration
 	// SourceMaxBytes bounds the files (those the renderer reads) one
 	// EnvoySource keeps in memory, SourcesMaxBytes what all of them keep
