@@ -38,6 +38,7 @@ import (
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/kubereplicas"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sds/kubeendpoints"
@@ -69,7 +70,7 @@ type Controller struct {
 	statuses *forge.Dispatcher
 	feedback *forge.Feedback
 	store    kubestore.Store
-	replicas *replicas // nil without leader election
+	replicas *kubereplicas.Replicas // nil without leader election
 
 	tenancy tenancy
 
@@ -171,13 +172,13 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	if opts.AnswersInterval <= 0 {
-		opts.AnswersInterval = defaultAnswersInterval
+		opts.AnswersInterval = kubereplicas.DefaultAnswersInterval
 	}
 	if opts.LeaderElect {
-		if mopts.LeaderElectionResourceLockInterface, err = leaderLock(opts); err != nil {
+		if mopts.LeaderElectionResourceLockInterface, err = kubereplicas.LeaderLock(opts.Config, opts.Namespace, opts.Replica); err != nil {
 			return nil, fmt.Errorf("leader election: %w", err)
 		}
-		mopts.LeaderElection, mopts.LeaderElectionID, mopts.LeaderElectionNamespace = true, LeaseName, opts.Namespace
+		mopts.LeaderElection, mopts.LeaderElectionID, mopts.LeaderElectionNamespace = true, kubereplicas.LeaseName, opts.Namespace
 		mopts.LeaderElectionReleaseOnCancel = true
 		for _, d := range []struct {
 			to   **time.Duration
@@ -300,15 +301,11 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if opts.LeaderElect {
-		ca, err := haCache(opts, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-		if err != nil {
-			return nil, err
-		}
-		if err := mgr.Add(everyReplicaCache{ca}); err != nil {
-			return nil, err
-		}
-		c.replicas = newReplicas(c, ca)
-		if err := c.replicas.watch(skip); err != nil {
+		if c.replicas, err = kubereplicas.New(mgr, kubereplicas.Options{
+			Config: opts.Config, Namespace: opts.Namespace, Replica: opts.Replica,
+			Engine: c.engine, Records: c.store, Client: direct, Counted: c.counted,
+			Log: opts.Log, SkipNameValidation: skip,
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -373,7 +370,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		if err := c.engine.Follow(ctx); err != nil {
 			c.log.Error(err, "some published revisions cannot be served yet; retrying")
 		}
-		wg.Go(func() { c.replicas.run(ctx, c.opts.AnswersInterval) })
+		wg.Go(func() { c.replicas.Run(ctx, c.opts.AnswersInterval) })
 		wg.Go(func() {
 			select {
 			case <-ctx.Done():
@@ -428,6 +425,14 @@ func (c *Controller) Run(ctx context.Context) error {
 // outcome asks for a status update of the object whose node an engine
 // outcome concerns (a publication, an answer, a rollback).
 func (c *Controller) outcome(o revisions.Outcome) { c.trigger(o.Origin.Source) }
+
+// counted asks for a status update of the object that configures node:
+// its proxy counts changed though its verdict may not have.
+func (c *Controller) counted(node string) {
+	if owner := c.pipeline.Owner(node); owner != "" {
+		c.trigger(owner)
+	}
+}
 
 // trigger asks for a reconcile of the object a pipeline source name
 // stands for ("envoyconfig/NS/NAME", "envoysource/NS/NAME").

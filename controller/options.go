@@ -87,7 +87,7 @@ type Options struct {
 	PolicyDir string
 	// LeaderElect runs the controller as one of several replicas: every
 	// replica serves xDS, the holder of the Lease LeaseName (in
-	// Namespace) decides and writes (see replicas.go).
+	// Namespace) decides and writes (see revisions/kubereplicas).
 	LeaderElect bool
 	// Replica names this replica in the Lease, the answers it sends the
 	// leader and the status API (default: the host name, in a pod its
