@@ -36,6 +36,7 @@ import (
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubereplicas"
@@ -77,7 +78,7 @@ type Controller struct {
 	webhookLis net.Listener     // nil without admission webhooks
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
 	admitting  chan struct{}    // admission renders running
-	issuer     *proxyIssuer     // nil without legate's PKI
+	issuer     *kubepki.Issuer  // nil without legate's PKI
 	fetchGuard *netguard.Guard  // of every fetch an object points at (sources.NewFetchGuard)
 
 	// What EnvoySources share: the memory their files may take, the
@@ -157,7 +158,7 @@ func New(opts Options) (*Controller, error) {
 		// of the controller's namespace alone: no other binds (policies.go)
 		&corev1.ConfigMap{}: {Label: policyLabel, Namespaces: map[string]cache.Config{opts.Namespace: {}}},
 		// injected pods only, and of them what names their proxy
-		&corev1.Pod{}: {Label: proxyLabel, Transform: podMetadata},
+		&corev1.Pod{}: {Label: proxyLabel, Transform: kubepki.PodMetadata},
 	}
 	// The cache holds EndpointSlices in full (their endpoints are read on
 	// every change) and no object's managed fields.
@@ -232,7 +233,7 @@ func New(opts Options) (*Controller, error) {
 		xopts.Authorizer = xds.CertificateBinding
 	}
 	if c.issuer != nil {
-		xopts.Authorizer = c.namespacedBinding
+		xopts.Authorizer = kubepki.NamespacedBinding(c.mayServe)
 	}
 	if mutual {
 		xopts.Recheck = c.recheck

@@ -7,6 +7,7 @@ import (
 	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/webhook"
 )
@@ -105,9 +106,9 @@ type Options struct {
 	// WebhookCertDir holds the webhooks' serving certificate, tls.crt
 	// and tls.key (read again when they change).
 	WebhookCertDir string
-	// PKI turns on legate's own certificate authority (see PKIOptions):
+	// PKI turns on legate's own certificate authority (see kubepki.Options):
 	// xDS then runs over mutual TLS with the certificates it issues.
-	PKI *PKIOptions
+	PKI *kubepki.Options
 	// NodeIDPolicy decides which node IDs nobody owns yet a namespace may
 	// take (default NodeIDsFirstCome).
 	NodeIDPolicy NodeIDPolicy
