@@ -77,7 +77,6 @@ type Controller struct {
 
 	webhookLis net.Listener     // nil without admission webhooks
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
-	admitting  chan struct{}    // admission renders running
 	issuer     *kubepki.Issuer  // nil without legate's PKI
 	fetchGuard *netguard.Guard  // of every fetch an object points at (sources.NewFetchGuard)
 
