@@ -31,12 +31,15 @@ import (
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/kubereplicas"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sds/kubeendpoints"
 	"github.com/legate-dev/legate/sds/kubesecrets"
+	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/webhook"
 	"github.com/legate-dev/legate/xds"
 )
@@ -64,15 +67,14 @@ type Controller struct {
 	statuses *forge.Dispatcher
 	feedback *forge.Feedback
 	store    kubestore.Store
-	replicas *replicas // nil without leader election
+	replicas *kubereplicas.Replicas // nil without leader election
 
 	tenancy tenancy
 
 	webhookLis net.Listener     // nil without admission webhooks
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
-	admitting  chan struct{}    // admission renders running
-	issuer     *proxyIssuer     // nil without legate's PKI
-	fetchGuard *netguard.Guard  // of every fetch an object points at (fetchguard.go)
+	issuer     *kubepki.Issuer  // nil without legate's PKI
+	fetchGuard *netguard.Guard  // of every fetch an object points at (sources.NewFetchGuard)
 
 	// one reconciler per kind, each with its own state (reconcilers.go)
 	envoyConfigs     *envoyConfigReconciler
@@ -147,7 +149,7 @@ func New(opts Options) (*Controller, error) {
 		// of the controller's namespace alone: no other binds (policies.go)
 		&corev1.ConfigMap{}: {Label: policyLabel, Namespaces: map[string]cache.Config{opts.Namespace: {}}},
 		// injected pods only, and of them what names their proxy
-		&corev1.Pod{}: {Label: proxyLabel, Transform: podMetadata},
+		&corev1.Pod{}: {Label: proxyLabel, Transform: kubepki.PodMetadata},
 	}
 	// The cache holds EndpointSlices in full (their endpoints are read on
 	// every change) and no object's managed fields.
@@ -162,13 +164,13 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	if opts.AnswersInterval <= 0 {
-		opts.AnswersInterval = defaultAnswersInterval
+		opts.AnswersInterval = kubereplicas.DefaultAnswersInterval
 	}
 	if opts.LeaderElect {
-		if mopts.LeaderElectionResourceLockInterface, err = leaderLock(opts); err != nil {
+		if mopts.LeaderElectionResourceLockInterface, err = kubereplicas.LeaderLock(opts.Config, opts.Namespace, opts.Replica); err != nil {
 			return nil, fmt.Errorf("leader election: %w", err)
 		}
-		mopts.LeaderElection, mopts.LeaderElectionID, mopts.LeaderElectionNamespace = true, LeaseName, opts.Namespace
+		mopts.LeaderElection, mopts.LeaderElectionID, mopts.LeaderElectionNamespace = true, kubereplicas.LeaseName, opts.Namespace
 		mopts.LeaderElectionReleaseOnCancel = true
 		for _, d := range []struct {
 			to   **time.Duration
@@ -191,7 +193,7 @@ func New(opts Options) (*Controller, error) {
 		opts: opts, log: opts.Log, mgr: mgr, client: direct, recorder: mgr.GetEventRecorder("legate"),
 		configRequests: newRequests(), sourceRequests: newRequests(),
 		tenancy:    tenancy{home: opts.Namespace, policy: opts.NodeIDPolicy},
-		fetchGuard: newFetchGuard(opts),
+		fetchGuard: sources.NewFetchGuard(opts.FetchAllowNetworks),
 	}
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
 	if opts.PKI != nil {
@@ -222,7 +224,7 @@ func New(opts Options) (*Controller, error) {
 	var recheck xds.Recheck
 	switch {
 	case opts.PKI != nil:
-		authorizer, recheck = c.namespacedBinding, c.recheck
+		authorizer, recheck = kubepki.NamespacedBinding(c.mayServe), c.recheck
 	case mutual:
 		authorizer, recheck = xds.CertificateBinding, c.recheck
 	}
@@ -272,15 +274,11 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	if opts.LeaderElect {
-		ca, err := haCache(opts, cache.Options{Scheme: mgr.GetScheme(), Mapper: mgr.GetRESTMapper()})
-		if err != nil {
-			return nil, err
-		}
-		if err := mgr.Add(everyReplicaCache{ca}); err != nil {
-			return nil, err
-		}
-		c.replicas = newReplicas(c, ca)
-		if err := c.replicas.watch(skip); err != nil {
+		if c.replicas, err = kubereplicas.New(mgr, kubereplicas.Options{
+			Config: opts.Config, Namespace: opts.Namespace, Replica: opts.Replica,
+			Engine: c.engine, Records: c.store, Client: direct, Counted: c.counted,
+			Log: opts.Log, SkipNameValidation: skip,
+		}); err != nil {
 			return nil, err
 		}
 	}
@@ -347,7 +345,7 @@ func (c *Controller) Run(ctx context.Context) error {
 		if err := c.engine.Follow(ctx); err != nil {
 			c.log.Error(err, "some published revisions cannot be served yet; retrying")
 		}
-		wg.Go(func() { c.replicas.run(ctx, c.opts.AnswersInterval) })
+		wg.Go(func() { c.replicas.Run(ctx, c.opts.AnswersInterval) })
 		wg.Go(func() {
 			select {
 			case <-ctx.Done():
@@ -409,6 +407,14 @@ func (c *Controller) Run(ctx context.Context) error {
 	return err
 }
 
+// counted asks for a status update of the object that configures node:
+// its proxy counts changed though its verdict may not have.
+func (c *Controller) counted(node string) {
+	if owner := c.pipeline.Owner(node); owner != "" {
+		c.trigger(owner)
+	}
+}
+
 // secretScope keeps the secrets an object's configuration references in
 // the object's namespace: a bare NAME resolves there, and NAMESPACE/NAME
 // of another namespace is refused, so that nobody reaches a Secret of a
@@ -420,4 +426,3 @@ func secretScope(source string, r *render.Result) []render.Diagnostic {
 		Explain: fmt.Sprintf("a configuration reads the Secrets of its own namespace %q only", ns),
 	}.Apply(r)
 }
-

@@ -8,7 +8,7 @@
 //
 // Built: EnvoyConfig and EnvoySource objects (git, OCI, Flux sources),
 // Secrets and EndpointSlices, conditions and events, commit statuses, and
-// several replicas with leader election (replicas.go).
+// several replicas with leader election (revisions/kubereplicas).
 //
 // The package only schedules and displays: it must not render, decide
 // publication or taint, or re-implement a pipeline step.

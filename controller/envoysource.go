@@ -69,7 +69,7 @@ type envoySourceReconciler struct {
 	limits   sourceLimits
 	guard    *netguard.Guard // of Git and OCI fetches
 	stateDir string
-	// fluxClient downloads Flux artifacts (fetchguard.go).
+	// fluxClient downloads Flux artifacts (sources.FluxClient).
 	fluxClient func() *http.Client
 
 	commitStatuses *commitStatuses
@@ -79,21 +79,35 @@ type envoySourceReconciler struct {
 }
 
 // newEnvoySourceReconciler builds the reconciler with o's fetch limits;
-// guard, fluxClient and forgeClient are the fetch guard's (fetchguard.go).
+// guard, fluxClient and forgeClient are the fetch guard's
+// (sources.NewFetchGuard, FluxClient, ForgeClient).
 func newEnvoySourceReconciler(s *shared, o Options, guard *netguard.Guard, fluxClient, forgeClient func() *http.Client, feedback *forge.Feedback) *envoySourceReconciler {
 	r := &envoySourceReconciler{
 		shared: s, guard: guard, stateDir: o.StateDir, fluxClient: fluxClient, drivers: map[string]*driver{},
 		limits: sourceLimits{
 			budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
-			fetches: newFairShare(orDefault(o.FetchWorkers, DefaultFetchWorkers), orDefault(o.FetchesPerNamespace, DefaultFetchesPerNamespace)),
-			timeout: cmp.Or(max(o.FetchTimeout, 0), DefaultFetchTimeout),
+			workers: orDefault(o.FetchWorkers, sources.DefaultFetchWorkers),
+			timeout: cmp.Or(max(o.FetchTimeout, 0), sources.DefaultFetchTimeout),
 		},
 	}
+	r.limits.fetches = sources.NewFairShare(r.limits.workers, orDefault(o.FetchesPerNamespace, sources.DefaultFetchesPerNamespace))
 	r.commitStatuses = &commitStatuses{
 		client: s.client, cache: s.cache, feedback: feedback, httpClient: forgeClient,
 		reporters: map[string]forge.Reporter{}, specs: map[string]reporterOf{},
 	}
 	return r
+}
+
+// sourceLimits are what EnvoySources share: the fetch workers and the
+// memory their files may take.
+type sourceLimits struct {
+	// budget bounds the files every EnvoySource's driver keeps.
+	budget *sources.Budget
+	// fetches decides which of the workers' fetches may run now.
+	fetches *sources.FairShare
+	workers int
+	// timeout bounds each fetch.
+	timeout time.Duration
 }
 
 // orDefault is n, or def when n is not positive.
@@ -130,7 +144,7 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	res, reason, fetchErr := r.fetch(ctx, &es, name)
 	if errors.Is(fetchErr, errTurn) {
 		r.log.V(1).Info("fetch waits for its namespace's turn", "source", name)
-		return ctrl.Result{RequeueAfter: fairRetry}, nil
+		return ctrl.Result{RequeueAfter: sources.FairRetry}, nil
 	}
 	// The reporter is in place before the pipeline runs: the outcomes of
 	// this pass (published, then answered, possibly within milliseconds)
@@ -219,10 +233,10 @@ func (r *envoySourceReconciler) fetch(ctx context.Context, es *v1alpha1.EnvoySou
 	if err != nil {
 		return nil, ReasonInvalidSpec, err
 	}
-	if !r.limits.fetches.acquire(es.Namespace) {
+	if !r.limits.fetches.Acquire(es.Namespace) {
 		return nil, "", errTurn
 	}
-	defer r.limits.fetches.release(es.Namespace)
+	defer r.limits.fetches.Release(es.Namespace)
 	fctx, cancel := context.WithTimeout(ctx, r.limits.timeout)
 	defer cancel()
 	res, err := d.src.Fetch(fctx)
@@ -432,7 +446,7 @@ func withoutTransitions(cs []metav1.Condition) []metav1.Condition {
 // next interval.
 func (r *envoySourceReconciler) setup(mgr manager.Manager, raised *requests, skipNameValidation bool) error {
 	b := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.EnvoySource{}).Named("envoysource").
-		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: r.limits.fetches.workers}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: r.limits.workers}).
 		WatchesRawSource(raised)
 	for _, kind := range []string{flux.KindGitRepository, flux.KindOCIRepository} {
 		gvk := flux.GroupVersion.WithKind(kind)

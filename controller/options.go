@@ -8,6 +8,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/legate-dev/legate/core"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/webhook"
 )
@@ -63,13 +64,13 @@ type Options struct {
 	// although xDS runs without mutual TLS ("*": all); by default none is.
 	XDSInsecureSecrets []string
 	// FetchWorkers is how many EnvoySources are fetched at once (default
-	// DefaultFetchWorkers); FetchesPerNamespace how many of them one
-	// namespace may take (default DefaultFetchesPerNamespace): a fetch
+	// sources.DefaultFetchWorkers); FetchesPerNamespace how many of them one
+	// namespace may take (default sources.DefaultFetchesPerNamespace): a fetch
 	// over it waits for its turn. A namespace already fetching never
 	// takes the last free worker.
 	FetchWorkers, FetchesPerNamespace int
 	// FetchTimeout bounds one fetch of an EnvoySource, whatever its Git,
-	// OCI or Flux server does (default DefaultFetchTimeout).
+	// OCI or Flux server does (default sources.DefaultFetchTimeout).
 	FetchTimeout time.Duration
 	// SourceMaxBytes bounds the files (those the renderer reads) one
 	// EnvoySource keeps in memory, SourcesMaxBytes what all of them keep
@@ -88,7 +89,7 @@ type Options struct {
 	PolicyDir string
 	// LeaderElect runs the controller as one of several replicas: every
 	// replica serves xDS, the holder of the Lease LeaseName (in
-	// Namespace) decides and writes (see replicas.go).
+	// Namespace) decides and writes (see revisions/kubereplicas).
 	LeaderElect bool
 	// Replica names this replica in the Lease, the answers it sends the
 	// leader and the status API (default: the host name, in a pod its
@@ -106,9 +107,9 @@ type Options struct {
 	// WebhookCertDir holds the webhooks' serving certificate, tls.crt
 	// and tls.key (read again when they change).
 	WebhookCertDir string
-	// PKI turns on legate's own certificate authority (see PKIOptions):
+	// PKI turns on legate's own certificate authority (see kubepki.Options):
 	// xDS then runs over mutual TLS with the certificates it issues.
-	PKI *PKIOptions
+	PKI *kubepki.Options
 	// NodeIDPolicy decides which node IDs nobody owns yet a namespace may
 	// take (default NodeIDsFirstCome).
 	NodeIDPolicy NodeIDPolicy

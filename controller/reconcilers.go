@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"time"
@@ -113,7 +114,9 @@ func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bo
 		recorder: c.recorder, log: c.log, home: c.opts.Namespace, watched: c.opts.WatchNamespace,
 	}
 	c.envoyConfigs = newEnvoyConfigReconciler(s)
-	c.envoySources = newEnvoySourceReconciler(s, c.opts, c.fetchGuard, c.fluxClient, c.forgeClient, c.feedback)
+	c.envoySources = newEnvoySourceReconciler(s, c.opts, c.fetchGuard,
+		func() *http.Client { return sources.FluxClient(c.fetchGuard) },
+		func() *http.Client { return sources.ForgeClient(c.fetchGuard) }, c.feedback)
 	c.policyConfigMaps = newPolicyReconciler(s, dir, c.trigger)
 	untaints := &untaintReconciler{shared: s}
 	for _, setup := range []func() error{

@@ -6,4 +6,9 @@
 // objects, for the Kubernetes home); hooks turns forge push webhooks into
 // immediate fetches. Sources never render, validate or publish what they
 // fetch, and import no later stage (test/imports enforces it).
+//
+// What a home's drivers share lives here too: the memory their trees may
+// take (Budget), the fetch workers shared fairly between tenants
+// (FairShare) and the guard of every address a tenant can point legate at
+// (NewFetchGuard, FluxClient, ForgeClient).
 package sources

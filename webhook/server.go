@@ -26,6 +26,13 @@ const (
 	ValidateEnvoySourcesPath = "/validate-envoysources"
 )
 
+// The webhook configurations of config/webhook, whose caBundle legate's
+// own PKI fills in (pki/kubepki.CABundle).
+const (
+	InjectorConfiguration   = "legate-sidecar-injector"
+	ValidationConfiguration = "legate-validation"
+)
+
 // MaxReviewBytes bounds an AdmissionReview's body: the API server stores
 // objects up to 3 MiB (etcd's default request size limit) and a review of
 // an update carries the object twice.

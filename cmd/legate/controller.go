@@ -15,6 +15,7 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/netguard"
+	"github.com/legate-dev/legate/revisions/kubereplicas"
 )
 
 // restConfig reads kubeconfig when it is set, else finds the cluster as
@@ -135,7 +136,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	fl.StringSliceVar(&insecureSecrets, "xds-insecure-secrets", nil, `secrets (by their SDS name; "*": all) whose key material is served over plaintext xDS; by default none is, and a revision that needs one waits`)
 	fl.StringSliceVar(&fetchAllow, "fetch-allow-networks", nil, "networks (CIDRs or addresses) that EnvoySources' Git and OCI URLs, Flux artifacts and commit statuses may reach although not public, e.g. an in-cluster Gitea's 10.96.0.0/12; by default loopback, link-local (cloud metadata), private and cluster-internal addresses are refused at dial time (Flux artifacts may come from private ones, source-controller's Service)")
 	fl.StringVar(&policyDir, "policy-dir", "", "directory of CUE policies (*.cue) every configuration obeys, besides the ConfigMaps of --controller-namespace labelled "+controller.PolicyLabel)
-	fl.BoolVar(&leaderElect, "leader-elect", false, "run as one of several replicas: every replica serves xDS, the holder of the Lease "+controller.LeaseName+" in --controller-namespace decides and writes")
+	fl.BoolVar(&leaderElect, "leader-elect", false, "run as one of several replicas: every replica serves xDS, the holder of the Lease "+kubereplicas.LeaseName+" in --controller-namespace decides and writes")
 	fl.DurationVar(&leaseDuration, "lease-duration", 15*time.Second, "how long a leader's Lease holds without renewal: after a leader dies, the others wait this long")
 	fl.DurationVar(&renewDeadline, "renew-deadline", 10*time.Second, "how long the leader keeps trying to renew before it steps down")
 	fl.DurationVar(&retryPeriod, "retry-period", 2*time.Second, "how often replicas try to take or renew the Lease")

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/webhook"
 )
 
@@ -50,7 +51,7 @@ func (f *webhookFlags) register(fl *pflag.FlagSet) {
 // apply completes opts with the flags, given the controller's namespace.
 func (f *webhookFlags) apply(namespace string, opts *controller.Options) error {
 	if f.caSecret != "" {
-		opts.PKI = &controller.PKIOptions{
+		opts.PKI = &kubepki.Options{
 			CASecret: f.caSecret, XDSSecret: f.xdsSecret, XDSHosts: f.xdsHosts,
 			WebhookSecret: f.webhookSecret, WebhookHosts: f.webhookHosts,
 			ProxyValidity: f.proxyValidity, ServerValidity: f.serverValidity,

@@ -22,9 +22,9 @@ type fetchFlags struct {
 
 func (f *fetchFlags) register(fl *pflag.FlagSet) {
 	f.sourceBytes, f.sourcesBytes = sizeValue(sources.DefaultSourceBytes), sizeValue(sources.DefaultTotalBytes)
-	fl.IntVar(&f.workers, "fetch-workers", controller.DefaultFetchWorkers, "EnvoySources fetched at once")
-	fl.IntVar(&f.perNamespace, "fetches-per-namespace", controller.DefaultFetchesPerNamespace, "of --fetch-workers, how many one namespace may take (a namespace already fetching never takes the last free one); its other fetches wait their turn")
-	fl.DurationVar(&f.timeout, "fetch-timeout", controller.DefaultFetchTimeout, "longest one fetch of an EnvoySource may take, whatever its Git, OCI or Flux server does")
+	fl.IntVar(&f.workers, "fetch-workers", sources.DefaultFetchWorkers, "EnvoySources fetched at once")
+	fl.IntVar(&f.perNamespace, "fetches-per-namespace", sources.DefaultFetchesPerNamespace, "of --fetch-workers, how many one namespace may take (a namespace already fetching never takes the last free one); its other fetches wait their turn")
+	fl.DurationVar(&f.timeout, "fetch-timeout", sources.DefaultFetchTimeout, "longest one fetch of an EnvoySource may take, whatever its Git, OCI or Flux server does")
 	fl.Var(&f.sourceBytes, "source-max-size", "configuration files (*.yaml, *.yml, *.json, *.cue) one EnvoySource may keep in memory; its other files are never kept")
 	fl.Var(&f.sourcesBytes, "sources-max-size", "configuration files all EnvoySources may keep in memory together")
 }

@@ -3,7 +3,12 @@
 // Secret per node ID and namespace that an injected Envoy mounts, issued on
 // admission and renewed by the leader) and the xDS server's certificate
 // (ServerCertificate: kept in memory for every TLS handshake, re-read from
-// its Secret by every replica).
+// its Secret by every replica). Start sets them up in a Kubernetes home,
+// with the injected pods' reconciler (ProxyCertificates), which issues a
+// Pod's certificate only where the home's tenancy decision (MayServe)
+// allows it, and the writer of the CA into the webhook configurations'
+// caBundle (CABundle). The home passes its decisions in as functions:
+// this package imports no home.
 //
 // A certificate is renewed at two thirds of its lifetime, or at once when
 // the CA that signed it is no longer the current one. Whether a Secret is

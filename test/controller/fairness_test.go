@@ -23,6 +23,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/envtest"
 )
 
@@ -122,7 +123,7 @@ func TestHungSourcesDoNotDelayAnotherNamespace(t *testing.T) {
 		return getSource(t, c, client.ObjectKeyFromObject(es)).Status.LastAppliedRevision == revision
 	}, 30*time.Second, 50*time.Millisecond, "team-b's EnvoySource is applied while team-a's fetches hang")
 	assert.Positive(t, hung.holding.Load(), "team-a's fetches still hang: team-b did not wait for their timeout")
-	assert.EqualValues(t, controller.DefaultFetchesPerNamespace, hung.peak.Load(), "team-a never held more workers than its share")
+	assert.EqualValues(t, sources.DefaultFetchesPerNamespace, hung.peak.Load(), "team-a never held more workers than its share")
 
 	// 40 MiB of YAML, a few hundred KiB on the wire.
 	bomb, _ := fluxSource(t, c, arts, "team-b", "bomb", map[string]string{"envoy/big.yaml": strings.Repeat(" ", 40<<20)})

@@ -21,7 +21,9 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/webhook"
 )
 
 // apply builds config/<install> with kustomize's own library (what
@@ -90,7 +92,7 @@ func TestControllerRunsWithItsOwnRole(t *testing.T) {
 	startWith(t, asServiceAccount(cluster.Config), func(o *controller.Options) {
 		o.LeaderElect, o.Replica, o.RetryPeriod = true, "legate-0", 200*time.Millisecond
 		o.WebhookAddr, o.Injector = cluster.Webhooks.Addr, testInjector
-		o.PKI = &controller.PKIOptions{
+		o.PKI = &kubepki.Options{
 			CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"},
 			WebhookSecret: "legate-webhook-tls", WebhookHosts: []string{"127.0.0.1"},
 		}
@@ -103,7 +105,7 @@ func TestControllerRunsWithItsOwnRole(t *testing.T) {
 		return err == nil
 	}, 60*time.Second, 200*time.Millisecond, "the API server trusts the webhooks' certificate once legate wrote its CA into the caBundle")
 	var mut admissionregistrationv1.MutatingWebhookConfiguration
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: controller.InjectorWebhookConfiguration}, &mut))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Name: webhook.InjectorConfiguration}, &mut))
 	var ca corev1.Secret
 	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "legate-system", Name: "legate-ca"}, &ca))
 	for _, w := range mut.Webhooks {

@@ -23,6 +23,7 @@ import (
 
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/test/internal/backend"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 	"github.com/legate-dev/legate/test/xdsclient"
@@ -73,7 +74,7 @@ func serialOf(t *testing.T, s *corev1.Secret) *big.Int {
 func TestInjectedProxyGetsItsCertificate(t *testing.T) {
 	const validity = 30 * time.Second // renewed 20 s after issue
 	c, _, ctl := admitted(t, func(o *controller.Options) {
-		o.PKI = &controller.PKIOptions{
+		o.PKI = &kubepki.Options{
 			CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"},
 			ProxyValidity: validity, ServerValidity: validity,
 		}

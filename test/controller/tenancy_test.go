@@ -28,6 +28,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
@@ -124,7 +125,7 @@ func payConfig(t *testing.T, namespace string, port int) *v1alpha1.EnvoyConfig {
 // word about team-a; once team-a deletes its object, the node is free.
 func TestTenantsCannotReachEachOther(t *testing.T) {
 	admin, cluster, ctl := admitted(t, func(o *controller.Options) {
-		o.PKI = &controller.PKIOptions{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
+		o.PKI = &kubepki.Options{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
 	})
 	ctx := context.Background()
 	alice := tenant(t, admin, cluster.Config, "team-a", "alice")

@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 	"github.com/legate-dev/legate/webhook"
@@ -36,7 +37,7 @@ func BenchmarkAdmission(b *testing.B) {
 	start(b, cluster.Config, func(o *controller.Options) {
 		o.WebhookAddr, o.WebhookCertDir = cluster.Webhooks.Addr, cluster.Webhooks.CertDir
 		o.Injector = webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"}
-		o.PKI = &controller.PKIOptions{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
+		o.PKI = &kubepki.Options{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
 	})
 
 	pod := func(inject bool) *corev1.Pod {

@@ -1,6 +1,7 @@
-package controller
+package kubereplicas
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	"github.com/legate-dev/legate/revisions"
@@ -25,8 +27,8 @@ func summary(t *testing.T, replica string, at time.Time, nodes map[string]revisi
 	return map[string]string{replicaKey: replica, atKey: at.UTC().Format(time.RFC3339Nano), answersKey: data}
 }
 
-func newTestReplicas(clk *clocktesting.FakeClock) *replicas {
-	return &replicas{self: "replica-a", clock: clk, heard: map[string]heardFrom{}}
+func newTestReplicas(clk *clocktesting.FakeClock) *Replicas {
+	return &Replicas{self: "replica-a", clock: clk, heard: map[string]heardFrom{}}
 }
 
 var (
@@ -292,4 +294,42 @@ func keys[V any](m map[string]V) []string {
 		out = append(out, k)
 	}
 	return out
+}
+
+// fakeEngine records what a replica tells it.
+type fakeEngine struct {
+	leading bool
+	told    []string // "replica node population"
+}
+
+func (e *fakeEngine) Leading() bool                                    { return e.leading }
+func (e *fakeEngine) Mirrored(string, uint64) bool                     { return false }
+func (e *fakeEngine) Mirror(revisions.NodeData) error                  { return nil }
+func (e *fakeEngine) LocalAnswers() map[string]revisions.RemoteAnswers { return nil }
+func (e *fakeEngine) ObserveRemote(_ context.Context, node, replica string, a revisions.RemoteAnswers) {
+	e.told = append(e.told, fmt.Sprintf("%s %s %d", replica, node, a.Population))
+}
+
+// A summary heard reaches the engine node by node in a fixed order, and
+// only a leader has the home write the nodes' statuses again (a follower
+// writes none).
+func TestHeardSummaryReachesEngineAndLeader(t *testing.T) {
+	for _, leading := range []bool{true, false} {
+		t.Run(fmt.Sprintf("leading=%v", leading), func(t *testing.T) {
+			clk := clocktesting.NewFakeClock(t0)
+			eng := &fakeEngine{leading: leading}
+			var counted []string
+			r := newTestReplicas(clk)
+			r.opts = Options{Engine: eng, Counted: func(node string) { counted = append(counted, node) }}
+			cm := &corev1.ConfigMap{Data: summary(t, "replica-b", t0, map[string]revisions.RemoteAnswers{"edge": edgeAnswers, "core": coreAnswers})}
+
+			r.heardSummary(t.Context(), cm, t0)
+			assert.Equal(t, []string{"replica-b core 1", "replica-b edge 5"}, eng.told)
+			if leading {
+				assert.Equal(t, []string{"core", "edge"}, counted)
+			} else {
+				assert.Empty(t, counted)
+			}
+		})
+	}
 }

@@ -1,4 +1,4 @@
-package controller
+package sources
 
 import (
 	"strings"
@@ -26,15 +26,15 @@ func TestFairShare(t *testing.T) {
 		{"a release without a fetch is ignored", 2, 1, "-a +a +a! -b +b"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newFairShare(tc.workers, tc.perNamespace)
+			f := NewFairShare(tc.workers, tc.perNamespace)
 			for i, step := range strings.Fields(tc.steps) {
 				ns := strings.TrimSuffix(step[1:], "!")
 				if step[0] == '-' {
-					f.release(ns)
+					f.Release(ns)
 					continue
 				}
 				want := !strings.HasSuffix(step, "!")
-				assert.Equal(t, want, f.acquire(ns), "step %d %q", i, step)
+				assert.Equal(t, want, f.Acquire(ns), "step %d %q", i, step)
 			}
 		})
 	}

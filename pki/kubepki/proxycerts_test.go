@@ -1,0 +1,153 @@
+package kubepki
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/go-logr/logr"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/events"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/webhook"
+)
+
+// errForeign stands for the home's refusal of another namespace's node.
+var errForeign = errors.New("node edge is configured by another namespace")
+
+// onlyTeamA is a tenancy decision: node "edge" belongs to namespace team-a.
+func onlyTeamA(_ context.Context, namespace, nodeID string) error {
+	if nodeID == "edge" && namespace != "team-a" {
+		return errForeign
+	}
+	return nil
+}
+
+// injectedPod is a Pod as the injector leaves it, for node.
+func injectedPod(ns, name, node string) *corev1.Pod {
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{
+		Namespace: ns, Name: name,
+		Labels:      map[string]string{webhook.ProxyLabel: "injected"},
+		Annotations: map[string]string{"legate.dev/node-id": node},
+	}}
+}
+
+// The injected pods' reconciler issues a certificate only where the
+// home's tenancy decision allows it, and says why on the Pod otherwise;
+// pods it must not touch are left alone.
+func TestProxyCertificates(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		pod     *corev1.Pod
+		watches bool
+		secret  bool   // the proxy's Secret is written
+		event   string // the event's reason, "" for none
+	}{
+		{name: "its namespace's node", pod: injectedPod("team-a", "p", "edge"), watches: true, secret: true},
+		{name: "another namespace's node", pod: injectedPod("team-b", "p", "edge"), watches: true, event: EventProxyCertificateRefused},
+		{name: "malformed annotations", pod: func() *corev1.Pod {
+			p := injectedPod("team-a", "p", "edge")
+			p.Annotations["legate.dev/no-such-setting"] = "x"
+			return p
+		}(), watches: true, event: EventProxyCertificateRefused},
+		{name: "a namespace not watched", pod: injectedPod("team-a", "p", "edge")},
+		{name: "not injected", pod: func() *corev1.Pod {
+			p := injectedPod("team-a", "p", "edge")
+			p.Labels = nil
+			return p
+		}(), watches: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store := fake.NewClientBuilder().WithObjects(tc.pod).Build()
+			rec := events.NewFakeRecorder(4)
+			r := &ProxyCertificates{
+				Issuer:   Issuer{Authority: &Authority{CA: testSigner(t).ca, Client: store, Clock: clocktesting.NewFakePassiveClock(t0), Log: logr.Discard()}, MayServe: onlyTeamA},
+				Pods:     store,
+				Watches:  func(string) bool { return tc.watches },
+				Recorder: rec,
+			}
+			_, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(tc.pod)})
+			require.NoError(t, err)
+
+			var s corev1.Secret
+			err = store.Get(t.Context(), types.NamespacedName{Namespace: tc.pod.Namespace, Name: pki.ProxySecretName("edge")}, &s)
+			if tc.secret {
+				require.NoError(t, err)
+				assert.Equal(t, "edge", s.Annotations[AnnotationNodeID])
+			} else {
+				assert.True(t, apierrors.IsNotFound(err), "no Secret: %v", err)
+			}
+			if tc.event == "" {
+				assert.Empty(t, rec.Events)
+				return
+			}
+			require.Len(t, rec.Events, 1)
+			assert.Contains(t, <-rec.Events, tc.event)
+		})
+	}
+}
+
+// A dry run (admission) decides without writing; a refusal is the
+// home's, whatever the dry run.
+func TestIssuer(t *testing.T) {
+	store := fake.NewClientBuilder().Build()
+	i := Issuer{Authority: &Authority{CA: testSigner(t).ca, Client: store, Log: logr.Discard()}, MayServe: onlyTeamA}
+	for _, dry := range []bool{true, false} {
+		require.ErrorIs(t, i.EnsureProxy(t.Context(), "team-b", "cert", "edge", dry), errForeign)
+	}
+	require.NoError(t, i.EnsureProxy(t.Context(), "team-a", "cert", "edge", true))
+	// names, not the Secrets: a failure must not print key material
+	names := func() []string {
+		var list corev1.SecretList
+		require.NoError(t, store.List(t.Context(), &list))
+		var out []string
+		for _, s := range list.Items {
+			out = append(out, s.Namespace+"/"+s.Name)
+		}
+		return out
+	}
+	assert.Empty(t, names(), "nothing written by a dry run or a refusal")
+	require.NoError(t, i.EnsureProxy(t.Context(), "team-a", "cert", "edge", false))
+	assert.Equal(t, []string{"team-a/cert"}, names())
+}
+
+// The CA goes into every webhook of legate's configurations, those not
+// installed are skipped, and a configuration that holds it already is not
+// written again.
+func TestCABundle(t *testing.T) {
+	ca := []byte("-----BEGIN CERTIFICATE-----\nlegate\n-----END CERTIFICATE-----\n")
+	mutating := &admissionregv1.MutatingWebhookConfiguration{
+		ObjectMeta: metav1.ObjectMeta{Name: webhook.InjectorConfiguration},
+		Webhooks:   []admissionregv1.MutatingWebhook{{Name: "a.legate.dev"}, {Name: "b.legate.dev", ClientConfig: admissionregv1.WebhookClientConfig{CABundle: []byte("old")}}},
+	}
+	store := fake.NewClientBuilder().WithObjects(mutating).Build()
+	patches := 0
+	b := CABundle{Client: interceptor.NewClient(store, interceptor.Funcs{
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+			patches++
+			return c.Patch(ctx, obj, patch, opts...)
+		},
+	}), CA: ca, Log: logr.Discard()}
+	require.NoError(t, b.write(t.Context()), "the validating configuration is not installed: skipped")
+
+	var got admissionregv1.MutatingWebhookConfiguration
+	require.NoError(t, store.Get(t.Context(), types.NamespacedName{Name: webhook.InjectorConfiguration}, &got))
+	for _, w := range got.Webhooks {
+		assert.Equal(t, ca, w.ClientConfig.CABundle, w.Name)
+	}
+	require.Equal(t, 1, patches)
+	require.NoError(t, b.write(t.Context()))
+	assert.Equal(t, 1, patches, "not written again")
+}
