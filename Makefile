@@ -64,6 +64,19 @@ help: ## List the targets.
 build: ## Build bin/legate.
 	$(GO) build $(GOFLAGS_BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/legate ./cmd/legate
 
+# The container image, built without a Docker daemon (hack/image): static,
+# non-root, linux/amd64 and linux/arm64, labelled with VERSION and COMMIT.
+# Written as an OCI image layout to IMAGE_LAYOUT; pushed too when IMAGE is
+# set (make image IMAGE=registry.example/legate:v0.3.0).
+IMAGE_LAYOUT    ?= dist/image
+IMAGE           ?=
+IMAGE_PLATFORMS ?= linux/amd64,linux/arm64
+
+.PHONY: image
+image: ## Build the container image (OCI layout in dist/image; IMAGE=REF pushes it).
+	$(GO) run ./hack/image -version '$(VERSION)' -commit '$(COMMIT)' -platforms '$(IMAGE_PLATFORMS)' \
+		-oci-layout '$(IMAGE_LAYOUT)' $(if $(IMAGE),-push '$(IMAGE)')
+
 .PHONY: run
 run: build ## Run legate serve on the embedded store, serving examples/quickstart.
 	./hack/run.sh $(BIN)/legate
