@@ -83,7 +83,7 @@ func main() {
 		if err := writeLayout(ociLayout, idx); err != nil {
 			fail(err)
 		}
-		fmt.Println("wrote", ociLayout)
+		fmt.Fprintln(os.Stdout, "wrote", ociLayout)
 	}
 	if push != "" {
 		ref, err := name.ParseReference(push)
@@ -94,7 +94,7 @@ func main() {
 			fail(fmt.Errorf("push %s: %w", ref, err))
 		}
 		digest, _ := idx.Digest()
-		fmt.Printf("pushed %s@%s\n", ref, digest)
+		fmt.Fprintf(os.Stdout, "pushed %s@%s\n", ref, digest)
 	}
 }
 
