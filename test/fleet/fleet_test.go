@@ -1,4 +1,4 @@
-package controller_test
+package fleet_test
 
 import (
 	"context"
@@ -12,21 +12,71 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
+	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
+
+// This package holds the fleet-wide test alone, so that it runs beside
+// test/controller (go test runs packages in parallel) rather than after it
+// within one binary's timeout.
+
+// startController runs a controller on cfg until the test ends.
+func startController(t *testing.T, cfg *rest.Config) *controller.Controller {
+	t.Helper()
+	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
+	ctl, err := controller.New(controller.Options{
+		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "0", StateDir: t.TempDir(), Log: logr.Discard(),
+	})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- ctl.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case err := <-done:
+			assert.NoError(t, err)
+		case <-time.After(30 * time.Second):
+			t.Error("the controller did not stop")
+		}
+	})
+	return ctl
+}
+
+// clusterClient is a client of cfg, with legate's namespace created.
+func clusterClient(t *testing.T, cfg *rest.Config) client.Client {
+	t.Helper()
+	scheme, err := controller.Scheme()
+	require.NoError(t, err)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	return c
+}
+
+// envoyConfig is an EnvoyConfig of node with the given resource documents.
+func envoyConfig(t *testing.T, node string, docs ...string) *v1alpha1.EnvoyConfig {
+	t.Helper()
+	ec, err := xdsyaml.EnvoyConfig(node, docs...)
+	require.NoError(t, err)
+	return ec
+}
 
 // fleetSize is the number of EnvoyConfigs that roll back at once: four
 // times the 256 requests the controller's event channel held before
@@ -105,7 +155,7 @@ func TestFleetRollbackReachesEveryStatus(t *testing.T) {
 	fast := rest.CopyConfig(cluster.Config)
 	fast.QPS, fast.Burst = 1000, 2000
 	c := clusterClient(t, fast)
-	ctl := startWith(t, fast, func(*controller.Options) {})
+	ctl := startController(t, fast)
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
