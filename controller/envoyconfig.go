@@ -23,6 +23,7 @@ import (
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
+	"github.com/legate-dev/legate/tenancy"
 )
 
 // What the controller needs of the API server (config/rbac, generated).
@@ -141,7 +142,7 @@ func (r *envoyConfigReconciler) gone(ctx context.Context, key types.NamespacedNa
 // namespace owns it: nothing of another tenant's revisions, commits or
 // proxies reaches ec's status.
 func (r *envoyConfigReconciler) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeStatus {
-	if owner := ownerOf(r.pipeline, r.engine, ec.Spec.NodeID); owner != "" && tenantOf(owner) != ec.Namespace {
+	if owner := ownerOf(r.pipeline, r.engine, ec.Spec.NodeID); owner != "" && tenancy.TenantOf(owner) != ec.Namespace {
 		return revisions.NodeStatus{NodeID: ec.Spec.NodeID}
 	}
 	node, _ := r.engine.Node(ec.Spec.NodeID)
