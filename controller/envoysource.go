@@ -28,6 +28,7 @@ import (
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/envoysource"
 	"github.com/legate-dev/legate/sources/flux"
@@ -44,10 +45,6 @@ const (
 	// fetchRetry is the wait after a failed fetch when the interval is
 	// longer.
 	fetchRetry = 30 * time.Second
-	// maxDiagnostics is how many diagnostics a status lists, and
-	// maxDiagnosticText the longest each may be.
-	maxDiagnostics    = 10
-	maxDiagnosticText = 1024
 )
 
 // driver is the fetching half of one EnvoySource, rebuilt when its spec or
@@ -147,11 +144,11 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		st := r.pipeline.Sync(ctx, name, res)
 		synced = &st
 	}
-	var verdicts []nodeVerdict
+	var verdicts []readiness.Verdict
 	if synced != nil && !synced.Invalid {
 		for _, id := range synced.Nodes {
 			node, _ := r.engine.Node(id)
-			verdicts = append(verdicts, verdictOf(node, name))
+			verdicts = append(verdicts, readiness.VerdictOf(node, name))
 		}
 	}
 	var reconciling bool
@@ -160,12 +157,12 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			s.LastAttemptedRevision = res.Origin.Revision()
 			s.LastAppliedRevision = synced.AppliedRevision
 			s.Nodes = synced.Nodes
-			s.Diagnostics = diagnosticsOf(*synced, res.Origin.Path)
+			s.Diagnostics = readiness.Diagnostics(*synced, res.Origin.Path)
 			if es.Spec.SourceRef != nil {
 				s.ArtifactDigest = res.Origin.Digest
 			}
 		}
-		readinessOf(es.Generation, synced, reason, fetchErr, verdicts).set(&s.Conditions)
+		readiness.Of(es.Generation, synced, reason, fetchErr, verdicts).Set(&s.Conditions)
 		reconciling = meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReconciling)
 	})
 	if err != nil {
@@ -219,7 +216,7 @@ var errTurn = errors.New("the namespace runs as many fetches as it may")
 func (r *envoySourceReconciler) fetch(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*sources.Result, string, error) {
 	d, err := r.driverOf(ctx, es, name)
 	if err != nil {
-		return nil, ReasonInvalidSpec, err
+		return nil, readiness.ReasonInvalidSpec, err
 	}
 	if !r.fetches.Acquire(es.Namespace) {
 		return nil, "", errTurn
@@ -231,13 +228,13 @@ func (r *envoySourceReconciler) fetch(ctx context.Context, es *v1alpha1.EnvoySou
 	var over *sources.LimitError
 	switch {
 	case errors.Is(err, flux.ErrDigestMismatch):
-		return nil, ReasonDigestMismatch, err
+		return nil, readiness.ReasonDigestMismatch, err
 	case errors.As(err, &over):
-		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err)
+		return nil, readiness.ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err)
 	case err != nil && fctx.Err() != nil && ctx.Err() == nil:
-		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: the fetch was stopped at the per-fetch timeout of %s: %w", es.Namespace, es.Name, r.env.Timeout, err)
+		return nil, readiness.ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: the fetch was stopped at the per-fetch timeout of %s: %w", es.Namespace, es.Name, r.env.Timeout, err)
 	case err != nil:
-		return nil, ReasonFetchFailed, err
+		return nil, readiness.ReasonFetchFailed, err
 	}
 	return res, "", nil
 }
@@ -301,30 +298,6 @@ func (r *envoySourceReconciler) refs() []sources.Ref {
 	for name := range r.drivers {
 		if ref, ok := sources.ParseRef(name); ok {
 			out = append(out, ref)
-		}
-	}
-	return out
-}
-
-// diagnosticsOf lists the first problems of a rejected render, each with
-// its file:line from the repository root (the render read dir).
-func diagnosticsOf(st pipeline.Status, dir string) []string {
-	var out []string
-	for _, d := range st.Diagnostics {
-		if len(out) == maxDiagnostics {
-			break
-		}
-		d.Pos = d.Pos.InDir(dir)
-		out = append(out, bounded(d.String(), maxDiagnosticText))
-	}
-	if extra := st.DiagnosticCount - len(out); extra > 0 && len(out) == maxDiagnostics {
-		out = append(out, fmt.Sprintf("and %d more", extra))
-	}
-	if !st.Invalid {
-		for _, p := range st.Problems() {
-			if len(out) < maxDiagnostics {
-				out = append(out, bounded(p, maxDiagnosticText))
-			}
 		}
 	}
 	return out

@@ -28,6 +28,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/gitea"
@@ -108,7 +109,7 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 	assert.Equal(t, "main@sha1:"+c1, got.Status.LastAppliedRevision)
 	assert.Equal(t, "main@sha1:"+c1, got.Status.LastAttemptedRevision)
 	assert.Equal(t, []string{"grpc-client"}, got.Status.Nodes)
-	assert.Equal(t, controller.ReasonSucceeded, readyOf(got).Reason)
+	assert.Equal(t, readiness.ReasonSucceeded, readyOf(got).Reason)
 	assert.NotContains(t, readyOf(got).Message+strings.Join(got.Status.Diagnostics, ""), srv.Token, "no credential in a status")
 
 	var revs v1alpha1.EnvoyConfigRevisionList
@@ -143,7 +144,7 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 	ready := readyOf(got)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Equal(t, controller.ReasonValidationFailed, ready.Reason)
+	assert.Equal(t, readiness.ReasonValidationFailed, ready.Reason)
 	require.NotEmpty(t, got.Status.Diagnostics)
 	assert.Contains(t, got.Status.Diagnostics[0], "envoy/greeter.yaml:")
 	assert.Contains(t, got.Status.Diagnostics[0], "no_such_field")
@@ -288,7 +289,7 @@ func TestEnvoySourceServesAFluxArtifact(t *testing.T) {
 	var ready *metav1.Condition
 	require.Eventually(t, func() bool {
 		ready = readyOf(getSource(t, c, key))
-		return ready != nil && ready.Reason == controller.ReasonDigestMismatch
+		return ready != nil && ready.Reason == readiness.ReasonDigestMismatch
 	}, 60*time.Second, 50*time.Millisecond, "the tampered artifact is refused")
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Contains(t, ready.Message, claimed, "the digest the object claims")
