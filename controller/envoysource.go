@@ -26,6 +26,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/forge/kubeforge"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pipeline/readiness"
@@ -69,7 +70,7 @@ type envoySourceReconciler struct {
 	fetches *sources.FairShare
 	workers int
 
-	commitStatuses *commitStatuses
+	commitStatuses *kubeforge.Reporters
 
 	mu      sync.Mutex
 	drivers map[string]*driver // by pipeline source name
@@ -87,11 +88,8 @@ func newEnvoySourceReconciler(s *shared, o Options, guard *netguard.Guard, fluxC
 			Budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
 			Timeout: cmp.Or(max(o.FetchTimeout, 0), sources.DefaultFetchTimeout),
 		},
-		fetches: sources.NewFairShare(workers, orDefault(o.FetchesPerNamespace, sources.DefaultFetchesPerNamespace)),
-		commitStatuses: &commitStatuses{
-			client: s.client, cache: s.cache, feedback: feedback, httpClient: forgeClient,
-			reporters: map[string]forge.Reporter{}, specs: map[string]reporterOf{},
-		},
+		fetches:        sources.NewFairShare(workers, orDefault(o.FetchesPerNamespace, sources.DefaultFetchesPerNamespace)),
+		commitStatuses: kubeforge.New(s.client, s.cache, feedback, forgeClient),
 	}
 }
 
@@ -135,7 +133,7 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// this pass (published, then answered, possibly within milliseconds)
 	// get their commit statuses.
 	if es.Spec.CommitStatus == nil || es.Spec.Git != nil || res != nil {
-		if err := r.commitStatuses.configure(&es, name, envoysource.Repository(&es, res)); err != nil {
+		if err := r.commitStatuses.Configure(&es, name, envoysource.Repository(&es, res)); err != nil {
 			r.warn(&es, "CommitStatusMisconfigured", "Reconcile", err.Error())
 		}
 	}
@@ -283,7 +281,7 @@ func (c *Controller) checkEnvoySource(es *v1alpha1.EnvoySource) error {
 // releases them, its claims too, to the sources that were refused them.
 func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
 	r.pipeline.Remove(ctx, name)
-	r.commitStatuses.drop(name)
+	r.commitStatuses.Drop(name)
 	r.mu.Lock()
 	delete(r.drivers, name)
 	r.mu.Unlock()

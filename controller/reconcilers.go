@@ -180,7 +180,7 @@ func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error
 // lookupReporter finds the commit-status reporter of a target the
 // dispatcher has statuses for (forge.DispatcherOptions.Lookup).
 func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
-	return c.envoySources.commitStatuses.lookup(target)
+	return c.envoySources.commitStatuses.Lookup(target)
 }
 
 // refKindName is the kind of r as Kubernetes spells it.

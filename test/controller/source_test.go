@@ -26,8 +26,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
-	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/forge/kubeforge"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/test/envtest"
@@ -84,7 +84,7 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 	}))
 	require.NoError(t, c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea-token", Namespace: "default"},
-		Data:       map[string][]byte{controller.TokenKey: []byte(srv.Token)},
+		Data:       map[string][]byte{kubeforge.TokenKey: []byte(srv.Token)},
 	}))
 	es := &v1alpha1.EnvoySource{
 		ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: "default"},
