@@ -19,8 +19,9 @@ import (
 	"github.com/legate-dev/legate/xds"
 )
 
-// The tenancy rule's names the command line and the tests use, kept here
-// so that the Kubernetes home's API does not change with the move.
+// SharedAnnotation is tenancy.SharedAnnotation, kept here with the other
+// tenancy names the command line and the tests use, so that the
+// Kubernetes home's API did not change when the rule moved.
 const SharedAnnotation = tenancy.SharedAnnotation
 
 // NodeIDPolicy decides which node IDs nobody owns yet a namespace may take.

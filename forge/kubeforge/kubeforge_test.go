@@ -2,7 +2,6 @@ package kubeforge
 
 import (
 	"context"
-	"errors"
 	"net/http"
 	"testing"
 
@@ -74,5 +73,5 @@ func TestConfigureAndLookup(t *testing.T) {
 	_, err = cs.Lookup(name)
 	assert.ErrorIs(t, err, forge.ErrUnknownTarget, "the EnvoySource is gone from the cache too")
 	_, err = cs.Lookup("git/main")
-	assert.True(t, errors.Is(err, forge.ErrUnknownTarget), "not an EnvoySource")
+	assert.ErrorIs(t, err, forge.ErrUnknownTarget, "not an EnvoySource")
 }
