@@ -40,6 +40,7 @@ import (
 	"github.com/legate-dev/legate/sds/kubeendpoints"
 	"github.com/legate-dev/legate/sds/kubesecrets"
 	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/tenancy"
 	"github.com/legate-dev/legate/webhook"
 	"github.com/legate-dev/legate/xds"
 )
@@ -69,7 +70,7 @@ type Controller struct {
 	store    kubestore.Store
 	replicas *kubereplicas.Replicas // nil without leader election
 
-	tenancy tenancy
+	tenancy tenancy.Rule
 
 	webhookLis net.Listener     // nil without admission webhooks
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
@@ -192,7 +193,7 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		opts: opts, log: opts.Log, mgr: mgr, client: direct, recorder: mgr.GetEventRecorder("legate"),
 		configRequests: newRequests(), sourceRequests: newRequests(),
-		tenancy:    tenancy{home: opts.Namespace, policy: opts.NodeIDPolicy},
+		tenancy:    tenancy.Rule{Home: opts.Namespace, Policy: opts.NodeIDPolicy},
 		fetchGuard: sources.NewFetchGuard(opts.FetchAllowNetworks),
 	}
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
@@ -244,7 +245,7 @@ func New(opts Options) (*Controller, error) {
 			return o
 		},
 		Scope:      c.scope,
-		Tenant:     tenantOf,
+		Tenant:     tenancy.TenantOf,
 		Rerender:   c.trigger,
 		ReporterOf: c.lookupReporter,
 		PublicURL:  opts.PublicURL,
@@ -420,7 +421,7 @@ func (c *Controller) counted(node string) {
 // of another namespace is refused, so that nobody reaches a Secret of a
 // namespace they cannot read through legate.
 func secretScope(source string, r *render.Result) []render.Diagnostic {
-	ns := tenantOf(source)
+	ns := tenancy.TenantOf(source)
 	return sds.Scope{
 		Source: source, Home: ns,
 		Explain: fmt.Sprintf("a configuration reads the Secrets of its own namespace %q only", ns),

@@ -19,10 +19,12 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
+	"github.com/legate-dev/legate/tenancy"
 )
 
 // What the controller needs of the API server (config/rbac, generated).
@@ -141,7 +143,7 @@ func (r *envoyConfigReconciler) gone(ctx context.Context, key types.NamespacedNa
 // namespace owns it: nothing of another tenant's revisions, commits or
 // proxies reaches ec's status.
 func (r *envoyConfigReconciler) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeStatus {
-	if owner := ownerOf(r.pipeline, r.engine, ec.Spec.NodeID); owner != "" && tenantOf(owner) != ec.Namespace {
+	if owner := ownerOf(r.pipeline, r.engine, ec.Spec.NodeID); owner != "" && tenancy.TenantOf(owner) != ec.Namespace {
 		return revisions.NodeStatus{NodeID: ec.Spec.NodeID}
 	}
 	node, _ := r.engine.Node(ec.Spec.NodeID)
@@ -157,7 +159,7 @@ func envoyConfigStatus(ec *v1alpha1.EnvoyConfig, synced pipeline.Status, node re
 	if token, ok := ec.Annotations[v1alpha1.ReconcileRequestAnnotation]; ok {
 		s.LastHandledReconcileAt = token
 	}
-	v := verdictOf(node, sources.EnvoyConfigRef(ec.Namespace, ec.Name).String())
+	v := readiness.VerdictOf(node, sources.EnvoyConfigRef(ec.Namespace, ec.Name).String())
 	s.ConfigRevisions = s.ConfigRevisions[:0]
 	for i := len(node.History) - 1; i >= 0; i-- {
 		h := node.History[i]
@@ -166,9 +168,9 @@ func envoyConfigStatus(ec *v1alpha1.EnvoyConfig, synced pipeline.Status, node re
 			Ref:     corev1.ObjectReference{Kind: "EnvoyConfigRevision", APIVersion: v1alpha1.GroupVersion.String(), Namespace: home, Name: kubestore.RevisionName(node.NodeID, h.Hash)},
 		})
 	}
-	s.DesiredVersion, s.PublishedVersion, s.CacheState, s.Rejection, s.Commit = nil, nil, nil, bounded(v.rejection(), maxConditionMessage), ""
-	if v.desired != nil {
-		s.DesiredVersion = ptr(revisions.Short(v.desired.Hash))
+	s.DesiredVersion, s.PublishedVersion, s.CacheState, s.Rejection, s.Commit = nil, nil, nil, readiness.Bounded(v.Rejection(), readiness.MaxConditionMessage), ""
+	if v.Desired != nil {
+		s.DesiredVersion = ptr(revisions.Short(v.Desired.Hash))
 	}
 	if node.Published != nil {
 		s.PublishedVersion = ptr(revisions.Short(node.Published.Hash))
@@ -179,15 +181,15 @@ func envoyConfigStatus(ec *v1alpha1.EnvoyConfig, synced pipeline.Status, node re
 		s.CacheState = ptr(v1alpha1.CacheRollbackFailed)
 	case node.State == revisions.StateRollback:
 		s.CacheState = ptr(v1alpha1.CacheRollback)
-	case v.inSync():
+	case v.InSync():
 		s.CacheState = ptr(v1alpha1.CacheInSync) // MARIN3R's meaning: the desired revision is served
 	}
 	s.Proxies = &v1alpha1.ProxyCounts{Connected: node.Answers.Connected, Accepted: node.Answers.Accepted, Rejected: node.Answers.Rejected}
-	var verdicts []nodeVerdict
+	var verdicts []readiness.Verdict
 	if ec.Spec.NodeID != "" && !synced.Invalid {
-		verdicts = []nodeVerdict{v}
+		verdicts = []readiness.Verdict{v}
 	}
-	readinessOf(ec.Generation, &synced, "", nil, verdicts).set(&s.Conditions)
+	readiness.Of(ec.Generation, &synced, "", nil, verdicts).Set(&s.Conditions)
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -26,12 +26,13 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/forge/kubeforge"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/sources/envoysource"
 	"github.com/legate-dev/legate/sources/flux"
-	gitsource "github.com/legate-dev/legate/sources/git"
-	ocisource "github.com/legate-dev/legate/sources/oci"
 )
 
 // +kubebuilder:rbac:groups=legate.dev,resources=envoysources,verbs=get;list;watch
@@ -45,10 +46,6 @@ const (
 	// fetchRetry is the wait after a failed fetch when the interval is
 	// longer.
 	fetchRetry = 30 * time.Second
-	// maxDiagnostics is how many diagnostics a status lists, and
-	// maxDiagnosticText the longest each may be.
-	maxDiagnostics    = 10
-	maxDiagnosticText = 1024
 )
 
 // driver is the fetching half of one EnvoySource, rebuilt when its spec or
@@ -66,13 +63,14 @@ type driver struct {
 // reporters.
 type envoySourceReconciler struct {
 	*shared
-	limits   sourceLimits
-	guard    *netguard.Guard // of Git and OCI fetches
-	stateDir string
-	// fluxClient downloads Flux artifacts (sources.FluxClient).
-	fluxClient func() *http.Client
+	// env is what the drivers share: the fetch guard, the memory budget of
+	// their files and the per-fetch timeout.
+	env envoysource.Env
+	// fetches decides which of the workers' fetches may run now.
+	fetches *sources.FairShare
+	workers int
 
-	commitStatuses *commitStatuses
+	commitStatuses *kubeforge.Reporters
 
 	mu      sync.Mutex
 	drivers map[string]*driver // by pipeline source name
@@ -82,32 +80,17 @@ type envoySourceReconciler struct {
 // guard, fluxClient and forgeClient are the fetch guard's
 // (sources.NewFetchGuard, FluxClient, ForgeClient).
 func newEnvoySourceReconciler(s *shared, o Options, guard *netguard.Guard, fluxClient, forgeClient func() *http.Client, feedback *forge.Feedback) *envoySourceReconciler {
-	r := &envoySourceReconciler{
-		shared: s, guard: guard, stateDir: o.StateDir, fluxClient: fluxClient, drivers: map[string]*driver{},
-		limits: sourceLimits{
-			budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
-			workers: orDefault(o.FetchWorkers, sources.DefaultFetchWorkers),
-			timeout: cmp.Or(max(o.FetchTimeout, 0), sources.DefaultFetchTimeout),
+	workers := orDefault(o.FetchWorkers, sources.DefaultFetchWorkers)
+	return &envoySourceReconciler{
+		shared: s, drivers: map[string]*driver{}, workers: workers,
+		env: envoysource.Env{
+			StateDir: o.StateDir, Guard: guard, Flux: s.cache, FluxHTTP: fluxClient,
+			Budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
+			Timeout: cmp.Or(max(o.FetchTimeout, 0), sources.DefaultFetchTimeout),
 		},
+		fetches:        sources.NewFairShare(workers, orDefault(o.FetchesPerNamespace, sources.DefaultFetchesPerNamespace)),
+		commitStatuses: kubeforge.New(s.client, s.cache, feedback, forgeClient),
 	}
-	r.limits.fetches = sources.NewFairShare(r.limits.workers, orDefault(o.FetchesPerNamespace, sources.DefaultFetchesPerNamespace))
-	r.commitStatuses = &commitStatuses{
-		client: s.client, cache: s.cache, feedback: feedback, httpClient: forgeClient,
-		reporters: map[string]forge.Reporter{}, specs: map[string]reporterOf{},
-	}
-	return r
-}
-
-// sourceLimits are what EnvoySources share: the fetch workers and the
-// memory their files may take.
-type sourceLimits struct {
-	// budget bounds the files every EnvoySource's driver keeps.
-	budget *sources.Budget
-	// fetches decides which of the workers' fetches may run now.
-	fetches *sources.FairShare
-	workers int
-	// timeout bounds each fetch.
-	timeout time.Duration
 }
 
 // orDefault is n, or def when n is not positive.
@@ -150,7 +133,7 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// this pass (published, then answered, possibly within milliseconds)
 	// get their commit statuses.
 	if es.Spec.CommitStatus == nil || es.Spec.Git != nil || res != nil {
-		if err := r.commitStatuses.configure(&es, name, repositoryOf(&es, res)); err != nil {
+		if err := r.commitStatuses.Configure(&es, name, envoysource.Repository(&es, res)); err != nil {
 			r.warn(&es, "CommitStatusMisconfigured", "Reconcile", err.Error())
 		}
 	}
@@ -159,11 +142,11 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		st := r.pipeline.Sync(ctx, name, res)
 		synced = &st
 	}
-	var verdicts []nodeVerdict
+	var verdicts []readiness.Verdict
 	if synced != nil && !synced.Invalid {
 		for _, id := range synced.Nodes {
 			node, _ := r.engine.Node(id)
-			verdicts = append(verdicts, verdictOf(node, name))
+			verdicts = append(verdicts, readiness.VerdictOf(node, name))
 		}
 	}
 	var reconciling bool
@@ -172,12 +155,12 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			s.LastAttemptedRevision = res.Origin.Revision()
 			s.LastAppliedRevision = synced.AppliedRevision
 			s.Nodes = synced.Nodes
-			s.Diagnostics = diagnosticsOf(*synced, res.Origin.Path)
+			s.Diagnostics = readiness.Diagnostics(*synced, res.Origin.Path)
 			if es.Spec.SourceRef != nil {
 				s.ArtifactDigest = res.Origin.Digest
 			}
 		}
-		readinessOf(es.Generation, synced, reason, fetchErr, verdicts).set(&s.Conditions)
+		readiness.Of(es.Generation, synced, reason, fetchErr, verdicts).Set(&s.Conditions)
 		reconciling = meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReconciling)
 	})
 	if err != nil {
@@ -231,25 +214,25 @@ var errTurn = errors.New("the namespace runs as many fetches as it may")
 func (r *envoySourceReconciler) fetch(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*sources.Result, string, error) {
 	d, err := r.driverOf(ctx, es, name)
 	if err != nil {
-		return nil, ReasonInvalidSpec, err
+		return nil, readiness.ReasonInvalidSpec, err
 	}
-	if !r.limits.fetches.Acquire(es.Namespace) {
+	if !r.fetches.Acquire(es.Namespace) {
 		return nil, "", errTurn
 	}
-	defer r.limits.fetches.Release(es.Namespace)
-	fctx, cancel := context.WithTimeout(ctx, r.limits.timeout)
+	defer r.fetches.Release(es.Namespace)
+	fctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
 	defer cancel()
 	res, err := d.src.Fetch(fctx)
 	var over *sources.LimitError
 	switch {
 	case errors.Is(err, flux.ErrDigestMismatch):
-		return nil, ReasonDigestMismatch, err
+		return nil, readiness.ReasonDigestMismatch, err
 	case errors.As(err, &over):
-		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err)
+		return nil, readiness.ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err)
 	case err != nil && fctx.Err() != nil && ctx.Err() == nil:
-		return nil, ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: the fetch was stopped at the per-fetch timeout of %s: %w", es.Namespace, es.Name, r.limits.timeout, err)
+		return nil, readiness.ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: the fetch was stopped at the per-fetch timeout of %s: %w", es.Namespace, es.Name, r.env.Timeout, err)
 	case err != nil:
-		return nil, ReasonFetchFailed, err
+		return nil, readiness.ReasonFetchFailed, err
 	}
 	return res, "", nil
 }
@@ -259,7 +242,7 @@ func (r *envoySourceReconciler) fetch(ctx context.Context, es *v1alpha1.EnvoySou
 func (r *envoySourceReconciler) driverOf(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*driver, error) {
 	var secret *corev1.Secret
 	built := fmt.Sprint(es.Generation)
-	if ref := credentialsOf(es); ref != "" {
+	if ref := envoysource.SecretName(es); ref != "" {
 		secret = &corev1.Secret{}
 		if err := r.client.Get(ctx, types.NamespacedName{Namespace: es.Namespace, Name: ref}, secret); err != nil {
 			if apierrors.IsNotFound(err) {
@@ -275,7 +258,7 @@ func (r *envoySourceReconciler) driverOf(ctx context.Context, es *v1alpha1.Envoy
 	if d != nil && d.built == built {
 		return d, nil
 	}
-	src, err := r.buildDriver(es, name, secret)
+	src, err := envoysource.Build(es, name, secret, r.env)
 	if err != nil {
 		return nil, err
 	}
@@ -283,113 +266,26 @@ func (r *envoySourceReconciler) driverOf(ctx context.Context, es *v1alpha1.Envoy
 	r.mu.Lock()
 	r.drivers[name] = d
 	r.mu.Unlock()
-	r.limits.budget.Release(name) // the files of the driver replaced are garbage
+	r.env.Budget.Release(name) // the files of the driver replaced are garbage
 	return d, nil
 }
 
 // checkEnvoySource checks es's spec as a reconcile builds its driver
 // from it, without reading its Secret or the network (admission).
 func (c *Controller) checkEnvoySource(es *v1alpha1.EnvoySource) error {
-	_, err := c.envoySources.buildDriver(es, sources.EnvoySourceRef(es.Namespace, es.Name).String()+"/admission", nil)
+	_, err := envoysource.Build(es, sources.EnvoySourceRef(es.Namespace, es.Name).String()+"/admission", nil, c.envoySources.env)
 	return err
-}
-
-// repositoryOf is the URL of the repository es's commits come from: its
-// Git URL, or what the last fetch said (a Flux object's spec.url).
-func repositoryOf(es *v1alpha1.EnvoySource, res *sources.Result) string {
-	switch {
-	case es.Spec.Git != nil:
-		return es.Spec.Git.URL
-	case res != nil && res.Origin.Kind == sources.KindGit:
-		return res.Origin.URL
-	}
-	return ""
-}
-
-func credentialsOf(es *v1alpha1.EnvoySource) string {
-	switch {
-	case es.Spec.Git != nil && es.Spec.Git.SecretRef != nil:
-		return es.Spec.Git.SecretRef.Name
-	case es.Spec.OCI != nil && es.Spec.OCI.SecretRef != nil:
-		return es.Spec.OCI.SecretRef.Name
-	}
-	return ""
-}
-
-// buildDriver constructs the driver of es; it touches neither the network
-// nor the clone. Credentials follow Flux's Secret keys.
-func (r *envoySourceReconciler) buildDriver(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret) (sources.Source, error) {
-	field := func(err error) error { return fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err) }
-	data := func(k string) string {
-		if secret == nil {
-			return ""
-		}
-		return string(secret.Data[k])
-	}
-	switch spec := es.Spec; {
-	case spec.Git != nil:
-		cfg := gitsource.Config{Name: name, URL: spec.Git.URL, Path: spec.Path, StateDir: r.stateDir, Timeout: r.limits.timeout, Budget: r.limits.budget}
-		cfg.Guard = r.guard
-		if ref := spec.Git.Ref; ref != nil {
-			cfg.Ref = gitsource.Ref{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, Name: ref.Name, Commit: ref.Commit}
-		}
-		cfg.Auth = gitsource.Auth{
-			Username: data("username"), Password: sources.Literal(data("password")),
-			BearerToken: sources.Literal(data("bearerToken")), SSHKey: sources.Literal(data("identity")),
-			KnownHosts: data("known_hosts"),
-		}
-		if data("identity") != "" {
-			cfg.Auth.Password, cfg.Auth.SSHKeyPassphrase = sources.Secret{}, sources.Literal(data("password"))
-		}
-		src, err := gitsource.New(cfg)
-		if err != nil {
-			return nil, field(fmt.Errorf("spec.git: %w", err))
-		}
-		return src, nil
-	case spec.OCI != nil:
-		cfg := ocisource.Config{Name: name, URL: spec.OCI.URL, Path: spec.Path, Timeout: r.limits.timeout, Budget: r.limits.budget}
-		cfg.Guard = r.guard
-		if ref := spec.OCI.Ref; ref != nil {
-			cfg.Ref = ocisource.Ref{Tag: ref.Tag, SemVer: ref.SemVer, Digest: ref.Digest}
-		}
-		if secret != nil {
-			cfg.DockerConfigJSON = secret.Data[corev1.DockerConfigJsonKey]
-			if cfg.DockerConfigJSON == nil {
-				return nil, field(fmt.Errorf("spec.oci.secretRef: Secret %s has no %s entry (a kubernetes.io/dockerconfigjson Secret)", secret.Name, corev1.DockerConfigJsonKey))
-			}
-		}
-		src, err := ocisource.New(cfg)
-		if err != nil {
-			return nil, field(fmt.Errorf("spec.oci: %w", err))
-		}
-		return src, nil
-	case spec.SourceRef != nil:
-		ns := cmp.Or(spec.SourceRef.Namespace, es.Namespace)
-		if ns != es.Namespace {
-			return nil, field(fmt.Errorf("spec.sourceRef.namespace %q: an EnvoySource reads Flux sources of its own namespace (%s) only", ns, es.Namespace))
-		}
-		src, err := flux.New(flux.Config{
-			Name: name, Reader: r.cache, Kind: spec.SourceRef.Kind,
-			Key: types.NamespacedName{Namespace: ns, Name: spec.SourceRef.Name}, Path: spec.Path, HTTP: r.fluxClient(),
-			Timeout: r.limits.timeout, Budget: r.limits.budget,
-		})
-		if err != nil {
-			return nil, field(fmt.Errorf("spec.sourceRef: %w", err))
-		}
-		return src, nil
-	}
-	return nil, field(errors.New("spec: set one of git, oci and sourceRef"))
 }
 
 // gone stops serving the nodes a deleted EnvoySource rendered, and
 // releases them, its claims too, to the sources that were refused them.
 func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
 	r.pipeline.Remove(ctx, name)
-	r.commitStatuses.drop(name)
+	r.commitStatuses.Drop(name)
 	r.mu.Lock()
 	delete(r.drivers, name)
 	r.mu.Unlock()
-	r.limits.budget.Release(name)
+	r.env.Budget.Release(name)
 }
 
 // refs are the EnvoySources whose drivers run.
@@ -400,30 +296,6 @@ func (r *envoySourceReconciler) refs() []sources.Ref {
 	for name := range r.drivers {
 		if ref, ok := sources.ParseRef(name); ok {
 			out = append(out, ref)
-		}
-	}
-	return out
-}
-
-// diagnosticsOf lists the first problems of a rejected render, each with
-// its file:line from the repository root (the render read dir).
-func diagnosticsOf(st pipeline.Status, dir string) []string {
-	var out []string
-	for _, d := range st.Diagnostics {
-		if len(out) == maxDiagnostics {
-			break
-		}
-		d.Pos = d.Pos.InDir(dir)
-		out = append(out, bounded(d.String(), maxDiagnosticText))
-	}
-	if extra := st.DiagnosticCount - len(out); extra > 0 && len(out) == maxDiagnostics {
-		out = append(out, fmt.Sprintf("and %d more", extra))
-	}
-	if !st.Invalid {
-		for _, p := range st.Problems() {
-			if len(out) < maxDiagnostics {
-				out = append(out, bounded(p, maxDiagnosticText))
-			}
 		}
 	}
 	return out
@@ -446,7 +318,7 @@ func withoutTransitions(cs []metav1.Condition) []metav1.Condition {
 // next interval.
 func (r *envoySourceReconciler) setup(mgr manager.Manager, raised *requests, skipNameValidation bool) error {
 	b := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.EnvoySource{}).Named("envoysource").
-		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: r.limits.workers}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: r.workers}).
 		WatchesRawSource(raised)
 	for _, kind := range []string{flux.KindGitRepository, flux.KindOCIRepository} {
 		gvk := flux.GroupVersion.WithKind(kind)

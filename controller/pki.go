@@ -11,6 +11,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pki/kubepki"
+	"github.com/legate-dev/legate/tenancy"
 	"github.com/legate-dev/legate/xds"
 )
 
@@ -50,7 +51,7 @@ func (c *Controller) startPKI(direct client.Client) ([]grpc.ServerOption, error)
 // refusal names nothing of the other namespace.
 func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) error {
 	if owner := c.ownerOf(nodeID); owner != "" {
-		return c.tenancy.mayReceive(namespace, nodeID, owner, c.sharedValue(ctx, owner))
+		return c.tenancy.MayReceive(namespace, nodeID, owner, c.sharedValue(ctx, owner))
 	}
 	reader := c.mgr.GetClient()
 	var ecs v1alpha1.EnvoyConfigList
@@ -59,7 +60,7 @@ func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) err
 	}
 	for _, ec := range ecs.Items {
 		if ec.Spec.NodeID == nodeID && ec.Namespace != namespace && !c.sharedWith(&ec, namespace) {
-			return errOtherNamespace(nodeID)
+			return tenancy.ErrOtherNamespace(nodeID)
 		}
 	}
 	var ess v1alpha1.EnvoySourceList
@@ -68,16 +69,16 @@ func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) err
 	}
 	for _, es := range ess.Items {
 		if es.Namespace != namespace && slices.Contains(es.Status.Nodes, nodeID) && !c.sharedWith(&es, namespace) {
-			return errOtherNamespace(nodeID)
+			return tenancy.ErrOtherNamespace(nodeID)
 		}
 	}
-	return c.tenancy.mayTake(namespace, nodeID)
+	return c.tenancy.MayTake(namespace, nodeID)
 }
 
 // sharedWith reports whether obj, of the controller's namespace, shares
 // its nodes with namespace.
 func (c *Controller) sharedWith(obj client.Object, namespace string) bool {
-	return obj.GetNamespace() == c.opts.Namespace && shares(obj.GetAnnotations()[SharedAnnotation], namespace)
+	return obj.GetNamespace() == c.opts.Namespace && tenancy.Shares(obj.GetAnnotations()[SharedAnnotation], namespace)
 }
 
 // nodeIndex indexes EnvoyConfigs by spec.nodeID and EnvoySources by the

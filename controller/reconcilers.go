@@ -21,6 +21,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
 )
@@ -69,7 +70,7 @@ func ownerOf(p *pipeline.Pipeline, e *revisions.Engine, node string) string {
 // announce records a Kubernetes event when the object's readiness changed
 // its verdict: published, rejected by validation, rolled back.
 func (s *shared) announce(obj runtime.Object, was, now *metav1.Condition) {
-	if kind, reason, note, ok := eventOf(was, now); ok {
+	if kind, reason, note, ok := readiness.EventOf(was, now); ok {
 		s.recorder.Eventf(obj, nil, kind, reason, "Reconcile", "%s", note)
 	}
 }
@@ -179,7 +180,7 @@ func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error
 // lookupReporter finds the commit-status reporter of a target the
 // dispatcher has statuses for (forge.DispatcherOptions.Lookup).
 func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
-	return c.envoySources.commitStatuses.lookup(target)
+	return c.envoySources.commitStatuses.Lookup(target)
 }
 
 // refKindName is the kind of r as Kubernetes spells it.

@@ -1,19 +1,12 @@
 package controller
 
 import (
-	"fmt"
-	"strings"
 	"testing"
-	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/render"
-	"github.com/legate-dev/legate/revisions"
 )
 
 // A configuration reads the Secrets of its own namespace only: a bare
@@ -35,26 +28,4 @@ func TestSecretsResolveInTheObjectsNamespace(t *testing.T) {
 	require.Len(t, diags, 1)
 	assert.Equal(t, "envoy/edge.yaml:7", diags[0].Pos.String())
 	assert.Contains(t, diags[0].Message, `ref "kube-system/signing-key" is outside what source "envoyconfig/team-a/edge" may use: a configuration reads the Secrets of its own namespace "team-a" only`)
-}
-
-// A source whose many nodes all fail still gets a status the API server
-// takes: every message is cut to a bound, on a rune boundary, and says so.
-func TestStatusTextsAreBounded(t *testing.T) {
-	var verdicts []nodeVerdict
-	for i := range 2000 {
-		node := revisions.NodeStatus{NodeID: fmt.Sprintf("node-%04d", i), State: revisions.StateRollback}
-		node.History = []revisions.RevisionStatus{{Hash: "h", Source: "envoysource/a/b", Taint: &revisions.Taint{Message: "rejected by 1 of 1 proxies; pod: élan " + strings.Repeat("x", 200)}}}
-		verdicts = append(verdicts, verdictOf(node, "envoysource/a/b"))
-	}
-	var conds []metav1.Condition
-	readinessOf(1, &pipeline.Status{}, "", nil, verdicts).set(&conds)
-	for _, c := range conds {
-		assert.LessOrEqual(t, len(c.Message), maxConditionMessage, c.Type)
-		assert.True(t, utf8.ValidString(c.Message), c.Type)
-	}
-	ready := meta.FindStatusCondition(conds, "Ready")
-	require.NotNil(t, ready)
-	assert.Equal(t, ReasonRollback, ready.Reason)
-	assert.True(t, strings.HasSuffix(ready.Message, "…(cut)"))
-	assert.Equal(t, "ab …(cut)", bounded("ab"+strings.Repeat("é", 10), 12), "cut before a rune, not through it")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -16,113 +15,25 @@ import (
 	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/tenancy"
 	"github.com/legate-dev/legate/xds"
 )
 
-// SharedAnnotation is the annotation by which an EnvoyConfig or
-// EnvoySource of the controller's own namespace lists the namespaces whose proxies may receive the nodes
-// it configures (comma-separated; "*": every namespace). Without it, the
-// platform's nodes are served to proxies of the controller's namespace
-// and to proxies whose certificates name no namespace only.
-const SharedAnnotation = "legate.dev/serve-namespaces"
+// SharedAnnotation is tenancy.SharedAnnotation, kept here with the other
+// tenancy names the command line and the tests use, so that the
+// Kubernetes home's API did not change when the rule moved.
+const SharedAnnotation = tenancy.SharedAnnotation
 
-// NodeIDPolicy decides which node IDs nobody owns yet a namespace may take
-// (configure, or get a proxy certificate for).
-type NodeIDPolicy string
+// NodeIDPolicy decides which node IDs nobody owns yet a namespace may take.
+type NodeIDPolicy = tenancy.NodeIDPolicy
 
 const (
-	// NodeIDsFirstCome: any node ID nobody owns; the first namespace
-	// whose object configures it owns it, and a certificate another
-	// namespace took before stops being served at the next push.
-	NodeIDsFirstCome NodeIDPolicy = "first-come"
-	// NodeIDsNamespacePrefix: a namespace takes only node IDs that begin
-	// with its name and a dot ("team-a.edge"); the controller's namespace
-	// takes any. Nobody can squat another team's future node ID.
-	NodeIDsNamespacePrefix NodeIDPolicy = "namespace-prefix"
+	NodeIDsFirstCome       = tenancy.NodeIDsFirstCome
+	NodeIDsNamespacePrefix = tenancy.NodeIDsNamespacePrefix
 )
 
 // ParseNodeIDPolicy checks a --node-id-policy value ("" is first-come).
-func ParseNodeIDPolicy(s string) (NodeIDPolicy, error) {
-	switch p := NodeIDPolicy(s); p {
-	case "":
-		return NodeIDsFirstCome, nil
-	case NodeIDsFirstCome, NodeIDsNamespacePrefix:
-		return p, nil
-	}
-	return "", fmt.Errorf("node ID policy %q: want %q or %q", s, NodeIDsFirstCome, NodeIDsNamespacePrefix)
-}
-
-// tenantOf is the tenant of a pipeline source: its namespace.
-func tenantOf(source string) string {
-	r, _ := sources.ParseRef(source)
-	return r.Namespace
-}
-
-// errOtherNamespace is what a tenant is told of a node another namespace
-// owns: that it is taken, and nothing about by whom.
-func errOtherNamespace(node string) error {
-	return fmt.Errorf("node ID %q belongs to another namespace: use a node ID of your own namespace", node)
-}
-
-// tenancy is the multi-tenant rule of the Kubernetes home: pure, fed with
-// what the controller knows of a node's owner.
-type tenancy struct {
-	// home is the controller's namespace, the platform's.
-	home   string
-	policy NodeIDPolicy
-}
-
-// shares reports whether the sharing annotation's value lets namespace
-// receive the node.
-func shares(value, namespace string) bool {
-	for _, v := range strings.Split(value, ",") {
-		if v = strings.TrimSpace(v); v == "*" || v == namespace {
-			return true
-		}
-	}
-	return false
-}
-
-// mayReceive decides whether a proxy of namespace may be served a node
-// owned by owner ("" for nobody), whose owning object carries the sharing
-// annotation value shared.
-func (t tenancy) mayReceive(namespace, node, owner, shared string) error {
-	if owner == "" {
-		return nil
-	}
-	r, ok := sources.ParseRef(owner)
-	switch {
-	case !ok:
-		return fmt.Errorf("node ID %q has an owner this controller does not know", node)
-	case r.Namespace == namespace:
-		return nil
-	case r.Namespace == t.home && shares(shared, namespace):
-		return nil
-	}
-	return errOtherNamespace(node)
-}
-
-// mayTake decides whether namespace may take a node ID nobody owns.
-func (t tenancy) mayTake(namespace, node string) error {
-	if t.policy != NodeIDsNamespacePrefix || namespace == t.home || strings.HasPrefix(node, namespace+".") {
-		return nil
-	}
-	return fmt.Errorf("node ID %q does not begin with %q: this cluster's policy (%s) gives each namespace the node IDs that begin with its name", node, namespace+".", NodeIDsNamespacePrefix)
-}
-
-// mayConfigure decides whether an object of source's namespace may
-// configure node, owned by owner ("" for nobody): another namespace's node
-// is refused, naming nothing of it.
-func (t tenancy) mayConfigure(source, node, owner string) error {
-	ns := tenantOf(source)
-	if owner == "" {
-		return t.mayTake(ns, node)
-	}
-	if tenantOf(owner) != ns {
-		return errOtherNamespace(node)
-	}
-	return nil
-}
+func ParseNodeIDPolicy(s string) (NodeIDPolicy, error) { return tenancy.ParseNodeIDPolicy(s) }
 
 // ownerOf is the source owning node (the free ownerOf).
 func (c *Controller) ownerOf(node string) string { return ownerOf(c.pipeline, c.engine, node) }
@@ -155,7 +66,7 @@ func (c *Controller) recheck(ctx context.Context, node, owner string) error {
 	if ns == "" {
 		return nil
 	}
-	return c.tenancy.mayReceive(ns, node, owner, c.sharedValue(ctx, owner))
+	return c.tenancy.MayReceive(ns, node, owner, c.sharedValue(ctx, owner))
 }
 
 // watchSharing makes every stream check its right again when an object of
@@ -218,12 +129,12 @@ func (c *Controller) sweepOwners(ctx context.Context) {
 // that it takes obey the node ID policy.
 func (c *Controller) scope(source string, r *render.Result) []render.Diagnostic {
 	diags := secretScope(source, r)
-	ns := tenantOf(source)
+	ns := tenancy.TenantOf(source)
 	for _, node := range slices.Sorted(maps.Keys(r.Nodes)) {
 		if c.pipeline.Owner(node) != "" {
 			continue // owned: the pipeline's claims decide
 		}
-		if err := c.tenancy.mayTake(ns, node); err != nil {
+		if err := c.tenancy.MayTake(ns, node); err != nil {
 			diags = append(diags, render.Diagnostic{Pos: render.Position{File: "(configuration)"}, Rule: render.RuleNode, Message: err.Error()})
 		}
 	}
@@ -241,7 +152,7 @@ func (c *Controller) mayConfigure(source, node string) error {
 	if node == "" {
 		return nil
 	}
-	return c.tenancy.mayConfigure(source, node, c.ownerOf(node))
+	return c.tenancy.MayConfigure(source, node, c.ownerOf(node))
 }
 
 // watches reports whether objects of namespace are reconciled (the cache

@@ -3,7 +3,8 @@
 // plus the Origin it came from) and whether its content changed. The
 // drivers are subpackages: git (go-git), oci (OCI artifacts), flux (the
 // artifact of a Flux GitRepository or OCIRepository) and kube (EnvoyConfig
-// objects, for the Kubernetes home); hooks turns forge push webhooks into
+// objects, for the Kubernetes home); envoysource builds the git, oci or
+// flux driver an EnvoySource asks for; hooks turns forge push webhooks into
 // immediate fetches. Sources never render, validate or publish what they
 // fetch, and import no later stage (test/imports enforces it).
 //

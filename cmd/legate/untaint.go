@@ -12,6 +12,7 @@ import (
 
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/revisions/kubestore"
 )
 
 func newUntaintCommand() *cobra.Command {
@@ -83,7 +84,7 @@ func untaintInCluster(cmd *cobra.Command, kubeconfig, namespace, node, prefix st
 	}
 	ctx, cancel := context.WithTimeout(cmd.Context(), time.Minute)
 	defer cancel()
-	hash, err := controller.RequestUntaint(ctx, c, namespace, node, prefix)
+	hash, err := kubestore.RequestUntaint(ctx, c, namespace, node, prefix)
 	if err != nil {
 		return err
 	}

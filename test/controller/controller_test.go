@@ -26,6 +26,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/test/envtest"
 )
@@ -175,7 +176,7 @@ func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
 		return got.Status.ObservedGeneration == got.Generation && meta.IsStatusConditionFalse(got.Status.Conditions, v1alpha1.ConditionReady)
 	}, 60*time.Second, 50*time.Millisecond, "the broken edit is reported")
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
-	assert.Equal(t, controller.ReasonValidationFailed, ready.Reason)
+	assert.Equal(t, readiness.ReasonValidationFailed, ready.Reason)
 	assert.Contains(t, ready.Message, "default/edge.yaml")
 	assert.Contains(t, ready.Message, "connect_timeout")
 	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled))
@@ -191,7 +192,7 @@ func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
 				reasons[ev.Reason] = ev.Type
 			}
 		}
-		return reasons[controller.EventPublished] == "Normal" && reasons[controller.EventRejected] == "Warning"
+		return reasons[readiness.EventPublished] == "Normal" && reasons[readiness.EventRejected] == "Warning"
 	}, 60*time.Second, 50*time.Millisecond, "events for the publication and the rejected edit")
 
 	// Deleting the EnvoyConfig stops serving its node: its revisions go.

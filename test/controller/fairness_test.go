@@ -23,6 +23,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/envtest"
 )
@@ -130,7 +131,7 @@ func TestHungSourcesDoNotDelayAnotherNamespace(t *testing.T) {
 	var ready *metav1.Condition
 	require.Eventually(t, func() bool {
 		ready = readyOf(getSource(t, c, client.ObjectKeyFromObject(bomb)))
-		return ready != nil && ready.Reason == controller.ReasonFetchFailed
+		return ready != nil && ready.Reason == readiness.ReasonFetchFailed
 	}, 30*time.Second, 50*time.Millisecond)
 	assert.Contains(t, ready.Message, "EnvoySource team-b/bomb: ")
 	assert.Contains(t, ready.Message, "exceed 32 MiB, the per-source limit (at envoy/big.yaml)")
@@ -150,7 +151,7 @@ func TestHungFetchEndsAtItsTimeout(t *testing.T) {
 	var ready *metav1.Condition
 	require.Eventually(t, func() bool {
 		ready = readyOf(getSource(t, c, client.ObjectKeyFromObject(es)))
-		return ready != nil && ready.Reason == controller.ReasonFetchFailed
+		return ready != nil && ready.Reason == readiness.ReasonFetchFailed
 	}, 30*time.Second, 50*time.Millisecond, "the fetch ends at 2 s, long before the Git driver's own 60 s")
 	assert.Contains(t, ready.Message, "EnvoySource team-a/hung: the fetch was stopped at the per-fetch timeout of 2s")
 	require.Eventually(t, func() bool { return hung.holding.Load() == 0 }, 30*time.Second, 50*time.Millisecond,
@@ -239,7 +240,7 @@ func TestPolicyConfigMapsOfOtherNamespacesAreNotCached(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "rules", Namespace: "legate-system", Labels: map[string]string{controller.PolicyLabel: "true"}},
 		Data:       map[string]string{"timeouts.cue": "cluster: connect_timeout: <=1\n"},
 	}))
-	require.Eventually(t, func() bool { r = ready(); return r != nil && r.Reason == controller.ReasonValidationFailed }, 60*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { r = ready(); return r != nil && r.Reason == readiness.ReasonValidationFailed }, 60*time.Second, 50*time.Millisecond,
 		"the controller's own policy binds: %+v", r)
 
 	var read int64

@@ -86,13 +86,13 @@ func TestGRPCClientFollowsAnEnvoyConfig(t *testing.T) {
 	// Untaint, as `legate untaint --kubeconfig` does it: the annotation
 	// is handled and taken away, the revision is offered again, grpc-go
 	// rejects it again, and the last good one is served again.
-	_, err := controller.RequestUntaint(ctx, c, "legate-system", "grpc-client", "ffffffffffff")
+	_, err := kubestore.RequestUntaint(ctx, c, "legate-system", "grpc-client", "ffffffffffff")
 	assert.ErrorContains(t, err, "node grpc-client has no revision ffffffffffff")
 	before := taintedAt(t, ctl, "grpc-client", *got.Status.DesiredVersion)
 	require.False(t, before.IsZero())
 	untaintCtx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	hash, err := controller.RequestUntaint(untaintCtx, c, "legate-system", "grpc-client", *got.Status.DesiredVersion)
+	hash, err := kubestore.RequestUntaint(untaintCtx, c, "legate-system", "grpc-client", *got.Status.DesiredVersion)
 	require.NoError(t, err)
 	assert.True(t, strings.HasPrefix(hash, *got.Status.DesiredVersion))
 	require.Eventually(t, func() bool {

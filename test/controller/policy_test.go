@@ -13,6 +13,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/pipeline/readiness"
 )
 
 // A policy ConfigMap of the controller's namespace binds every
@@ -43,7 +44,7 @@ func TestPolicyConfigMapsBindEveryEnvoyConfig(t *testing.T) {
 	}
 	require.NoError(t, c.Create(ctx, rules))
 	var r *metav1.Condition
-	require.Eventually(t, func() bool { r = ready(); return r != nil && r.Reason == controller.ReasonValidationFailed }, 60*time.Second, 50*time.Millisecond,
+	require.Eventually(t, func() bool { r = ready(); return r != nil && r.Reason == readiness.ReasonValidationFailed }, 60*time.Second, 50*time.Millisecond,
 		"the served configuration is judged by the new policy")
 	assert.Contains(t, r.Message, "breaks policy (configmap/legate-system/rules/timeouts.cue:1:27: <=1)")
 	assert.NotContains(t, r.Message, "configmap/default/", "a ConfigMap outside the controller's namespace imposes nothing")

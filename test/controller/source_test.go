@@ -26,8 +26,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
-	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/forge/kubeforge"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/gitea"
@@ -83,7 +84,7 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 	}))
 	require.NoError(t, c.Create(ctx, &corev1.Secret{
 		ObjectMeta: metav1.ObjectMeta{Name: "gitea-token", Namespace: "default"},
-		Data:       map[string][]byte{controller.TokenKey: []byte(srv.Token)},
+		Data:       map[string][]byte{kubeforge.TokenKey: []byte(srv.Token)},
 	}))
 	es := &v1alpha1.EnvoySource{
 		ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: "default"},
@@ -108,7 +109,7 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 	assert.Equal(t, "main@sha1:"+c1, got.Status.LastAppliedRevision)
 	assert.Equal(t, "main@sha1:"+c1, got.Status.LastAttemptedRevision)
 	assert.Equal(t, []string{"grpc-client"}, got.Status.Nodes)
-	assert.Equal(t, controller.ReasonSucceeded, readyOf(got).Reason)
+	assert.Equal(t, readiness.ReasonSucceeded, readyOf(got).Reason)
 	assert.NotContains(t, readyOf(got).Message+strings.Join(got.Status.Diagnostics, ""), srv.Token, "no credential in a status")
 
 	var revs v1alpha1.EnvoyConfigRevisionList
@@ -143,7 +144,7 @@ func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
 	ready := readyOf(got)
 	require.NotNil(t, ready)
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
-	assert.Equal(t, controller.ReasonValidationFailed, ready.Reason)
+	assert.Equal(t, readiness.ReasonValidationFailed, ready.Reason)
 	require.NotEmpty(t, got.Status.Diagnostics)
 	assert.Contains(t, got.Status.Diagnostics[0], "envoy/greeter.yaml:")
 	assert.Contains(t, got.Status.Diagnostics[0], "no_such_field")
@@ -288,7 +289,7 @@ func TestEnvoySourceServesAFluxArtifact(t *testing.T) {
 	var ready *metav1.Condition
 	require.Eventually(t, func() bool {
 		ready = readyOf(getSource(t, c, key))
-		return ready != nil && ready.Reason == controller.ReasonDigestMismatch
+		return ready != nil && ready.Reason == readiness.ReasonDigestMismatch
 	}, 60*time.Second, 50*time.Millisecond, "the tampered artifact is refused")
 	assert.Equal(t, metav1.ConditionFalse, ready.Status)
 	assert.Contains(t, ready.Message, claimed, "the digest the object claims")

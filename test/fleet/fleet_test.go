@@ -28,6 +28,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
@@ -257,7 +258,7 @@ func TestFleetRollbackReachesEveryStatus(t *testing.T) {
 	for _, ec := range list.Items {
 		ready := meta.FindStatusCondition(ec.Status.Conditions, v1alpha1.ConditionReady)
 		if assert.NotNil(t, ready, ec.Name) {
-			assert.Equal(t, controller.ReasonRollback, ready.Reason, ec.Name)
+			assert.Equal(t, readiness.ReasonRollback, ready.Reason, ec.Name)
 		}
 		assert.Contains(t, ec.Status.Rejection, "fleet proxy: refused", ec.Name)
 	}

@@ -1,4 +1,9 @@
-package controller
+// Package readiness translates where a source's nodes stand (the
+// pipeline's status of its last sync, the engine's status of each node)
+// into the Ready, Reconciling and Stalled conditions, the events and the
+// diagnostics of the Kubernetes object that configures them. It is pure:
+// the Kubernetes home reads the states and writes what it says.
+package readiness
 
 import (
 	"fmt"
@@ -37,55 +42,58 @@ const (
 	EventFailed     = "Failed"
 )
 
-// nodeVerdict is where one node a source renders stands: the revision the
+// Verdict is where one node a source renders stands: the revision the
 // source wants served (the newest from it) and what is served.
-type nodeVerdict struct {
-	node    revisions.NodeStatus
-	desired *revisions.RevisionStatus
+type Verdict struct {
+	Node revisions.NodeStatus
+	// Desired is the newest revision from the source, nil when the node
+	// holds none.
+	Desired *revisions.RevisionStatus
 }
 
-func verdictOf(node revisions.NodeStatus, source string) nodeVerdict {
-	v := nodeVerdict{node: node}
+// VerdictOf is where node stands for source.
+func VerdictOf(node revisions.NodeStatus, source string) Verdict {
+	v := Verdict{Node: node}
 	for i := range node.History {
 		if node.History[i].Source == source {
-			v.desired = &node.History[i]
+			v.Desired = &node.History[i]
 			break
 		}
 	}
 	return v
 }
 
-// inSync is MARIN3R's meaning: the desired revision is what is served.
-func (v nodeVerdict) inSync() bool {
-	return v.desired != nil && v.node.Published != nil && v.node.Published.Hash == v.desired.Hash
+// InSync is MARIN3R's meaning: the desired revision is what is served.
+func (v Verdict) InSync() bool {
+	return v.Desired != nil && v.Node.Published != nil && v.Node.Published.Hash == v.Desired.Hash
 }
 
-func (v nodeVerdict) rolledBack() bool {
-	return v.node.State == revisions.StateRollback || v.node.State == revisions.StateRollbackFailed
+func (v Verdict) rolledBack() bool {
+	return v.Node.State == revisions.StateRollback || v.Node.State == revisions.StateRollbackFailed
 }
 
-// rejection is the proxies' text on the desired revision, if they
+// Rejection is the proxies' text on the desired revision, if they
 // rejected it.
-func (v nodeVerdict) rejection() string {
-	if v.desired != nil && v.desired.Taint != nil {
-		return v.desired.Taint.Message
+func (v Verdict) Rejection() string {
+	if v.Desired != nil && v.Desired.Taint != nil {
+		return v.Desired.Taint.Message
 	}
 	return ""
 }
 
-// readiness is the Ready, Reconciling and Stalled conditions of an object
+// Conditions are the Ready, Reconciling and Stalled conditions of an object
 // whose source had status st (nil when the fetch failed with fetchErr) and
 // whose nodes stand as verdicts say.
-type readiness struct {
+type Conditions struct {
 	ready, reconciling, stalled metav1.Condition
 }
 
-// readinessOf decides an object's readiness at generation gen: a fetch
+// Of decides an object's readiness at generation gen: a fetch
 // that failed, a render rejected, a node conflict, an apply that failed,
 // a node rolled back, a node waiting, then every node served, in that
 // order of precedence. It is pure: both reconcilers write what it says.
-func readinessOf(gen int64, st *pipeline.Status, fetchReason string, fetchErr error, verdicts []nodeVerdict) readiness {
-	r := readiness{
+func Of(gen int64, st *pipeline.Status, fetchReason string, fetchErr error, verdicts []Verdict) Conditions {
+	r := Conditions{
 		ready:       metav1.Condition{Type: v1alpha1.ConditionReady, ObservedGeneration: gen},
 		reconciling: metav1.Condition{Type: v1alpha1.ConditionReconciling, Status: metav1.ConditionFalse, Reason: fluxmeta.SucceededReason, ObservedGeneration: gen},
 		stalled:     metav1.Condition{Type: v1alpha1.ConditionStalled, Status: metav1.ConditionFalse, Reason: fluxmeta.SucceededReason, ObservedGeneration: gen},
@@ -106,10 +114,10 @@ func readinessOf(gen int64, st *pipeline.Status, fetchReason string, fetchErr er
 	for _, v := range verdicts {
 		switch {
 		case v.rolledBack():
-			rolled = append(rolled, fmt.Sprintf("node %s: %s (%s)", v.node.NodeID, v.rejection(), v.node.State))
-		case v.node.Waiting != nil:
-			waiting = append(waiting, fmt.Sprintf("node %s: %s", v.node.NodeID, v.node.Waiting.Message))
-		case v.inSync():
+			rolled = append(rolled, fmt.Sprintf("node %s: %s (%s)", v.Node.NodeID, v.Rejection(), v.Node.State))
+		case v.Node.Waiting != nil:
+			waiting = append(waiting, fmt.Sprintf("node %s: %s", v.Node.NodeID, v.Node.Waiting.Message))
+		case v.InSync():
 			synced++
 		}
 	}
@@ -129,7 +137,7 @@ func readinessOf(gen int64, st *pipeline.Status, fetchReason string, fetchErr er
 	case len(rolled) > 0:
 		reason := ReasonRollback
 		for _, v := range verdicts {
-			if v.node.State == revisions.StateRollbackFailed {
+			if v.Node.State == revisions.StateRollbackFailed {
 				reason = ReasonRollbackFailed
 			}
 		}
@@ -145,7 +153,7 @@ func readinessOf(gen int64, st *pipeline.Status, fetchReason string, fetchErr er
 }
 
 // servedMessage says what is served, node by node (a few of them).
-func servedMessage(verdicts []nodeVerdict) string {
+func servedMessage(verdicts []Verdict) string {
 	if len(verdicts) == 0 {
 		return "the source renders no node"
 	}
@@ -156,33 +164,41 @@ func servedMessage(verdicts []nodeVerdict) string {
 			parts = append(parts, fmt.Sprintf("and %d more", len(verdicts)-most))
 			break
 		}
-		parts = append(parts, fmt.Sprintf("revision %s is served to node %s (%s)", revisions.Short(v.node.Published.Hash), v.node.NodeID, v.node.State))
+		parts = append(parts, fmt.Sprintf("revision %s is served to node %s (%s)", revisions.Short(v.Node.Published.Hash), v.Node.NodeID, v.Node.State))
 	}
 	return strings.Join(parts, "; ")
 }
 
-func (r readiness) set(conds *[]metav1.Condition) {
+// Set sets the three conditions in conds, each message bounded.
+func (r Conditions) Set(conds *[]metav1.Condition) {
 	for _, c := range []metav1.Condition{r.ready, r.reconciling, r.stalled} {
-		c.Message = bounded(c.Message, maxConditionMessage)
+		c.Message = Bounded(c.Message, MaxConditionMessage)
 		meta.SetStatusCondition(conds, c)
 	}
 }
 
-// maxConditionMessage keeps a condition's message well under the API
+// MaxConditionMessage keeps a condition's message well under the API
 // server's limit (32 768), so that a source with many failing nodes still
 // gets its status written.
-const maxConditionMessage = 4096
+const MaxConditionMessage = 4096
 
-// bounded cuts s to at most n bytes, on a rune boundary, saying it did.
-func bounded(s string, n int) string { return textbound.Cut(s, n, " …(cut)") }
+// Bounded cuts s to at most n bytes, on a rune boundary, saying it did.
+func Bounded(s string, n int) string { return textbound.Cut(s, n, " …(cut)") }
+
+// maxDiagnostics is how many diagnostics a status lists, and
+// maxDiagnosticText the longest each may be.
+const (
+	maxDiagnostics    = 10
+	maxDiagnosticText = 1024
+)
 
 // maxEventNote is the longest note an events.k8s.io Event takes.
 const maxEventNote = 1024
 
-// eventOf is the event a change of the Ready condition from was to now
+// EventOf is the event a change of the Ready condition from was to now
 // deserves; ok is false when it deserves none (nothing changed, or work
 // in progress).
-func eventOf(was, now *metav1.Condition) (kind, reason, note string, ok bool) {
+func EventOf(was, now *metav1.Condition) (kind, reason, note string, ok bool) {
 	if now == nil || (was != nil && was.Reason == now.Reason && was.Message == now.Message) {
 		return "", "", "", false
 	}
@@ -200,5 +216,29 @@ func eventOf(was, now *metav1.Condition) (kind, reason, note string, ok bool) {
 	default: // progress: the outcome gets its own event
 		return "", "", "", false
 	}
-	return kind, reason, bounded(now.Message, maxEventNote), true
+	return kind, reason, Bounded(now.Message, maxEventNote), true
+}
+
+// Diagnostics lists the first problems of a rejected render, each with
+// its file:line from the repository root (the render read dir).
+func Diagnostics(st pipeline.Status, dir string) []string {
+	var out []string
+	for _, d := range st.Diagnostics {
+		if len(out) == maxDiagnostics {
+			break
+		}
+		d.Pos = d.Pos.InDir(dir)
+		out = append(out, Bounded(d.String(), maxDiagnosticText))
+	}
+	if extra := st.DiagnosticCount - len(out); extra > 0 && len(out) == maxDiagnostics {
+		out = append(out, fmt.Sprintf("and %d more", extra))
+	}
+	if !st.Invalid {
+		for _, p := range st.Problems() {
+			if len(out) < maxDiagnostics {
+				out = append(out, Bounded(p, maxDiagnosticText))
+			}
+		}
+	}
+	return out
 }

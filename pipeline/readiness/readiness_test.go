@@ -1,14 +1,17 @@
-package controller
+package readiness
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	fluxmeta "github.com/fluxcd/pkg/apis/meta"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/legate-dev/legate/pipeline"
@@ -49,10 +52,10 @@ func waitingOn(id, msg string) revisions.NodeStatus {
 	return n
 }
 
-func verdicts(nodes ...revisions.NodeStatus) []nodeVerdict {
-	out := make([]nodeVerdict, 0, len(nodes))
+func verdicts(nodes ...revisions.NodeStatus) []Verdict {
+	out := make([]Verdict, 0, len(nodes))
 	for _, n := range nodes {
-		out = append(out, verdictOf(n, src))
+		out = append(out, VerdictOf(n, src))
 	}
 	return out
 }
@@ -87,15 +90,15 @@ func TestVerdictOf(t *testing.T) {
 		{name: "degraded is not rolled back", node: func() revisions.NodeStatus { n := served("edge", "h"); n.State = revisions.StateDegraded; return n }(), source: src, desired: "h", inSync: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			v := verdictOf(tc.node, tc.source)
+			v := VerdictOf(tc.node, tc.source)
 			if tc.desired == "" {
-				assert.Nil(t, v.desired)
-			} else if assert.NotNil(t, v.desired) {
-				assert.Equal(t, tc.desired, v.desired.Hash)
+				assert.Nil(t, v.Desired)
+			} else if assert.NotNil(t, v.Desired) {
+				assert.Equal(t, tc.desired, v.Desired.Hash)
 			}
-			assert.Equal(t, tc.inSync, v.inSync(), "inSync")
+			assert.Equal(t, tc.inSync, v.InSync(), "inSync")
 			assert.Equal(t, tc.rolled, v.rolledBack(), "rolledBack")
-			assert.Equal(t, tc.rejection, v.rejection(), "rejection")
+			assert.Equal(t, tc.rejection, v.Rejection(), "rejection")
 		})
 	}
 }
@@ -125,7 +128,7 @@ var (
 // The Ready, Reconciling and Stalled conditions of every outcome, and
 // which outcome wins when several hold: a fetch error, then validation,
 // conflicts, apply errors, rollbacks, waiting nodes, then readiness.
-func TestReadinessOf(t *testing.T) {
+func TestOf(t *testing.T) {
 	invalid := &pipeline.Status{Source: src, Invalid: true, DiagnosticCount: 1, Diagnostics: []render.Diagnostic{{Pos: render.Position{File: "edge.yaml", Line: 3}, Message: "unknown field"}}}
 	conflict := &pipeline.Status{Source: src, Conflicts: []pipeline.Conflict{{Node: "edge", Owner: "envoyconfig/team-a/edge", Contender: src}}}
 	applyErr := &pipeline.Status{Source: src, ApplyErrors: []pipeline.NodeError{{Node: "edge", Error: "store unavailable"}}}
@@ -208,7 +211,7 @@ func TestReadinessOf(t *testing.T) {
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := readinessOf(7, tc.st, tc.fetchReason, tc.fetchErr, verdicts(tc.nodes...))
+			r := Of(7, tc.st, tc.fetchReason, tc.fetchErr, verdicts(tc.nodes...))
 			tc.ready.check(t, "Ready", r.ready)
 			tc.reconciling.check(t, "Reconciling", r.reconciling)
 			tc.stalled.check(t, "Stalled", r.stalled)
@@ -260,7 +263,7 @@ func TestEventOf(t *testing.T) {
 		{name: "waiting", now: c(fluxmeta.DependencyNotReadyReason, "secret missing")},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			kind, reason, note, ok := eventOf(tc.was, tc.now)
+			kind, reason, note, ok := EventOf(tc.was, tc.now)
 			assert.Equal(t, tc.kind != "", ok)
 			assert.Equal(t, tc.kind, kind)
 			assert.Equal(t, tc.reason, reason)
@@ -271,7 +274,7 @@ func TestEventOf(t *testing.T) {
 			}
 		})
 	}
-	_, _, note, ok := eventOf(nil, c(ReasonRollback, strings.Repeat("x", 2*maxEventNote)))
+	_, _, note, ok := EventOf(nil, c(ReasonRollback, strings.Repeat("x", 2*maxEventNote)))
 	require.True(t, ok)
 	assert.Len(t, note, maxEventNote, "an event's note is bounded")
 	assert.True(t, strings.HasSuffix(note, "…(cut)"))
@@ -293,7 +296,43 @@ func TestBounded(t *testing.T) {
 		{name: "not UTF-8", s: strings.Repeat("\x80", 40), n: 20, want: more},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, tc.want, bounded(tc.s, tc.n))
+			assert.Equal(t, tc.want, Bounded(tc.s, tc.n))
 		})
 	}
+}
+
+// A source whose many nodes all fail still gets a status the API server
+// takes: every message is cut to a bound, on a rune boundary, and says so.
+func TestStatusTextsAreBounded(t *testing.T) {
+	var verdicts []Verdict
+	for i := range 2000 {
+		node := revisions.NodeStatus{NodeID: fmt.Sprintf("node-%04d", i), State: revisions.StateRollback}
+		node.History = []revisions.RevisionStatus{{Hash: "h", Source: "envoysource/a/b", Taint: &revisions.Taint{Message: "rejected by 1 of 1 proxies; pod: élan " + strings.Repeat("x", 200)}}}
+		verdicts = append(verdicts, VerdictOf(node, "envoysource/a/b"))
+	}
+	var conds []metav1.Condition
+	Of(1, &pipeline.Status{}, "", nil, verdicts).Set(&conds)
+	for _, c := range conds {
+		assert.LessOrEqual(t, len(c.Message), MaxConditionMessage, c.Type)
+		assert.True(t, utf8.ValidString(c.Message), c.Type)
+	}
+	ready := meta.FindStatusCondition(conds, "Ready")
+	require.NotNil(t, ready)
+	assert.Equal(t, ReasonRollback, ready.Reason)
+	assert.True(t, strings.HasSuffix(ready.Message, "…(cut)"))
+	assert.Equal(t, "ab …(cut)", Bounded("ab"+strings.Repeat("é", 10), 12), "cut before a rune, not through it")
+}
+
+// A rejected render lists its first diagnostics, each with its file from
+// the repository root, then how many more there are.
+func TestDiagnostics(t *testing.T) {
+	st := pipeline.Status{Invalid: true, DiagnosticCount: 12}
+	for i := range 12 {
+		st.Diagnostics = append(st.Diagnostics, render.Diagnostic{Pos: render.Position{File: fmt.Sprintf("n%02d.yaml", i), Line: 1}, Message: "bad"})
+	}
+	got := Diagnostics(st, "envoy")
+	require.Len(t, got, maxDiagnostics+1)
+	assert.Contains(t, got[0], "envoy/n00.yaml:1")
+	assert.Equal(t, "and 2 more", got[maxDiagnostics])
+	assert.Empty(t, Diagnostics(pipeline.Status{}, "envoy"), "a clean render lists nothing")
 }

@@ -1,4 +1,9 @@
-package controller
+// Package kubeforge keeps the commit-status reporters of the Kubernetes
+// home's EnvoySources (a commit status is what a forge shows on a commit;
+// not an object's status): each is built from its EnvoySource's
+// spec.commitStatus, with the token read from its Secret on every post,
+// and looked up by the forge.Dispatcher that posts.
+package kubeforge
 
 import (
 	"context"
@@ -29,11 +34,10 @@ type reporterOf struct {
 	url  string
 }
 
-// commitStatuses are the commit-status reporters of the EnvoySources (a
-// commit status is what a forge shows on a commit; not an object's
-// status), by pipeline source name: set up by the EnvoySource reconciler,
-// looked up by the dispatcher that posts. Safe for concurrent use.
-type commitStatuses struct {
+// Reporters are the commit-status reporters of the EnvoySources, by
+// pipeline source name: set up by the EnvoySource reconciler, looked up by
+// the dispatcher that posts. Safe for concurrent use.
+type Reporters struct {
 	client     client.Client // direct: the token Secret, read on every post
 	cache      client.Reader
 	feedback   *forge.Feedback
@@ -44,14 +48,24 @@ type commitStatuses struct {
 	specs     map[string]reporterOf
 }
 
-// configure sets up (or drops) the reporter of the EnvoySource name from
+// New returns no reporters yet. c reads the token Secrets (directly, on
+// every post), cache the EnvoySources; feedback is told which sources
+// post; httpClient gives the client of the posts (sources.ForgeClient).
+func New(c client.Client, cache client.Reader, feedback *forge.Feedback, httpClient func() *http.Client) *Reporters {
+	return &Reporters{
+		client: c, cache: cache, feedback: feedback, httpClient: httpClient,
+		reporters: map[string]forge.Reporter{}, specs: map[string]reporterOf{},
+	}
+}
+
+// Configure sets up (or drops) the reporter of the EnvoySource name from
 // its spec; repoURL is the repository the commits come from (spec.git.url,
 // or the Flux object's spec.url). A misconfiguration is returned, to be
 // shown; serving goes on regardless.
-func (cs *commitStatuses) configure(es *v1alpha1.EnvoySource, name, repoURL string) error {
+func (cs *Reporters) Configure(es *v1alpha1.EnvoySource, name, repoURL string) error {
 	spec := es.Spec.CommitStatus
 	if spec == nil {
-		cs.drop(name)
+		cs.Drop(name)
 		return nil
 	}
 	want := reporterOf{spec: *spec, url: repoURL}
@@ -87,14 +101,15 @@ func (cs *commitStatuses) configure(es *v1alpha1.EnvoySource, name, repoURL stri
 
 // misconfigured records a commitStatus that cannot post: nothing is
 // queued for it, and what an earlier run queued is dropped.
-func (cs *commitStatuses) misconfigured(name string, spec reporterOf) {
-	cs.drop(name)
+func (cs *Reporters) misconfigured(name string, spec reporterOf) {
+	cs.Drop(name)
 	cs.mu.Lock()
 	cs.specs[name] = spec
 	cs.mu.Unlock()
 }
 
-func (cs *commitStatuses) drop(name string) {
+// Drop stops the reporting of the EnvoySource name.
+func (cs *Reporters) Drop(name string) {
 	cs.feedback.SetTarget(name, false)
 	cs.mu.Lock()
 	delete(cs.reporters, name)
@@ -104,7 +119,7 @@ func (cs *commitStatuses) drop(name string) {
 
 // secretToken reads the forge token from a Secret on every post, so a
 // rotated token takes effect at once. Its errors never hold the token.
-func (cs *commitStatuses) secretToken(key types.NamespacedName) forge.TokenFunc {
+func (cs *Reporters) secretToken(key types.NamespacedName) forge.TokenFunc {
 	return func(ctx context.Context) (string, error) {
 		var s corev1.Secret
 		if err := cs.client.Get(ctx, key, &s); err != nil {
@@ -121,11 +136,11 @@ func (cs *commitStatuses) secretToken(key types.NamespacedName) forge.TokenFunc 
 	}
 }
 
-// lookup finds the reporter of a target the dispatcher has statuses for:
+// Lookup finds the reporter of a target the dispatcher has statuses for:
 // one configured by a reconcile, or none yet (right after a restart,
 // until the EnvoySource is reconciled), or none ever (the EnvoySource is
 // gone, or posts no statuses any more).
-func (cs *commitStatuses) lookup(target string) (forge.Reporter, error) {
+func (cs *Reporters) Lookup(target string) (forge.Reporter, error) {
 	cs.mu.Lock()
 	rep, ok := cs.reporters[target]
 	_, configured := cs.specs[target]
@@ -141,7 +156,7 @@ func (cs *commitStatuses) lookup(target string) (forge.Reporter, error) {
 		return nil, forge.ErrUnknownTarget
 	}
 	var es v1alpha1.EnvoySource
-	err := cs.cache.Get(context.Background(), refKey(ref), &es)
+	err := cs.cache.Get(context.Background(), types.NamespacedName{Namespace: ref.Namespace, Name: ref.Name}, &es)
 	switch {
 	case apierrors.IsNotFound(err):
 		return nil, fmt.Errorf("EnvoySource %s/%s is gone: %w", ref.Namespace, ref.Name, forge.ErrUnknownTarget)

@@ -1,4 +1,4 @@
-package controller
+package tenancy
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 // Who may receive a node: its owner's namespace; the platform's nodes
 // only where shared; nobody else, told nothing of the owner.
 func TestMayReceive(t *testing.T) {
-	rule := tenancy{home: "legate-system"}
+	rule := Rule{Home: "legate-system"}
 	for name, tc := range map[string]struct {
 		namespace, owner, shared string
 		ok                       bool
@@ -28,7 +28,7 @@ func TestMayReceive(t *testing.T) {
 		"an owner that is no source name":  {namespace: "team-b", owner: "git/main"},
 	} {
 		t.Run(name, func(t *testing.T) {
-			err := rule.mayReceive(tc.namespace, "pay-edge", tc.owner, tc.shared)
+			err := rule.MayReceive(tc.namespace, "pay-edge", tc.owner, tc.shared)
 			if tc.ok {
 				assert.NoError(t, err)
 				return
@@ -43,36 +43,36 @@ func TestMayReceive(t *testing.T) {
 
 // The node ID policy for nodes nobody owns yet.
 func TestMayTake(t *testing.T) {
-	free := tenancy{home: "legate-system", policy: NodeIDsFirstCome}
-	prefixed := tenancy{home: "legate-system", policy: NodeIDsNamespacePrefix}
-	assert.NoError(t, free.mayTake("team-b", "pay-edge"))
-	assert.NoError(t, prefixed.mayTake("team-b", "team-b.edge"))
-	assert.NoError(t, prefixed.mayTake("legate-system", "anything"))
-	assert.ErrorContains(t, prefixed.mayTake("team-b", "team-a.edge"), `does not begin with "team-b."`)
-	assert.Error(t, prefixed.mayTake("team-b", "team-bb.edge"), "a longer namespace's prefix is not the namespace's")
-	assert.Error(t, prefixed.mayTake("team-b", "team-b-edge"))
+	free := Rule{Home: "legate-system", Policy: NodeIDsFirstCome}
+	prefixed := Rule{Home: "legate-system", Policy: NodeIDsNamespacePrefix}
+	assert.NoError(t, free.MayTake("team-b", "pay-edge"))
+	assert.NoError(t, prefixed.MayTake("team-b", "team-b.edge"))
+	assert.NoError(t, prefixed.MayTake("legate-system", "anything"))
+	assert.ErrorContains(t, prefixed.MayTake("team-b", "team-a.edge"), `does not begin with "team-b."`)
+	assert.Error(t, prefixed.MayTake("team-b", "team-bb.edge"), "a longer namespace's prefix is not the namespace's")
+	assert.Error(t, prefixed.MayTake("team-b", "team-b-edge"))
 }
 
 // An object naming another namespace's node is refused at admission,
 // one naming its own namespace's (or a free one) is admitted.
 func TestMayConfigure(t *testing.T) {
-	rule := tenancy{home: "legate-system", policy: NodeIDsFirstCome}
-	assert.NoError(t, rule.mayConfigure("envoyconfig/team-a/pay", "pay-edge", ""))
-	assert.NoError(t, rule.mayConfigure("envoyconfig/team-a/pay", "pay-edge", "envoyconfig/team-a/pay"))
-	assert.NoError(t, rule.mayConfigure("envoyconfig/team-a/two", "pay-edge", "envoysource/team-a/repo"), "within a namespace the pipeline reports the conflict")
-	err := rule.mayConfigure("envoyconfig/team-b/squat", "pay-edge", "envoyconfig/team-a/pay")
+	rule := Rule{Home: "legate-system", Policy: NodeIDsFirstCome}
+	assert.NoError(t, rule.MayConfigure("envoyconfig/team-a/pay", "pay-edge", ""))
+	assert.NoError(t, rule.MayConfigure("envoyconfig/team-a/pay", "pay-edge", "envoyconfig/team-a/pay"))
+	assert.NoError(t, rule.MayConfigure("envoyconfig/team-a/two", "pay-edge", "envoysource/team-a/repo"), "within a namespace the pipeline reports the conflict")
+	err := rule.MayConfigure("envoyconfig/team-b/squat", "pay-edge", "envoyconfig/team-a/pay")
 	assert.ErrorContains(t, err, `node ID "pay-edge" belongs to another namespace`)
 	assert.NotContains(t, err.Error(), "team-a")
-	assert.Error(t, rule.mayConfigure("envoyconfig/legate-system/gw", "pay-edge", "envoyconfig/team-a/pay"), "the platform does not take a tenant's node either")
-	prefixed := tenancy{home: "legate-system", policy: NodeIDsNamespacePrefix}
-	assert.Error(t, prefixed.mayConfigure("envoyconfig/team-b/squat", "team-a.edge", ""))
+	assert.Error(t, rule.MayConfigure("envoyconfig/legate-system/gw", "pay-edge", "envoyconfig/team-a/pay"), "the platform does not take a tenant's node either")
+	prefixed := Rule{Home: "legate-system", Policy: NodeIDsNamespacePrefix}
+	assert.Error(t, prefixed.MayConfigure("envoyconfig/team-b/squat", "team-a.edge", ""))
 }
 
 func TestShares(t *testing.T) {
-	assert.True(t, shares("*", "x"))
-	assert.True(t, shares("a, x ,b", "x"))
-	assert.False(t, shares("", "x"))
-	assert.False(t, shares("xx,y", "x"))
+	assert.True(t, Shares("*", "x"))
+	assert.True(t, Shares("a, x ,b", "x"))
+	assert.False(t, Shares("", "x"))
+	assert.False(t, Shares("xx,y", "x"))
 }
 
 func TestParseNodeIDPolicy(t *testing.T) {
