@@ -96,19 +96,28 @@ func newGatedEngine(t *testing.T, st revisions.Store, pub revisions.Publisher) *
 	return e
 }
 
+// applyHeldInStore starts an Apply of the gated node "a" and returns once
+// its commit has reached the store (where it stays until st.open closes);
+// the Apply's result arrives on the channel.
+func applyHeldInStore(t *testing.T, e *revisions.Engine, st *gatedStore) <-chan error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- e.Apply(context.Background(), "a", configOf("a", "la", "ca"), gitOrigin("sha-a")) }()
+	select {
+	case <-st.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("node a's commit never reached the store")
+	}
+	return done
+}
+
 func TestSlowStoreWriteOfOneNodeDelaysNoOtherNode(t *testing.T) {
 	st := newGatedStore(t, "a")
 	pub := &recordingPublisher{}
 	e := newGatedEngine(t, st, pub)
 	ctx := context.Background()
 
-	aDone := make(chan error, 1)
-	go func() { aDone <- e.Apply(ctx, "a", configOf("a", "la", "ca"), gitOrigin("sha-a")) }()
-	select {
-	case <-st.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("node a's commit never reached the store")
-	}
+	aDone := applyHeldInStore(t, e, st)
 
 	bDone := make(chan error, 1)
 	go func() { bDone <- e.Apply(ctx, "b", configOf("b", "lb", "cb"), gitOrigin("sha-b")) }()
@@ -162,15 +171,8 @@ func TestAnswersArrivingDuringASlowStoreWriteAreApplied(t *testing.T) {
 	st := newGatedStore(t, "a")
 	pub := &recordingPublisher{}
 	e := newGatedEngine(t, st, pub)
-	ctx := context.Background()
 
-	aDone := make(chan error, 1)
-	go func() { aDone <- e.Apply(ctx, "a", configOf("a", "la", "ca"), gitOrigin("sha-a")) }()
-	select {
-	case <-st.entered:
-	case <-time.After(10 * time.Second):
-		t.Fatal("node a's commit never reached the store")
-	}
+	aDone := applyHeldInStore(t, e, st)
 	p, ok := pub.lastOf("a")
 	require.True(t, ok)
 	for _, ev := range []revisions.ProxyEvent{connect("p1"), ack("p1", p)} {
