@@ -82,6 +82,13 @@ type Sidecar struct {
 	// Mode is ModeNative or ModeClassic, empty when the annotations name
 	// none (the injector's default applies).
 	Mode string
+	// NoDrainHook leaves out the preStop drain (MARIN3R's
+	// shutdown-manager.enabled: "false"): Envoy stops at SIGTERM.
+	NoDrainHook bool
+	// WaitForDrain are the pod's containers kept running for the drain
+	// time when the pod stops (MARIN3R's
+	// shutdown-manager.extra-lifecycle-hooks).
+	WaitForDrain []string
 }
 
 // SecretName is the Secret the sidecar mounts its client certificate from:
@@ -140,6 +147,14 @@ var annotations = map[string]annotation{
 		}
 		return nil
 	}},
+	// MARIN3R's settings of components legate does not run
+	// (annotations_marin3r.go).
+	"shutdown-manager.enabled":               {shutdownManagerEnabled},
+	"shutdown-manager.port":                  {unusedPort},
+	"shutdown-manager.image":                 {unusedImage},
+	"shutdown-manager.extra-lifecycle-hooks": {extraLifecycleHooks},
+	"init-manager.image":                     {unusedImage},
+	"discovery-service.name":                 {discoveryServiceName},
 	// legate.dev/inject is a label; as an annotation it is tolerated.
 	"inject": {func(*Sidecar, string, string) error { return nil }},
 	// legate.dev/injected is the mark of an injected pod (Inject).
@@ -170,6 +185,9 @@ func Parse(ann map[string]string) (Sidecar, error) {
 		if !known {
 			if key == "ads-configmap" {
 				return Sidecar{}, fmt.Errorf("annotation %s: legate generates each sidecar's bootstrap; remove it", name)
+			}
+			if near := closest(key); near != "" {
+				return Sidecar{}, fmt.Errorf("unknown annotation %s: did you mean %s%s?", name, name[:len(name)-len(key)], near)
 			}
 			return Sidecar{}, fmt.Errorf("unknown annotation %s: want one of %s under %s or %s", name, strings.Join(slices.Sorted(maps.Keys(annotations)), ", "), legatePrefix, marin3rPrefix)
 		}
@@ -210,6 +228,43 @@ func Parse(ann map[string]string) (Sidecar, error) {
 		return Sidecar{}, err
 	}
 	return s, nil
+}
+
+// closest is the known setting within a typo of key (at most two edits,
+// and fewer than half its length), "" when none is.
+func closest(key string) string {
+	if len(key) > validation.LabelValueMaxLength {
+		return "" // longer than the API server accepts: no guess
+	}
+	best, bestDist := "", 3
+	for _, known := range slices.Sorted(maps.Keys(annotations)) {
+		if d := editDistance(key, known); d < bestDist && 2*d < len(key) {
+			best, bestDist = known, d
+		}
+	}
+	return best
+}
+
+// editDistance is Levenshtein's distance between a and b. Keys are bounded
+// by closest to the API server's 63 characters, so the table is small.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
 }
 
 // settingName is the annotation that set key, or legate's name of it

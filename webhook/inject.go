@@ -152,7 +152,16 @@ func (in Injector) Inject(pod *corev1.Pod) (Sidecar, bool, error) {
 		out.Spec.Containers = append(out.Spec.Containers, c)
 	}
 	out.Spec.Volumes = append(out.Spec.Volumes, tlsVolume(s))
-	if grace := drainGrace(s); grace > 0 && (out.Spec.TerminationGracePeriodSeconds == nil || *out.Spec.TerminationGracePeriodSeconds < grace) {
+	if err := addDrainWaits(out, s, annotationName(pod.Annotations, "shutdown-manager.extra-lifecycle-hooks")); err != nil {
+		return Sidecar{}, false, err
+	}
+	grace := drainGrace(s)
+	if grace > 0 && s.Mode == ModeNative && len(s.WaitForDrain) > 0 {
+		// A native sidecar stops after the app containers: their wait
+		// and then Envoy's drain run one after the other.
+		grace += int64(s.DrainTime.Seconds())
+	}
+	if grace > 0 && (out.Spec.TerminationGracePeriodSeconds == nil || *out.Spec.TerminationGracePeriodSeconds < grace) {
 		out.Spec.TerminationGracePeriodSeconds = &grace
 	}
 	if out.Annotations == nil {
@@ -253,10 +262,19 @@ func tlsVolume(s Sidecar) corev1.Volume {
 // drainGrace is the grace period a pod needs for the sidecar to drain,
 // 0 when it does not drain.
 func drainGrace(s Sidecar) int64 {
-	if s.DrainTime == 0 {
+	if s.DrainTime == 0 || s.NoDrainHook {
 		return 0
 	}
 	return int64(s.DrainTime.Seconds()) + drainMargin
+}
+
+// annotationName is the annotation of the pod that set key: legate's when
+// both prefixes carry it (Parse made sure they agree).
+func annotationName(ann map[string]string, key string) string {
+	if _, ok := ann[legatePrefix+key]; ok {
+		return legatePrefix + key
+	}
+	return marin3rPrefix + key
 }
 
 // mergeResources takes the pod's requests and limits per resource and the

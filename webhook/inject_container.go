@@ -74,7 +74,7 @@ func (in Injector) container(s Sidecar) (corev1.Container, error) {
 			SeccompProfile:           &corev1.SeccompProfile{Type: corev1.SeccompProfileTypeRuntimeDefault},
 		},
 	}
-	if s.DrainTime > 0 {
+	if s.DrainTime > 0 && !s.NoDrainHook {
 		c.Lifecycle = &corev1.Lifecycle{PreStop: &corev1.LifecycleHandler{Exec: &corev1.ExecAction{Command: []string{
 			"bash", "-c", drainScript, "drain",
 			adminDialAddress(s), strconv.Itoa(int(s.AdminPort)), strconv.Itoa(int(s.DrainTime.Seconds())),
