@@ -117,10 +117,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 		},
 	}
 	fl := cmd.Flags()
-	defaultNS := os.Getenv("POD_NAMESPACE")
-	if defaultNS == "" {
-		defaultNS = "legate-system"
-	}
+	defaultNS := defaultControllerNamespace()
 	fl.StringVar(&nodeIDPolicy, "node-id-policy", string(controller.NodeIDsFirstCome), "which node IDs nobody owns yet a namespace may take: first-come (the first namespace to configure one owns it) or namespace-prefix (only IDs that begin with the namespace and a dot, such as team-a.edge)")
 	fl.StringVar(&watchNamespace, "namespace", os.Getenv("LEGATE_WATCH_NAMESPACE"), "reconcile the EnvoyConfigs and EnvoySources of this namespace only (default: $LEGATE_WATCH_NAMESPACE, else every namespace)")
 	fl.StringVar(&namespace, "controller-namespace", defaultNS, "namespace of the revisions, node records, commit-status outbox and policy ConfigMaps (default: $POD_NAMESPACE, else legate-system)")

@@ -7,13 +7,12 @@ import (
 	"os"
 
 	"github.com/spf13/cobra"
-
-	"github.com/legate-dev/legate/webhook"
+	"github.com/spf13/pflag"
 )
 
 func newInjectCommand() *cobra.Command {
-	var in webhook.Injector
-	var file string
+	var flags sidecarFlags
+	var file, namespace string
 	cmd := &cobra.Command{
 		Use:   "inject -f FILE",
 		Short: "Print Kubernetes manifests with the Envoy sidecar injected, offline",
@@ -30,12 +29,18 @@ legate-proxy-<node ID>-<hash>, unless the client-certificate annotation names
 one). The printed pods carry the label legate.dev/proxy, so a legate
 controller running its own PKI (--pki-ca-secret) issues that Secret once a
 pod is stored, as it does for pods its webhook injected; without it, create
-the Secret yourself.`,
+the Secret yourself.
+
+The flags are legate controller's, with its defaults: given the same flags
+the sidecar printed is the one the webhook stores. The short forms --image,
+--xds-address, --xds-server-name, --mode and --allow-admin-beyond-loopback
+are kept.`,
 		Example: `  legate inject -f deployment.yaml | kubectl apply -f -
-  kubectl get deploy shop -o yaml | legate inject -f - --mode classic`,
+  kubectl get deploy shop -o yaml | legate inject -f - --sidecar-mode classic`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if err := in.Check(); err != nil {
+			in, err := flags.injector(namespace)
+			if err != nil {
 				return err
 			}
 			r := cmd.InOrStdin()
@@ -51,17 +56,27 @@ the Secret yourself.`,
 			if err := in.InjectManifests(r, &out); err != nil {
 				return fmt.Errorf("%s: %w", name, err)
 			}
-			_, err := io.Copy(cmd.OutOrStdout(), &out)
+			_, err = io.Copy(cmd.OutOrStdout(), &out)
 			return err
 		},
 	}
 	fl := cmd.Flags()
 	fl.StringVarP(&file, "filename", "f", "", `manifests to read ("-": standard input)`)
-	fl.StringVar(&in.Image, "image", webhook.DefaultImage, "Envoy image, unless a pod's envoy-image annotation names one")
-	fl.StringVar(&in.XDSAddress, "xds-address", webhook.DefaultXDSAddress, "legate's xDS Service, host:port")
-	fl.StringVar(&in.XDSServerName, "xds-server-name", "", "name legate's server certificate must carry (default: the host of --xds-address)")
-	fl.BoolVar(&in.AllowAdminBeyondLoopback, "allow-admin-beyond-loopback", false, "accept an admin.bind-address annotation that is not a loopback address (Envoy's admin interface reachable by other pods)")
-	fl.StringVar(&in.Mode, "mode", webhook.ModeNative, `sidecar mode unless a pod's sidecar-mode annotation says: "native" (an init container with restartPolicy Always, Kubernetes 1.29+) or "classic" (one more container)`)
+	flags.register(fl)
+	fl.StringVar(&namespace, "controller-namespace", defaultControllerNamespace(), "namespace legate controller runs in: the default xDS address is legate-xds.<it>.svc:18000")
+	fl.SetNormalizeFunc(injectFlagAliases)
 	_ = cmd.MarkFlagRequired("filename")
 	return cmd
+}
+
+// injectFlagAliases keeps the flag names legate inject had before it took
+// legate controller's.
+func injectFlagAliases(_ *pflag.FlagSet, name string) pflag.NormalizedName {
+	switch name {
+	case "image", "xds-address", "xds-server-name", "mode", "requests", "limits":
+		name = "sidecar-" + name
+	case "allow-admin-beyond-loopback":
+		name = "sidecar-allow-admin-beyond-loopback"
+	}
+	return pflag.NormalizedName(name)
 }
