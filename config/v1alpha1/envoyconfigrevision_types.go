@@ -110,12 +110,30 @@ type EnvoyConfigRevisionStatus struct {
 	// Taint says who rejected it and why, in the proxies' own words.
 	// +optional
 	Taint *RevisionTaint `json:"taint,omitempty"`
-	// Conditions are Published and Tainted.
+	// Conditions are Published (it is the revision served) and Tainted
+	// (proxies rejected it), and MARIN3R's RevisionPublished and
+	// RevisionTainted with the same status, so that scripts waiting for
+	// MARIN3R's conditions keep working. Their lastTransitionTime changes
+	// only when their status does.
 	// +listType=map
 	// +listMapKey=type
 	// +optional
 	Conditions []metav1.Condition `json:"conditions,omitempty"`
 }
+
+// Condition types of an EnvoyConfigRevision.
+const (
+	// ConditionPublished is True while the revision is the one served to
+	// its node's proxies.
+	ConditionPublished = "Published"
+	// ConditionTainted is True while proxies' rejection keeps the
+	// revision from being published again.
+	ConditionTainted = "Tainted"
+	// MARIN3RRevisionPublished is MARIN3R's name of ConditionPublished.
+	MARIN3RRevisionPublished = "RevisionPublished"
+	// MARIN3RRevisionTainted is MARIN3R's name of ConditionTainted.
+	MARIN3RRevisionTainted = "RevisionTainted"
+)
 
 // RevisionOrigin is where a revision's content came from last.
 type RevisionOrigin struct {

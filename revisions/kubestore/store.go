@@ -244,6 +244,7 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		// A new object has no status yet; Create returned its
 		// resourceVersion, so the status is written without a read.
 		obj.Status = statusOf(revisions.StateOf(r))
+		setConditions(&obj.Status, nil, node, obj.Generation, metav1.Now())
 		if err := s.Client.Status().Update(ctx, obj); err != nil {
 			return fmt.Errorf("write the state of revision %s of node %q: %w", r.Hash, node, err)
 		}
@@ -308,9 +309,10 @@ func (s Store) writeState(ctx context.Context, node string, st revisions.Revisio
 	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, st.Hash)}, &obj); err != nil {
 		return fmt.Errorf("state of revision %s of node %q: %w", st.Hash, node, err)
 	}
-	published := obj.Status.Published
+	published, conditions := obj.Status.Published, obj.Status.Conditions
 	obj.Status = statusOf(st)
 	obj.Status.Published = published
+	setConditions(&obj.Status, conditions, node, obj.Generation, metav1.Now())
 	if err := s.Client.Status().Update(ctx, &obj); err != nil {
 		return fmt.Errorf("write the state of revision %s of node %q: %w", st.Hash, node, err)
 	}
@@ -332,6 +334,7 @@ func (s Store) markPublished(ctx context.Context, node, hash string, published b
 	}
 	if obj.Status.Published != published {
 		obj.Status.Published = published
+		setConditions(&obj.Status, obj.Status.Conditions, node, obj.Generation, metav1.Now())
 		_ = s.Client.Status().Update(ctx, obj)
 	}
 }

@@ -19,6 +19,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -135,6 +137,10 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 		data, err := kubestore.Store{Client: c, Namespace: "default"}.Load(ctx)
 		return err == nil && len(data) == 1 && data[0].Record.Published == good.Hash
 	}, 30*time.Second, 10*time.Millisecond)
+	// The published flags follow the record: kubectl wait for them, under
+	// MARIN3R's names, before stopping the writer.
+	waitCondition(t, c, kubestore.RevisionName(node, good.Hash), v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
+	waitCondition(t, c, kubestore.RevisionName(node, bad.Hash), v1alpha1.MARIN3RRevisionTainted, metav1.ConditionTrue, "ResourcesFailing")
 	cancel()
 	<-done
 
@@ -179,6 +185,50 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 	// is a conflict, not an overwrite.
 	err = e.Apply(ctx, node, config("third"), origin("sha3"))
 	require.ErrorIs(t, err, revisions.ErrConflict)
+
+	// The conditions, as kubectl wait --for=condition=… sees them, under
+	// legate's names and MARIN3R's.
+	goodName, badName := kubestore.RevisionName(node, good.Hash), kubestore.RevisionName(node, bad.Hash)
+	waitCondition(t, c, badName, v1alpha1.MARIN3RRevisionTainted, metav1.ConditionTrue, "ResourcesFailing")
+	waitCondition(t, c, badName, v1alpha1.ConditionTainted, metav1.ConditionTrue, kubestore.ReasonRejected)
+	waitCondition(t, c, badName, v1alpha1.ConditionPublished, metav1.ConditionFalse, kubestore.ReasonTainted)
+	waitCondition(t, c, goodName, v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
+	waitCondition(t, c, goodName, v1alpha1.ConditionTainted, metav1.ConditionFalse, kubestore.ReasonNotTainted)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: badName}, &badObj))
+	taintedAt := meta.FindStatusCondition(badObj.Status.Conditions, v1alpha1.ConditionTainted).LastTransitionTime
+	assert.Contains(t, meta.FindStatusCondition(badObj.Status.Conditions, v1alpha1.ConditionTainted).Message, "cluster c: bad")
+	assert.Equal(t, badObj.Generation, meta.FindStatusCondition(badObj.Status.Conditions, v1alpha1.ConditionTainted).ObservedGeneration)
+
+	// Clearing the taint publishes the newer revision again.
+	require.NoError(t, e2.ClearTaint(ctx, node, bad.Hash))
+	waitCondition(t, c, badName, v1alpha1.MARIN3RRevisionTainted, metav1.ConditionFalse, kubestore.ReasonUntainted)
+	waitCondition(t, c, badName, v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
+	waitCondition(t, c, goodName, v1alpha1.ConditionPublished, metav1.ConditionFalse, kubestore.ReasonSuperseded)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: badName}, &badObj))
+	assert.False(t, meta.FindStatusCondition(badObj.Status.Conditions, v1alpha1.ConditionTainted).LastTransitionTime.Before(&taintedAt), "the transition back is later")
+}
+
+// waitCondition is kubectl wait --for=condition=typ on an
+// EnvoyConfigRevision: it polls until the condition has status and reason,
+// with a deadline.
+func waitCondition(t *testing.T, c client.Client, name, typ string, status metav1.ConditionStatus, reason string) {
+	t.Helper()
+	var last *metav1.Condition
+	ok := assert.Eventually(t, func() bool {
+		var obj v1alpha1.EnvoyConfigRevision
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &obj); err != nil {
+			return false
+		}
+		cond := meta.FindStatusCondition(obj.Status.Conditions, typ)
+		if cond == nil {
+			return false
+		}
+		last = cond
+		return cond.Status == status && cond.Reason == reason
+	}, 30*time.Second, 20*time.Millisecond)
+	if !ok {
+		require.FailNow(t, "condition not reached", "%s=%s (%s) of %s; last seen %+v", typ, status, reason, name, last)
+	}
 }
 
 // A configuration larger than an object may hold is refused before it is
