@@ -36,8 +36,10 @@ func setConditions(st *v1alpha1.EnvoyConfigRevisionStatus, previous []metav1.Con
 	conds := make([]metav1.Condition, len(previous))
 	copy(conds, previous)
 
-	published := metav1.Condition{Type: v1alpha1.ConditionPublished, Status: metav1.ConditionTrue, Reason: ReasonPublished,
-		Message: fmt.Sprintf("served to the proxies of node %q", node)}
+	published := metav1.Condition{
+		Type: v1alpha1.ConditionPublished, Status: metav1.ConditionTrue, Reason: ReasonPublished,
+		Message: fmt.Sprintf("served to the proxies of node %q", node),
+	}
 	switch {
 	case st.Published:
 	case st.Tainted:
