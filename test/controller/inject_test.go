@@ -104,8 +104,10 @@ func TestDeploymentPodIsInjected(t *testing.T) {
 	assert.Len(t, stored.Spec.Containers, len(pod.Spec.Containers))
 }
 
-// Pods migrating from MARIN3R keep their label and annotations: the
-// sidecar is injected with MARIN3R's container name, ports and node ID.
+// Pods migrating from MARIN3R keep their label and annotations, every
+// one MARIN3R's injector reads: the real API server stores the pod, with
+// MARIN3R's container name, ports and node ID, and the container
+// shutdown-manager.extra-lifecycle-hooks names waiting for the drain.
 func TestMARIN3RPodIsInjected(t *testing.T) {
 	c, _, _ := admitted(t, nil)
 	ctx := context.Background()
@@ -114,11 +116,31 @@ func TestMARIN3RPodIsInjected(t *testing.T) {
 			GenerateName: "kuard-", Namespace: "default",
 			Labels: map[string]string{"marin3r.3scale.net/status": "enabled", "app": "kuard"},
 			Annotations: map[string]string{
-				"marin3r.3scale.net/node-id":                     "kuard",
-				"marin3r.3scale.net/ports":                       "envoy-https:8443",
-				"marin3r.3scale.net/envoy-api-version":           "v3",
-				"marin3r.3scale.net/resources.limits.cpu":        "500m",
-				"marin3r.3scale.net/shutdown-manager.drain-time": "30",
+				"marin3r.3scale.net/node-id":                                "kuard",
+				"marin3r.3scale.net/cluster-id":                             "kuard",
+				"marin3r.3scale.net/container-name":                         "envoy-sidecar",
+				"marin3r.3scale.net/ports":                                  "envoy-https:8443",
+				"marin3r.3scale.net/host-port-mappings":                     "envoy-https:18443",
+				"marin3r.3scale.net/envoy-image":                            "envoyproxy/envoy:v1.36.2",
+				"marin3r.3scale.net/config-volume":                          "envoy-sidecar-bootstrap",
+				"marin3r.3scale.net/tls-volume":                             "envoy-sidecar-tls",
+				"marin3r.3scale.net/envoy-extra-args":                       "--component-log-level config:debug",
+				"marin3r.3scale.net/envoy-api-version":                      "v3",
+				"marin3r.3scale.net/discovery-service.name":                 "instance",
+				"marin3r.3scale.net/admin.port":                             "9901",
+				"marin3r.3scale.net/admin.bind-address":                     "127.0.0.1",
+				"marin3r.3scale.net/admin.access-log-path":                  "/dev/null",
+				"marin3r.3scale.net/resources.requests.cpu":                 "50m",
+				"marin3r.3scale.net/resources.requests.memory":              "32Mi",
+				"marin3r.3scale.net/resources.limits.cpu":                   "500m",
+				"marin3r.3scale.net/resources.limits.memory":                "128Mi",
+				"marin3r.3scale.net/shutdown-manager.enabled":               "true",
+				"marin3r.3scale.net/shutdown-manager.port":                  "8090",
+				"marin3r.3scale.net/shutdown-manager.image":                 "quay.io/3scale/marin3r:test",
+				"marin3r.3scale.net/shutdown-manager.extra-lifecycle-hooks": "kuard",
+				"marin3r.3scale.net/shutdown-manager.drain-time":            "30",
+				"marin3r.3scale.net/shutdown-manager.drain-strategy":        "gradual",
+				"marin3r.3scale.net/init-manager.image":                     "quay.io/3scale/marin3r:test",
 			},
 		},
 		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "kuard", Image: "gcr.io/kuar-demo/kuard-amd64:blue"}}},
@@ -133,6 +155,13 @@ func TestMARIN3RPodIsInjected(t *testing.T) {
 	assert.Equal(t, int32(8443), sidecar.Ports[0].ContainerPort)
 	assert.Equal(t, "500m", sidecar.Resources.Limits.Cpu().String())
 	assert.Contains(t, strings.Join(sidecar.Args, " "), `"id":"kuard"`, "node.id from marin3r.3scale.net/node-id")
+	require.NotNil(t, sidecar.Lifecycle, "the drain hook: shutdown-manager.enabled")
+	app, _ := sidecarOf(&stored, "kuard")
+	require.NotNil(t, app.Lifecycle)
+	require.NotNil(t, app.Lifecycle.PreStop.Sleep, "kuard waits for the drain")
+	assert.Equal(t, int64(30), app.Lifecycle.PreStop.Sleep.Seconds)
+	require.NotNil(t, stored.Spec.TerminationGracePeriodSeconds)
+	assert.GreaterOrEqual(t, *stored.Spec.TerminationGracePeriodSeconds, int64(60))
 }
 
 // A Pod with a malformed annotation is refused at creation with a message
