@@ -179,3 +179,16 @@ func TestInjectWithoutShutdownManager(t *testing.T) {
 	assert.Nil(t, pod.Spec.Containers[0].Lifecycle, "nothing to wait for")
 	assert.Nil(t, pod.Spec.TerminationGracePeriodSeconds, "the pod's own grace period")
 }
+
+// BenchmarkInjectMARIN3RPod injects the pod with every MARIN3R annotation:
+// go test ./webhook -run x -bench InjectMARIN3RPod.
+func BenchmarkInjectMARIN3RPod(b *testing.B) {
+	in := testInjector()
+	src := kuardPod("")
+	for b.Loop() {
+		pod := src.DeepCopy()
+		if _, _, err := in.Inject(pod); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
