@@ -315,7 +315,7 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		}
 		flagged[rs.Hash] = true
 	}
-	if err := s.writeRecord(ctx, node, cm, u.Record); err != nil {
+	if stored, err = s.writeRecord(ctx, node, cm, stored, u.Record); err != nil {
 		return err
 	}
 	if u.Record.Published != stored.Published {
@@ -343,15 +343,16 @@ func (s Store) recordFor(ctx context.Context, node string, want uint64) (*corev1
 	return s.record(ctx, node)
 }
 
-// writeRecord writes rec over cm (creates it when cm is nil). A write
-// that meets a newer object is refused with revisions.ErrConflict, unless
-// the record in it is still the one rec was made from (someone else
-// touched the ConfigMap, a label or an annotation: the write is made
-// again over theirs).
-func (s Store) writeRecord(ctx context.Context, node string, cm *corev1.ConfigMap, rec revisions.NodeRecord) error {
+// writeRecord writes rec over cm, which holds stored (creates it when cm
+// is nil), and returns the record it wrote over. A write that meets a
+// newer object is refused with revisions.ErrConflict, unless the record in
+// it is still the one rec was made from (someone else touched the
+// ConfigMap, a label or an annotation: the write is made again over
+// theirs).
+func (s Store) writeRecord(ctx context.Context, node string, cm *corev1.ConfigMap, stored, rec revisions.NodeRecord) (revisions.NodeRecord, error) {
 	data, err := json.Marshal(rec)
 	if err != nil {
-		return fmt.Errorf("encode record of node %q: %w", node, err)
+		return stored, fmt.Errorf("encode record of node %q: %w", node, err)
 	}
 	for attempt := 0; ; attempt++ {
 		if cm == nil {
@@ -364,21 +365,21 @@ func (s Store) writeRecord(ctx context.Context, node string, cm *corev1.ConfigMa
 		}
 		if err == nil {
 			s.records.put(node, cm)
-			return nil
+			return stored, nil
 		}
 		s.records.put(node, nil)
 		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("write record of node %q: %w", node, err)
+			return stored, fmt.Errorf("write record of node %q: %w", node, err)
 		}
 		if attempt > 0 {
-			return fmt.Errorf("%w: node %q: %w", revisions.ErrConflict, node, err)
+			return stored, fmt.Errorf("%w: node %q: %w", revisions.ErrConflict, node, err)
 		}
-		fresh, stored, rerr := s.record(ctx, node)
-		if rerr != nil {
-			return rerr
+		var fresh *corev1.ConfigMap
+		if fresh, stored, err = s.record(ctx, node); err != nil {
+			return stored, err
 		}
 		if stored.Revision != rec.Revision-1 {
-			return fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, node, stored.Revision, rec.Revision-1)
+			return stored, fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, node, stored.Revision, rec.Revision-1)
 		}
 		cm = fresh
 	}
