@@ -60,6 +60,11 @@ type Options struct {
 	// from another tenant starts a new history (nothing of the other
 	// tenant's revisions, commits or proxies' texts is shown).
 	Tenant func(source string) string
+	// ApplyConcurrency bounds how many of one commit's nodes are handed
+	// to the engine at once (zero: DefaultApplyConcurrency; 1: one after
+	// the other). One node's applies stay in order whatever it is: the
+	// engine serializes them per node, and a source's Syncs do not overlap.
+	ApplyConcurrency int
 	// Registerer receives the render metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	Log        logr.Logger
@@ -246,25 +251,79 @@ func (p *Pipeline) recommit(ctx context.Context, source string, st *sourceState,
 	st.status.ApplyErrors, st.status.Tainted = failed, tainted
 }
 
-// apply hands each of nodes' configuration to the engine. tainted are
-// the applied nodes whose content was rejected before (checked before the
+// DefaultApplyConcurrency is how many of a commit's nodes the pipeline
+// hands to the engine at once when Options.ApplyConcurrency is zero. The
+// engine writes different nodes outside its lock, so a commit that changes
+// many nodes is bounded by the store's latency divided by this, not by the
+// sum of its writes; 16 keeps an API server's client-side rate limiter and
+// a bbolt file's single writer busy without queueing hundreds of
+// goroutines behind them.
+const DefaultApplyConcurrency = 16
+
+// apply hands each of nodes' configuration to the engine, up to
+// ApplyConcurrency at a time. The results are kept in nodes' order (and
+// the failures logged in it) so that statuses, logs and commit statuses
+// read the same whatever order the applies finished in. tainted are the
+// applied nodes whose content was rejected before (checked before the
 // apply, as a proxy may reject new content while it is applied).
 func (p *Pipeline) apply(ctx context.Context, log logr.Logger, nodes []string, result *render.Result, origin sources.Origin) (applied, tainted []string, failed []NodeError) {
-	applied = make([]string, 0, len(nodes))
-	for _, node := range nodes {
+	type outcome struct {
+		err     error
+		tainted bool
+	}
+	outcomes := make([]outcome, len(nodes))
+	one := func(i int) {
+		node := nodes[i]
 		cfg := result.Nodes[node]
 		rev, _, known := p.opts.Engine.Revision(node, cfg.Hash)
-		if err := p.opts.Engine.Apply(ctx, node, cfg, origin); err != nil {
+		outcomes[i] = outcome{err: p.opts.Engine.Apply(ctx, node, cfg, origin), tainted: known && rev.Taint != nil}
+	}
+	workers := min(p.applyConcurrency(), len(nodes))
+	if workers <= 1 {
+		for i := range nodes {
+			one(i)
+		}
+	} else {
+		// Workers take the next index rather than a node each, so that
+		// no more than workers goroutines exist for a commit of any size.
+		next := make(chan int)
+		var wg sync.WaitGroup
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for i := range next {
+					one(i)
+				}
+			}()
+		}
+		for i := range nodes {
+			next <- i
+		}
+		close(next)
+		wg.Wait()
+	}
+
+	applied = make([]string, 0, len(nodes))
+	for i, node := range nodes {
+		if err := outcomes[i].err; err != nil {
 			log.Error(err, "apply failed", "node", node)
 			failed = append(failed, NodeError{Node: node, Error: err.Error()})
 			continue
 		}
 		applied = append(applied, node)
-		if known && rev.Taint != nil {
+		if outcomes[i].tainted {
 			tainted = append(tainted, node)
 		}
 	}
 	return applied, tainted, failed
+}
+
+func (p *Pipeline) applyConcurrency() int {
+	if p.opts.ApplyConcurrency > 0 {
+		return p.opts.ApplyConcurrency
+	}
+	return DefaultApplyConcurrency
 }
 
 // Invalidate makes the next Sync of every source render again though its

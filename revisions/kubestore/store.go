@@ -23,10 +23,13 @@ import (
 	"io"
 	"maps"
 	"slices"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
@@ -57,10 +60,101 @@ const compressAbove = 512 << 10
 const maxUncompressed = 256 << 20
 
 // Store keeps revisions in the API server. Client must read what it wrote
-// (a direct client, not a lagging cache) for Commit's checks.
+// (a direct client, not a lagging cache) for Commit's checks. Make it with
+// New, which remembers each node's record as the store last wrote it, so
+// that a commit does not read it back first; a Store literal works too,
+// reading every record before writing it.
 type Store struct {
 	Client    client.Client
 	Namespace string
+
+	records  *recordCache
+	statuses *statusCache
+}
+
+// New returns the Store of namespace through c.
+func New(c client.Client, namespace string) Store {
+	return Store{
+		Client: c, Namespace: namespace,
+		records:  &recordCache{byNode: map[string]*corev1.ConfigMap{}},
+		statuses: &statusCache{byName: map[string]v1alpha1.EnvoyConfigRevisionStatus{}},
+	}
+}
+
+// statusCache holds, per revision object, the status this store last
+// wrote to it. A status is replaced whole without a read, but its
+// conditions keep their lastTransitionTime across writes and say
+// "Untainted" after a taint was cleared: both need the status before.
+// Entries go with the revision objects (Update.Delete), so the cache is
+// as large as the history the engine keeps in memory anyway.
+type statusCache struct {
+	mu     sync.Mutex
+	byName map[string]v1alpha1.EnvoyConfigRevisionStatus
+}
+
+func (c *statusCache) get(name string) (v1alpha1.EnvoyConfigRevisionStatus, bool) {
+	if c == nil {
+		return v1alpha1.EnvoyConfigRevisionStatus{}, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	st, ok := c.byName[name]
+	return *st.DeepCopy(), ok
+}
+
+func (c *statusCache) put(name string, st v1alpha1.EnvoyConfigRevisionStatus) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.byName[name] = *st.DeepCopy()
+}
+
+func (c *statusCache) forget(name string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byName, name)
+}
+
+// recordCache holds, per node, the record ConfigMap as the API server
+// returned it from this store's last write: its resourceVersion makes the
+// next write fail with a conflict if anyone wrote it since, so it is as
+// good a check as a read, one API call cheaper. The engine commits one
+// node at a time, but different nodes concurrently: mu guards the map.
+type recordCache struct {
+	mu     sync.Mutex
+	byNode map[string]*corev1.ConfigMap
+}
+
+func (c *recordCache) get(node string) *corev1.ConfigMap {
+	if c == nil {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cm := c.byNode[node]; cm != nil {
+		return cm.DeepCopy()
+	}
+	return nil
+}
+
+// put remembers cm as node's record; nil forgets it (the next commit
+// reads it).
+func (c *recordCache) put(node string, cm *corev1.ConfigMap) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if cm == nil {
+		delete(c.byNode, node)
+		return
+	}
+	c.byNode[node] = cm.DeepCopy()
 }
 
 var (
@@ -210,80 +304,134 @@ func (s Store) nodeData(ctx context.Context, cm *corev1.ConfigMap) (revisions.No
 // then states, then the record (the point of commit, refused on a
 // conflict), then deletions. A failure part way leaves content no history
 // names yet, which a later prune deletes.
+//
+// Each API call counts (a commit that changes 1 000 nodes makes a few
+// thousand), so a publication of new content makes four and reads
+// nothing: the revision's Create, one status write carrying its state and
+// its published flag, the record's Update with the resourceVersion this
+// store last wrote, and a status patch that unmarks the revision served
+// before. The published flag is written with the state, before the record
+// that makes it true: it is for kubectl, the record stays the source of
+// truth, and a commit that fails is made again whole by the engine (every
+// revision of the node rewritten), which puts the flags right.
 func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	node := u.Record.Node
 	if node == "" {
 		return errors.New("commit needs a node ID")
 	}
-	cm, stored, err := s.record(ctx, node)
+	cm, stored, err := s.recordFor(ctx, node, u.Record.Revision-1)
 	if err != nil {
 		return err
 	}
 	if u.Record.Revision != stored.Revision+1 {
 		return fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, node, stored.Revision, u.Record.Revision-1)
 	}
-	// written are the revision objects this commit wrote, as the API
-	// server returned them: they are updated again without reading them
-	// first (each API call counts: a commit that changes 1 000 nodes makes
-	// a few thousand).
-	written := map[string]*v1alpha1.EnvoyConfigRevision{}
+	// flagged are the revisions whose status this commit wrote with their
+	// published flag as the new record has it.
+	flagged := map[string]bool{}
 	for _, r := range u.Put {
+		st := statusOf(revisions.StateOf(r))
+		st.Published = r.Hash == u.Record.Published
 		obj := toObject(r, s.Namespace)
 		err := s.Client.Create(ctx, obj)
-		if apierrors.IsAlreadyExists(err) {
+		switch {
+		case apierrors.IsAlreadyExists(err):
 			// Content is written once: the same hash is the same content.
-			// The object's status is someone else's copy: read it.
-			if err := s.writeState(ctx, node, revisions.StateOf(r)); err != nil {
-				return err
+			err = s.replaceStatus(ctx, node, r.Hash, st)
+		case err != nil:
+			return fmt.Errorf("create revision %s of node %q: %w", r.Hash, node, err)
+		default:
+			// A new object has no status yet (the API server drops it
+			// from a Create); Create returned its resourceVersion, so
+			// the status is written without a read.
+			setConditions(&st, nil, node, obj.Generation, metav1.Now())
+			obj.Status = st
+			if err = s.Client.Status().Update(ctx, obj); err == nil {
+				s.statuses.put(obj.Name, st)
 			}
-			continue
 		}
 		if err != nil {
-			return fmt.Errorf("create revision %s of node %q: %w", r.Hash, node, err)
-		}
-		// A new object has no status yet; Create returned its
-		// resourceVersion, so the status is written without a read.
-		obj.Status = statusOf(revisions.StateOf(r))
-		setConditions(&obj.Status, nil, node, obj.Generation, metav1.Now())
-		if err := s.Client.Status().Update(ctx, obj); err != nil {
 			return fmt.Errorf("write the state of revision %s of node %q: %w", r.Hash, node, err)
 		}
-		written[r.Hash] = obj
+		flagged[r.Hash] = true
 	}
-	for _, st := range u.States {
-		if err := s.writeState(ctx, node, st); err != nil {
-			return err
+	for _, rs := range u.States {
+		st := statusOf(rs)
+		st.Published = rs.Hash == u.Record.Published
+		if err := s.replaceStatus(ctx, node, rs.Hash, st); err != nil {
+			return fmt.Errorf("write the state of revision %s of node %q: %w", rs.Hash, node, err)
 		}
+		flagged[rs.Hash] = true
 	}
-	data, err := json.Marshal(u.Record)
-	if err != nil {
-		return fmt.Errorf("encode record of node %q: %w", node, err)
-	}
-	if cm == nil {
-		cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordName(node), Namespace: s.Namespace, Labels: labels(node, "node-record")}}
-		cm.Data = map[string]string{recordKey: string(data)}
-		err = s.Client.Create(ctx, cm)
-	} else {
-		cm.Data = map[string]string{recordKey: string(data)}
-		err = s.Client.Update(ctx, cm)
-	}
-	if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("%w: node %q: %w", revisions.ErrConflict, node, err)
-	}
-	if err != nil {
-		return fmt.Errorf("write record of node %q: %w", node, err)
+	if stored, err = s.writeRecord(ctx, node, cm, stored, u.Record); err != nil {
+		return err
 	}
 	if u.Record.Published != stored.Published {
-		s.markPublished(ctx, node, stored.Published, false, written[stored.Published])
-		s.markPublished(ctx, node, u.Record.Published, true, written[u.Record.Published])
+		s.markPublished(ctx, node, stored.Published, false, flagged)
+		s.markPublished(ctx, node, u.Record.Published, true, flagged)
 	}
 	for _, h := range u.Delete {
 		obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, h), Namespace: s.Namespace}}
 		if err := s.Client.Delete(ctx, obj); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete revision %s of node %q: %w", h, node, err)
 		}
+		s.statuses.forget(obj.Name)
 	}
 	return nil
+}
+
+// recordFor is a node's record ConfigMap (nil when none) and the record
+// it holds, from what this store last wrote when that is the record at
+// revision want, from the API server otherwise.
+func (s Store) recordFor(ctx context.Context, node string, want uint64) (*corev1.ConfigMap, revisions.NodeRecord, error) {
+	if cm := s.records.get(node); cm != nil {
+		if rec, err := RecordOf(cm); err == nil && rec.Revision == want {
+			return cm, rec, nil
+		}
+	}
+	return s.record(ctx, node)
+}
+
+// writeRecord writes rec over cm, which holds stored (creates it when cm
+// is nil), and returns the record it wrote over. A write that meets a
+// newer object is refused with revisions.ErrConflict, unless the record in
+// it is still the one rec was made from (someone else touched the
+// ConfigMap, a label or an annotation: the write is made again over
+// theirs).
+func (s Store) writeRecord(ctx context.Context, node string, cm *corev1.ConfigMap, stored, rec revisions.NodeRecord) (revisions.NodeRecord, error) {
+	data, err := json.Marshal(rec)
+	if err != nil {
+		return stored, fmt.Errorf("encode record of node %q: %w", node, err)
+	}
+	for attempt := 0; ; attempt++ {
+		if cm == nil {
+			cm = &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: recordName(node), Namespace: s.Namespace, Labels: labels(node, "node-record")}}
+			cm.Data = map[string]string{recordKey: string(data)}
+			err = s.Client.Create(ctx, cm)
+		} else {
+			cm.Data = map[string]string{recordKey: string(data)}
+			err = s.Client.Update(ctx, cm)
+		}
+		if err == nil {
+			s.records.put(node, cm)
+			return stored, nil
+		}
+		s.records.put(node, nil)
+		if !apierrors.IsConflict(err) && !apierrors.IsAlreadyExists(err) {
+			return stored, fmt.Errorf("write record of node %q: %w", node, err)
+		}
+		if attempt > 0 {
+			return stored, fmt.Errorf("%w: node %q: %w", revisions.ErrConflict, node, err)
+		}
+		var fresh *corev1.ConfigMap
+		if fresh, stored, err = s.record(ctx, node); err != nil {
+			return stored, err
+		}
+		if stored.Revision != rec.Revision-1 {
+			return stored, fmt.Errorf("%w: node %q is at record revision %d, the update was made from %d", revisions.ErrConflict, node, stored.Revision, rec.Revision-1)
+		}
+		cm = fresh
+	}
 }
 
 // record reads a node's record ConfigMap; nil and a zero record when none.
@@ -303,40 +451,54 @@ func (s Store) record(ctx context.Context, node string) (*corev1.ConfigMap, revi
 	return &cm, rec, nil
 }
 
-// writeState writes a revision's state into its object's status.
-func (s Store) writeState(ctx context.Context, node string, st revisions.RevisionState) error {
-	var obj v1alpha1.EnvoyConfigRevision
-	if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, st.Hash)}, &obj); err != nil {
-		return fmt.Errorf("state of revision %s of node %q: %w", st.Hash, node, err)
+// replaceStatus sets the whole status of a revision object, with its
+// conditions worked out from the status before, without reading it: a
+// JSON patch that adds /status replaces what is there, so that fields
+// this status leaves out (a taint cleared) are cleared too. The status
+// before is the one this store last wrote; a store that has not written
+// the object since it started reads it once.
+func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1.EnvoyConfigRevisionStatus) error {
+	obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, hash), Namespace: s.Namespace}}
+	before, ok := s.statuses.get(obj.Name)
+	generation := int64(1) // the content is written once
+	if !ok {
+		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		before, generation = obj.Status, obj.Generation
+	} else if c := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionPublished); c != nil {
+		generation = c.ObservedGeneration
 	}
-	published, conditions := obj.Status.Published, obj.Status.Conditions
-	obj.Status = statusOf(st)
-	obj.Status.Published = published
-	setConditions(&obj.Status, conditions, node, obj.Generation, metav1.Now())
-	if err := s.Client.Status().Update(ctx, &obj); err != nil {
-		return fmt.Errorf("write the state of revision %s of node %q: %w", st.Hash, node, err)
+	setConditions(&st, before.Conditions, node, generation, metav1.Now())
+	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": st}})
+	if err != nil {
+		return err
 	}
+	if err := s.Client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
+		return err
+	}
+	s.statuses.put(obj.Name, st)
 	return nil
 }
 
-// markPublished sets the status.published flag of a revision, for
-// kubectl; the record stays the source of truth, so a failure is ignored.
-// obj is the object as this commit wrote it, if it did; nil reads it.
-func (s Store) markPublished(ctx context.Context, node, hash string, published bool, obj *v1alpha1.EnvoyConfigRevision) {
-	if hash == "" {
+// markPublished sets the status.published flag of a revision and its
+// conditions, for kubectl, unless this commit wrote it with the
+// revision's status (flagged); the record stays the source of truth, so
+// a failure is ignored.
+func (s Store) markPublished(ctx context.Context, node, hash string, published bool, flagged map[string]bool) {
+	if hash == "" || flagged[hash] {
 		return
 	}
-	if obj == nil {
-		obj = &v1alpha1.EnvoyConfigRevision{}
-		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, hash)}, obj); err != nil {
+	st, ok := s.statuses.get(RevisionName(node, hash))
+	if !ok {
+		var obj v1alpha1.EnvoyConfigRevision
+		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, hash)}, &obj); err != nil {
 			return
 		}
+		st = obj.Status
 	}
-	if obj.Status.Published != published {
-		obj.Status.Published = published
-		setConditions(&obj.Status, obj.Status.Conditions, node, obj.Generation, metav1.Now())
-		_ = s.Client.Status().Update(ctx, obj)
-	}
+	st.Published = published
+	_ = s.replaceStatus(ctx, node, hash, st)
 }
 
 func position(p render.Position) v1alpha1.SourcePosition {

@@ -76,12 +76,12 @@ func origin(commit string) sources.Origin {
 }
 
 // newClient is a client of a fresh API server that knows legate's types.
-func newClient(t *testing.T) client.Client {
+func newClient(t *testing.T) client.WithWatch {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c, err := client.New(envtest.Start(t).Config, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(envtest.Start(t).Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
 	return c
 }
@@ -90,7 +90,7 @@ func start(t *testing.T, c client.Client) (*revisions.Engine, *recorder) {
 	t.Helper()
 	pub := &recorder{}
 	e, err := revisions.New(revisions.Options{
-		Store: kubestore.Store{Client: c, Namespace: "default"}, Publisher: pub,
+		Store: kubestore.New(c, "default"), Publisher: pub,
 		// the API server keeps times to the second
 		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)),
 	})
