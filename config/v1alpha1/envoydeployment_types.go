@@ -74,8 +74,9 @@ type EnvoyDeploymentSpec struct {
 	// +kubebuilder:validation:items:MaxLength=1024
 	// +optional
 	ExtraArgs []string `json:"extraArgs,omitempty"`
-	// AdminPort is Envoy's admin port, on loopback (default 9901).
-	// +kubebuilder:validation:Minimum=1
+	// AdminPort is Envoy's admin port, on loopback (default 9901); Envoy
+	// runs as non-root.
+	// +kubebuilder:validation:Minimum=1024
 	// +kubebuilder:validation:Maximum=65535
 	// +optional
 	AdminPort *int32 `json:"adminPort,omitempty"`
@@ -248,7 +249,7 @@ type ShutdownManager struct {
 	// when the pod stops and when listeners change (default 300). The
 	// pods' grace period is set above it.
 	// +kubebuilder:validation:Minimum=0
-	// +kubebuilder:validation:Maximum=86400
+	// +kubebuilder:validation:Maximum=3600
 	// +optional
 	DrainTime *int64 `json:"drainTime,omitempty"`
 	// DrainStrategy is Envoy's --drain-strategy (default gradual).
