@@ -80,7 +80,7 @@ func judge(r rollout, served *v1alpha1.ServedRevision) verdict {
 			message: fmt.Sprintf("%s rolling out: %d of %d proxies updated, %d ready", r.kind, r.updated, r.desired, r.ready)}
 	}
 	return verdict{status: metav1.ConditionTrue, reason: ReasonSucceeded,
-		message: fmt.Sprintf("%d of %d proxies ready, served revision %s", r.ready, r.desired, served.Hash)}
+		message: fmt.Sprintf("%d of %d proxies ready, served revision %s", r.ready, r.desired, served.Version)}
 }
 
 // setConditions writes v as Ready, Reconciling and Stalled, as kstatus

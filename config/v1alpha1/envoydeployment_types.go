@@ -332,7 +332,8 @@ type EnvoyDeploymentPatch struct {
 type ServedRevision struct {
 	// Hash is the revision's content hash.
 	Hash string `json:"hash"`
-	// Version is the version string the xDS server sends.
+	// Version is the revision's short hash, as the EnvoyConfig's
+	// status.publishedVersion shows it.
 	// +optional
 	Version string `json:"version,omitempty"`
 	// Commit the revision came from (or the object generation).
@@ -390,10 +391,10 @@ type EnvoyDeploymentStatus struct {
 // +kubebuilder:printcolumn:name=Node,type=string,JSONPath=`.status.nodeID`
 // +kubebuilder:printcolumn:name=Replicas,type=integer,JSONPath=`.status.replicas`
 // +kubebuilder:printcolumn:name=Ready-Replicas,type=integer,JSONPath=`.status.readyReplicas`
-// +kubebuilder:printcolumn:name=Revision,type=string,JSONPath=`.status.servedRevision.hash`
+// +kubebuilder:printcolumn:name=Revision,type=string,JSONPath=`.status.servedRevision.version`
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name=Status,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].message`,priority=1
-// +kubebuilder:printcolumn:name=Commit,type=string,JSONPath=`.status.servedRevision.commit`,priority=1
+// +kubebuilder:printcolumn:name=Origin,type=string,JSONPath=`.status.servedRevision.revision`,priority=1
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type EnvoyDeployment struct {
 	metav1.TypeMeta   `json:",inline"`
