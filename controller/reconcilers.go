@@ -131,8 +131,10 @@ func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bo
 		func() *http.Client { return sources.ForgeClient(c.fetchGuard) }, c.feedback)
 	c.policyConfigMaps = newPolicyReconciler(s, dir, c.trigger)
 	untaints := &untaintReconciler{shared: s}
-	fleets := &envoydeployment.Reconciler{Client: c.client, Cache: mgr.GetClient(), Injector: c.opts.Injector,
-		Served: envoydeployment.EngineServed(c.engine), Watches: s.watches, Recorder: c.recorder}
+	fleets := &envoydeployment.Reconciler{
+		Client: c.client, Cache: mgr.GetClient(), Injector: c.opts.Injector,
+		Served: envoydeployment.EngineServed(c.engine), Watches: s.watches, Recorder: c.recorder,
+	}
 	if fleets.Injector == nil {
 		fleets.Injector = webhook.Injector{} // the sidecars' defaults: legate's xDS Service as config/ installs it
 	}

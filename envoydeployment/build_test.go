@@ -164,8 +164,10 @@ func TestBuildVariants(t *testing.T) {
 	})
 	t.Run("JSON merge patch of the Service", func(t *testing.T) {
 		ed := base()
-		ed.Spec.Patch = &v1alpha1.EnvoyDeploymentPatches{Service: &v1alpha1.EnvoyDeploymentPatch{Type: ptr.To(v1alpha1.PatchJSONMerge),
-			Value: runtime.RawExtension{Raw: []byte(`{"spec":{"sessionAffinity":"ClientIP"}}`)}}}
+		ed.Spec.Patch = &v1alpha1.EnvoyDeploymentPatches{Service: &v1alpha1.EnvoyDeploymentPatch{
+			Type:  ptr.To(v1alpha1.PatchJSONMerge),
+			Value: runtime.RawExtension{Raw: []byte(`{"spec":{"sessionAffinity":"ClientIP"}}`)},
+		}}
 		o := build(t, ed)
 		assert.Equal(t, corev1.ServiceAffinityClientIP, o.Service.Spec.SessionAffinity)
 	})

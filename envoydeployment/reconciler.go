@@ -153,8 +153,10 @@ func (r *Reconciler) reconcile(ctx context.Context, ed *v1alpha1.EnvoyDeployment
 	var ec v1alpha1.EnvoyConfig
 	if err := r.Cache.Get(ctx, types.NamespacedName{Namespace: ed.Namespace, Name: name}, &ec); err != nil {
 		if apierrors.IsNotFound(err) {
-			return verdict{status: metav1.ConditionFalse, reason: ReasonEnvoyConfigNotFound,
-				message: fmt.Sprintf("spec.envoyConfigRef: no EnvoyConfig %q in namespace %q", name, ed.Namespace)}, nil
+			return verdict{
+				status: metav1.ConditionFalse, reason: ReasonEnvoyConfigNotFound,
+				message: fmt.Sprintf("spec.envoyConfigRef: no EnvoyConfig %q in namespace %q", name, ed.Namespace),
+			}, nil
 		}
 		return verdict{status: metav1.ConditionFalse, reason: ReasonEnvoyConfigNotFound, message: "reading the EnvoyConfig failed"}, err
 	}
@@ -162,8 +164,10 @@ func (r *Reconciler) reconcile(ctx context.Context, ed *v1alpha1.EnvoyDeployment
 	st.NodeID = node
 	if r.Issuer != nil {
 		if err := r.Issuer.EnsureProxy(ctx, ed.Namespace, pki.ProxySecretName(node), node, false); err != nil {
-			return verdict{status: metav1.ConditionFalse, reason: ReasonCertificateRefused,
-				message: fmt.Sprintf("the proxies' client certificate for node %q: %v", node, err)}, err
+			return verdict{
+				status: metav1.ConditionFalse, reason: ReasonCertificateRefused,
+				message: fmt.Sprintf("the proxies' client certificate for node %q: %v", node, err),
+			}, err
 		}
 	}
 	objs, err := Build(ed, node, r.Injector)
@@ -178,8 +182,10 @@ func (r *Reconciler) reconcile(ctx context.Context, ed *v1alpha1.EnvoyDeployment
 	for _, obj := range objs.All() {
 		if err := r.apply(ctx, obj); err != nil {
 			kind := obj.GetObjectKind().GroupVersionKind().Kind
-			return verdict{status: metav1.ConditionFalse, reason: ReasonApplyFailed,
-				message: fmt.Sprintf("%s %s: %v", kind, obj.GetName(), err)}, fmt.Errorf("apply %s %s: %w", kind, obj.GetName(), err)
+			return verdict{
+				status: metav1.ConditionFalse, reason: ReasonApplyFailed,
+				message: fmt.Sprintf("%s %s: %v", kind, obj.GetName(), err),
+			}, fmt.Errorf("apply %s %s: %w", kind, obj.GetName(), err)
 		}
 	}
 	if err := r.prune(ctx, ed, objs); err != nil {

@@ -73,14 +73,20 @@ type verdict struct {
 func judge(r rollout, served *v1alpha1.ServedRevision) verdict {
 	switch {
 	case served == nil:
-		return verdict{status: metav1.ConditionFalse, reason: ReasonNotServed,
-			message: "legate publishes no revision for the node yet: see the EnvoyConfig's status"}
+		return verdict{
+			status: metav1.ConditionFalse, reason: ReasonNotServed,
+			message: "legate publishes no revision for the node yet: see the EnvoyConfig's status",
+		}
 	case !r.done:
-		return verdict{status: metav1.ConditionFalse, reason: ReasonProgressing,
-			message: fmt.Sprintf("%s rolling out: %d of %d proxies updated, %d ready", r.kind, r.updated, r.desired, r.ready)}
+		return verdict{
+			status: metav1.ConditionFalse, reason: ReasonProgressing,
+			message: fmt.Sprintf("%s rolling out: %d of %d proxies updated, %d ready", r.kind, r.updated, r.desired, r.ready),
+		}
 	}
-	return verdict{status: metav1.ConditionTrue, reason: ReasonSucceeded,
-		message: fmt.Sprintf("%d of %d proxies ready, served revision %s", r.ready, r.desired, served.Version)}
+	return verdict{
+		status: metav1.ConditionTrue, reason: ReasonSucceeded,
+		message: fmt.Sprintf("%d of %d proxies ready, served revision %s", r.ready, r.desired, served.Version),
+	}
 }
 
 // setConditions writes v as Ready, Reconciling and Stalled, as kstatus

@@ -169,8 +169,10 @@ func TestEnvoyDeploymentRunsAFleet(t *testing.T) {
 
 	// A reference to another namespace's EnvoyConfig is refused, naming
 	// the field, and nothing is made.
-	other := &v1alpha1.EnvoyDeployment{ObjectMeta: metav1.ObjectMeta{Name: "thief", Namespace: "default"},
-		Spec: v1alpha1.EnvoyDeploymentSpec{EnvoyConfigRef: "legate-system/kuard"}}
+	other := &v1alpha1.EnvoyDeployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "thief", Namespace: "default"},
+		Spec:       v1alpha1.EnvoyDeploymentSpec{EnvoyConfigRef: "legate-system/kuard"},
+	}
 	require.NoError(t, c.Create(ctx, other))
 	require.Eventually(t, func() bool {
 		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(other), other))
