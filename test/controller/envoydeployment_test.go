@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -42,6 +43,19 @@ func marin3rDeployment(t *testing.T, file string) *v1alpha1.EnvoyDeployment {
 	require.NoError(t, yaml.UnmarshalStrict(data, &ed))
 	ed.Namespace = "default"
 	return &ed
+}
+
+// edit reads obj, changes it and writes it back, again on a conflict with
+// the controller's own writes.
+func edit(t *testing.T, c client.Client, obj client.Object, change func()) {
+	t.Helper()
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := c.Get(context.Background(), client.ObjectKeyFromObject(obj), obj); err != nil {
+			return err
+		}
+		change()
+		return c.Update(context.Background(), obj)
+	}))
 }
 
 func envoyContainerOf(t *testing.T, spec corev1.PodSpec) corev1.Container {
@@ -123,9 +137,7 @@ func TestEnvoyDeploymentRunsAFleet(t *testing.T) {
 	// An edit rolls the pods: the template and its hash change.
 	hash := d.Spec.Template.Annotations[envoydeployment.TemplateHashAnnotation]
 	require.NotEmpty(t, hash)
-	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(ed), &got))
-	got.Spec.Image = ptr.To("envoyproxy/envoy:v1.35.0")
-	require.NoError(t, c.Update(ctx, &got))
+	edit(t, c, &got, func() { got.Spec.Image = ptr.To("envoyproxy/envoy:v1.35.0") })
 	require.Eventually(t, func() bool {
 		require.NoError(t, c.Get(ctx, key, &d))
 		return d.Spec.Template.Annotations[envoydeployment.TemplateHashAnnotation] != hash
@@ -133,8 +145,7 @@ func TestEnvoyDeploymentRunsAFleet(t *testing.T) {
 	assert.Equal(t, "envoyproxy/envoy:v1.35.0", envoyContainerOf(t, d.Spec.Template.Spec).Image)
 
 	// Drift is repaired: a hand edit of the template is taken back.
-	d.Spec.Template.Spec.Containers[0].Image = "evil/envoy"
-	require.NoError(t, c.Update(ctx, &d))
+	edit(t, c, &d, func() { d.Spec.Template.Spec.Containers[0].Image = "evil/envoy" })
 	require.Eventually(t, func() bool {
 		require.NoError(t, c.Get(ctx, key, &d))
 		return envoyContainerOf(t, d.Spec.Template.Spec).Image == "envoyproxy/envoy:v1.35.0"
@@ -161,9 +172,9 @@ func TestEnvoyDeploymentRunsAFleet(t *testing.T) {
 	require.NoError(t, c.Create(ctx, gw))
 	gwKey := client.ObjectKey{Namespace: "default", Name: envoydeployment.Name("gw")}
 	var ds appsv1.DaemonSet
-	require.Eventually(t, func() bool { return c.Get(ctx, gwKey, &ds) == nil }, 30*time.Second, 50*time.Millisecond, "the DaemonSet is made")
+	require.Eventually(t, func() bool { return c.Get(ctx, gwKey, &ds) == nil && c.Get(ctx, gwKey, &svc) == nil },
+		30*time.Second, 50*time.Millisecond, "the DaemonSet and its Service are made")
 	assert.Equal(t, int32(7), ds.Spec.MinReadySeconds, "the patch is applied")
-	require.NoError(t, c.Get(ctx, gwKey, &svc))
 	assert.Equal(t, corev1.ServiceAffinityClientIP, svc.Spec.SessionAffinity)
 	assert.Error(t, c.Get(ctx, gwKey, &appsv1.Deployment{}), "no Deployment in DaemonSet mode")
 
@@ -183,4 +194,30 @@ func TestEnvoyDeploymentRunsAFleet(t *testing.T) {
 	assert.Contains(t, ready.Message, "spec.envoyConfigRef")
 	assert.Empty(t, other.Status.NodeID)
 	assert.Error(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: envoydeployment.Name("thief")}, &appsv1.Deployment{}))
+
+	// Changing the mode replaces the DaemonSet by a Deployment.
+	edit(t, c, gw, func() { gw.Spec.Mode, gw.Spec.Patch.DaemonSet = nil, nil })
+	require.Eventually(t, func() bool {
+		return c.Get(ctx, gwKey, &appsv1.Deployment{}) == nil && c.Get(ctx, gwKey, &appsv1.DaemonSet{}) != nil
+	}, 30*time.Second, 50*time.Millisecond, "the DaemonSet goes, a Deployment comes")
+
+	// An object of the generated name that is not the EnvoyDeployment's
+	// is not taken over.
+	mine := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: envoydeployment.Name("taken"), Namespace: "default"},
+		Spec:       corev1.ServiceSpec{Ports: []corev1.ServicePort{{Name: "x", Port: 1}}},
+	}
+	require.NoError(t, c.Create(ctx, mine))
+	taken := &v1alpha1.EnvoyDeployment{ObjectMeta: metav1.ObjectMeta{Name: "taken", Namespace: "default"}, Spec: v1alpha1.EnvoyDeploymentSpec{
+		EnvoyConfigRef: "kuard", Ports: []v1alpha1.EnvoyDeploymentPort{{Name: "http", Port: 8080}},
+	}}
+	require.NoError(t, c.Create(ctx, taken))
+	require.Eventually(t, func() bool {
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(taken), taken))
+		ready := meta.FindStatusCondition(taken.Status.Conditions, v1alpha1.ConditionReady)
+		return ready != nil && ready.Reason == envoydeployment.ReasonObjectConflict
+	}, 30*time.Second, 50*time.Millisecond, "the conflict is reported")
+	require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(mine), mine))
+	assert.Empty(t, mine.OwnerReferences, "the user's Service stays the user's")
+	assert.Equal(t, int32(1), mine.Spec.Ports[0].Port)
 }
