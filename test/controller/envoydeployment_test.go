@@ -151,14 +151,34 @@ func TestEnvoyDeploymentRunsAFleet(t *testing.T) {
 		return envoyContainerOf(t, d.Spec.Template.Spec).Image == "envoyproxy/envoy:v1.35.0"
 	}, 30*time.Second, 50*time.Millisecond, "the drift is repaired")
 
-	// A deleted child comes back.
+	// A deleted child comes back. Its fleet's EnvoyConfig has no proxy
+	// whose answers would change its status: the Service's own watch
+	// brings the reconcile.
+	quiet := envoyConfig(t, "quiet", xdsyaml.EDSCluster("a"), xdsyaml.Endpoints("a", a.Port))
+	require.NoError(t, c.Create(ctx, quiet))
+	q := &v1alpha1.EnvoyDeployment{ObjectMeta: metav1.ObjectMeta{Name: "quiet", Namespace: "default"}, Spec: v1alpha1.EnvoyDeploymentSpec{
+		EnvoyConfigRef: "quiet", Ports: []v1alpha1.EnvoyDeploymentPort{{Name: "http", Port: 8080}},
+	}}
+	require.NoError(t, c.Create(ctx, q))
+	qKey := client.ObjectKey{Namespace: "default", Name: envoydeployment.Name("quiet")}
 	var svc corev1.Service
-	require.NoError(t, c.Get(ctx, key, &svc))
-	require.NoError(t, c.Delete(ctx, &svc))
 	require.Eventually(t, func() bool {
-		var again corev1.Service
-		return c.Get(ctx, key, &again) == nil && again.UID != svc.UID
-	}, 30*time.Second, 50*time.Millisecond, "the deleted Service is made again")
+		require.NoError(t, c.Get(ctx, client.ObjectKeyFromObject(q), q))
+		return q.Status.ServedRevision != nil && c.Get(ctx, qKey, &svc) == nil
+	}, 30*time.Second, 50*time.Millisecond, "the quiet fleet is made and served")
+	// Twice: the first deletion may meet a reconcile the fleet's own
+	// creation queued; the second meets none but the Service's watch.
+	for range 2 {
+		require.NoError(t, c.Delete(ctx, &svc))
+		require.Eventually(t, func() bool {
+			var again corev1.Service
+			if c.Get(ctx, qKey, &again) != nil || again.UID == svc.UID {
+				return false
+			}
+			svc = again
+			return true
+		}, 30*time.Second, 50*time.Millisecond, "the deleted Service is made again")
+	}
 
 	// A DaemonSet, patched.
 	gw := &v1alpha1.EnvoyDeployment{ObjectMeta: metav1.ObjectMeta{Name: "gw", Namespace: "default"}, Spec: v1alpha1.EnvoyDeploymentSpec{
