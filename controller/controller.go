@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"os"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/core"
+	"github.com/legate-dev/legate/envoydeployment"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
@@ -152,6 +154,7 @@ func New(opts Options) (*Controller, error) {
 		// injected pods only, and of them what names their proxy
 		&corev1.Pod{}: {Label: proxyLabel, Transform: kubepki.PodMetadata},
 	}
+	maps.Copy(mopts.Cache.ByObject, envoydeployment.CacheByObject()) // legate's own objects of those kinds
 	// The cache holds EndpointSlices in full (their endpoints are read on
 	// every change) and no object's managed fields.
 	mopts.Cache.DefaultTransform = cache.TransformStripManagedFields()

@@ -19,11 +19,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/envoydeployment"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/webhook"
 )
 
 // shared is what the reconcilers of legate's kinds are given, the same for
@@ -92,8 +94,17 @@ func readyOf(conds []metav1.Condition) *metav1.Condition {
 // requeueAfter re-reads a status that is still settling.
 const requeueAfter = 5 * time.Second
 
+// What the EnvoyDeployment reconciler makes (envoydeployment.Reconciler).
+// +kubebuilder:rbac:groups=legate.dev,resources=envoydeployments,verbs=get;list;watch
+// +kubebuilder:rbac:groups=legate.dev,resources=envoydeployments/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=apps,resources=deployments;daemonsets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups="",resources=services;serviceaccounts,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=policy,resources=poddisruptionbudgets,verbs=get;list;watch;create;update;patch;delete
+// +kubebuilder:rbac:groups=autoscaling,resources=horizontalpodautoscalers,verbs=get;list;watch;create;update;patch;delete
+
 // setupReconcilers builds the reconciler of each of legate's kinds
-// (EnvoyConfig, EnvoySource, revision untaint, policy ConfigMaps) and
+// (EnvoyConfig, EnvoySource, EnvoyDeployment, revision untaint, policy
+// ConfigMaps) and
 // registers it with mgr. It needs c's engine, pipeline and commit-status
 // feedback; the requests legate raises itself reach the reconcilers
 // through c.configRequests and c.sourceRequests.
@@ -120,11 +131,22 @@ func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bo
 		func() *http.Client { return sources.ForgeClient(c.fetchGuard) }, c.feedback)
 	c.policyConfigMaps = newPolicyReconciler(s, dir, c.trigger)
 	untaints := &untaintReconciler{shared: s}
+	fleets := &envoydeployment.Reconciler{
+		Client: c.client, Cache: mgr.GetClient(), Injector: c.opts.Injector,
+		Served: envoydeployment.EngineServed(c.engine), Watches: s.watches, Recorder: c.recorder,
+	}
+	if fleets.Injector == nil {
+		fleets.Injector = webhook.Injector{} // the sidecars' defaults: legate's xDS Service as config/ installs it
+	}
+	if c.issuer != nil {
+		fleets.Issuer = c.issuer
+	}
 	for _, setup := range []func() error{
 		func() error { return c.envoyConfigs.setup(mgr, c.configRequests, skipNameValidation) },
 		func() error { return c.envoySources.setup(mgr, c.sourceRequests, skipNameValidation) },
 		func() error { return untaints.setup(mgr, skipNameValidation) },
 		func() error { return c.policyConfigMaps.setup(mgr, skipNameValidation) },
+		func() error { return fleets.SetupWithManager(mgr, skipNameValidation) },
 	} {
 		if err := setup(); err != nil {
 			return err
