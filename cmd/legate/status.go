@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -137,17 +138,18 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 		}
 	}
 	fmt.Fprintln(tw)
+	nodes = statuspage.ProblemsFirst(nodes)
 	if wide {
 		fmt.Fprintln(tw, "NODE\tSTATE\tSERVED\tCOMMIT\tPROXIES\tNEWEST COMMIT\tVERDICT\tSUMMARY")
 	} else {
 		fmt.Fprintln(tw, "NODE\tSTATE\tSERVED\tCOMMIT\tPROXIES\tNEWEST ATTEMPT")
 	}
-	states := map[revisions.State]bool{}
+	states := map[nodestate.State]bool{}
 	for _, n := range nodes {
 		states[n.State] = true
 		hash, commit := "-", "-"
 		if n.Published != nil {
-			hash, commit = revisions.Short(n.Published.Hash), dash(revisions.Short(n.Published.Commit))
+			hash, commit = revisions.Short(n.Published.Hash), dash(cmp.Or(revisions.Short(n.Published.Commit), n.Published.Revision))
 		}
 		state := string(n.State)
 		if n.Orphaned {
@@ -156,7 +158,7 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 		proxies := proxiesCell(n)
 		newest, verdict := "-", "-"
 		if a := n.Attempt; a != nil {
-			newest, verdict = dash(revisions.Short(a.Commit)), a.Verdict
+			newest, verdict = dash(cmp.Or(revisions.Short(a.Commit), a.Revision)), a.Verdict
 		}
 		if wide {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.NodeID, state, hash, commit, proxies, newest, verdict, n.Summary)
@@ -167,10 +169,17 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 	_ = tw.Flush()
 	if len(nodes) == 0 {
 		fmt.Fprintln(w, "no nodes yet")
+	} else {
+		fmt.Fprintf(w, "\nnodes: %s\n", nodestate.Counts(nodeStates(nodes)))
 	}
 	for _, n := range nodes {
-		if a := n.Attempt; a != nil && a.Error != "" {
-			fmt.Fprintf(w, "\n%s: newest commit %s %s: %s\n", n.NodeID, dash(revisions.Short(a.Commit)), a.Verdict, a.Error)
+		detail := nodeDetail(n)
+		if len(detail) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %s\n", n.NodeID, detail[0])
+		for _, line := range detail[1:] {
+			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
 	if len(states) > 0 {
@@ -181,6 +190,23 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 			}
 		}
 	}
+}
+
+// nodeDetail is what legate status says under the tables of a node that
+// needs a person: its newest commit's error, or its closest configured
+// IDs, then what to do.
+func nodeDetail(n statuspage.NodeView) []string {
+	var lines []string
+	if a := n.Attempt; a != nil && a.Error != "" {
+		lines = append(lines, fmt.Sprintf("newest commit %s %s: %s", dash(cmp.Or(revisions.Short(a.Commit), a.Revision)), a.Verdict, a.Error))
+	}
+	if n.State == nodestate.Unconfigured {
+		lines = append(lines, n.Summary)
+	}
+	for _, step := range statuspage.NextSteps(n) {
+		lines = append(lines, "→ "+step)
+	}
+	return lines
 }
 
 // proxiesCell is "none" or "<connected> (<accepted> ok, <rejected> rejected)".
@@ -205,6 +231,9 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 	}
 	fmt.Fprintf(w, "State:    %s — %s\n", state, statuspage.StateMeaning(n.State))
 	fmt.Fprintf(w, "Summary:  %s\n", n.Summary)
+	for _, step := range statuspage.NextSteps(n) {
+		fmt.Fprintf(w, "Next:     %s\n", step)
+	}
 	if p := n.Published; p != nil {
 		fmt.Fprintf(w, "Served:   %s (version %s) from %s\n", revisions.Short(p.Hash), p.Version, dash(p.Revision))
 	} else {
@@ -253,6 +282,14 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 			fmt.Fprintln(w, line)
 		}
 	}
+}
+
+func nodeStates(nodes []statuspage.NodeView) []nodestate.State {
+	out := make([]nodestate.State, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, n.State)
+	}
+	return out
 }
 
 func shortType(typeURL string) string {

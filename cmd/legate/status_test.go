@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -26,8 +27,9 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 				{Hash: "aaaaaaaaaaaaaaaa", Commit: "1111111111111111", CreatedAt: created},
 			},
 		},
+		State:   nodestate.Rollback,
 		Summary: "rolled back: the proxies rejected newer revisions",
-		Attempt: &statuspage.Attempt{Commit: "2222222222222222", Verdict: statuspage.VerdictRejectedByProxies, Error: "rejected by 1 of 1 proxies"},
+		Attempt: &statuspage.Attempt{Commit: "2222222222222222", Hash: "bbbbbbbbbbbbbbbb", Verdict: statuspage.VerdictRejectedByProxies, Error: "rejected by 1 of 1 proxies"},
 	}}
 	srcs := []statuspage.Source{{Name: "config", Revision: "main@sha1:2222222222222222", AppliedRevision: "main@sha1:2222222222222222", Rejection: "commit 222222222222 rejected by proxies (rolled back)"}}
 
@@ -38,7 +40,7 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 		"config  main@sha1:222222222222  same     -      commit 222222222222 rejected by proxies (rolled back)",
 		"edge  Rollback  aaaaaaaaaaaa  111111111111  none connected  222222222222 rejected by proxies",
 		"edge: newest commit 222222222222 rejected by proxies: rejected by 1 of 1 proxies",
-		"Rollback: " + statuspage.StateMeaning(revisions.StateRollback),
+		"Rollback: " + statuspage.StateMeaning(nodestate.Rollback),
 	} {
 		assert.Contains(t, out, want)
 	}
@@ -48,7 +50,7 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 	printNode(&b, nodes[0], false, now)
 	out = b.String()
 	for _, want := range []string{
-		"State:    Rollback — " + statuspage.StateMeaning(revisions.StateRollback),
+		"State:    Rollback — " + statuspage.StateMeaning(nodestate.Rollback),
 		"     bbbbbbbbbbbb  222222222222  -       3h ago   TAINTED: rejected by 1 of 1 proxies",
 		"  *  aaaaaaaaaaaa  111111111111  -       3h ago   -",
 		"Proxies:\n  none connected",
