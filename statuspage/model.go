@@ -24,9 +24,11 @@ type pageModel struct {
 	Legend  []legendEntry
 	// Counts is "1 rolled back · 2 in sync", problems first.
 	Counts string
-	// Problems counts the nodes and sources that need a person; the page
-	// opens with a banner saying so when there are any.
-	Problems int
+	// Problems counts the nodes and sources that need a person, and
+	// Attention says which ("1 rolled back · 1 source with a problem"):
+	// the page opens with a banner saying so when there are any.
+	Problems  int
+	Attention string
 	// Replica names this replica and its role, with several.
 	Replica string
 }
@@ -134,10 +136,11 @@ func buildPage(nodes []NodeView, srcs []Source, forges map[string]forge.Provider
 	// screen of a broken fleet never looks like a healthy one's.
 	nodes = ProblemsFirst(nodes)
 	states := make([]nodestate.State, 0, len(nodes))
+	var problems []nodestate.State
 	for _, n := range nodes {
 		states = append(states, n.State)
 		if nodestate.Problem(n.State) {
-			m.Problems++
+			problems = append(problems, n.State)
 		}
 		m.Nodes = append(m.Nodes, nodeCardOf(n, srcURL, forges, now))
 	}
@@ -145,11 +148,21 @@ func buildPage(nodes []NodeView, srcs []Source, forges map[string]forge.Provider
 		m.Legend = append(m.Legend, legendEntry{string(sm.State), sm.Meaning})
 	}
 	m.Counts = nodestate.Counts(states)
+	var attention []string
+	if len(problems) > 0 {
+		attention = append(attention, nodestate.Counts(problems))
+	}
+	failing := 0
 	for _, s := range m.Sources {
 		if !s.Healthy {
-			m.Problems++
+			failing++
 		}
 	}
+	if failing > 0 {
+		attention = append(attention, plural(failing, "source with a problem", "sources with a problem"))
+	}
+	m.Problems = len(problems) + failing
+	m.Attention = strings.Join(attention, " · ")
 	return m
 }
 

@@ -72,7 +72,7 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 </style></head><body><main>
 <h1>legate</h1>
 {{with .Replica}}<div class="replica">{{.}}</div>{{end}}
-{{if .Problems}}<div class="banner bad" id="banner">{{.Problems}} {{if eq .Problems 1}}problem needs{{else}}problems need{{end}} attention{{with .Counts}}: {{.}}{{end}}</div>
+{{if .Problems}}<div class="banner bad" id="banner">needs attention: {{.Attention}}</div>
 {{else if .Nodes}}<div class="banner ok" id="banner">all is well: {{.Counts}}</div>{{end}}
 <div class="muted counts">{{with .Counts}}{{.}}{{else}}no nodes yet{{end}} · refreshes every 10 s · <a href="api/v1/nodes">nodes JSON</a> · <a href="api/v1/sources">sources JSON</a> · <a href="metrics">metrics</a> · <a href="#states">what the states mean</a></div>
 

@@ -15,16 +15,19 @@ import (
 	"github.com/legate-dev/legate/revisions"
 )
 
-// State is where a node stands, as every surface says it.
-type State string
+// State is where a node stands, as every surface says it. It is the
+// engine's type, so that code comparing a node's state with the engine's
+// constants reads the same whichever it holds; this package adds two
+// values the engine never takes.
+type State = revisions.State
 
 // The states: the engine's five, and Rejected.
 const (
-	InSync         = State(revisions.StateInSync)
-	Pending        = State(revisions.StatePending)
-	Degraded       = State(revisions.StateDegraded)
-	Rollback       = State(revisions.StateRollback)
-	RollbackFailed = State(revisions.StateRollbackFailed)
+	InSync         = revisions.StateInSync
+	Pending        = revisions.StatePending
+	Degraded       = revisions.StateDegraded
+	Rollback       = revisions.StateRollback
+	RollbackFailed = revisions.StateRollbackFailed
 	// Rejected: the newest commit was refused before it reached a proxy
 	// (validation, a render error, a YAML tab), so the node still serves
 	// what an older commit made. The engine cannot see it: nothing new
@@ -53,13 +56,13 @@ type Input struct {
 func Of(in Input) State {
 	switch {
 	case in.Engine == revisions.StateRollback || in.Engine == revisions.StateRollbackFailed:
-		return State(in.Engine)
+		return in.Engine
 	case in.NewestRejected:
 		return Rejected
 	case in.Engine == "":
 		return Pending
 	default:
-		return State(in.Engine)
+		return in.Engine
 	}
 }
 
