@@ -53,16 +53,16 @@ type link struct{ Text, Href, Title string }
 type nodeCard struct {
 	ID, State, Meaning, Summary string
 	// Problem marks a card that needs a person; Next says what to do.
-	Problem bool
-	Next    []string
-	Closest []string
-	ProxyCount                  string
-	Orphaned, NoProxies         bool
-	Served                      *servedInfo
-	Attempt                     *attemptInfo
-	Waiting                     string
-	History                     []historyRow
-	Proxies                     []proxyRow
+	Problem             bool
+	Next                []string
+	Closest             []string
+	ProxyCount          string
+	Orphaned, NoProxies bool
+	Served              *servedInfo
+	Attempt             *attemptInfo
+	Waiting             string
+	History             []historyRow
+	Proxies             []proxyRow
 }
 
 type servedInfo struct {

@@ -20,8 +20,8 @@ type NodeView struct {
 	// it made a revision. It hides the engine's own in JSON on purpose, so
 	// that the API says what the page and legate status say;
 	// EngineState keeps the engine's.
-	State       nodestate.State `json:"state"`
-	EngineState revisions.State `json:"engineState,omitempty"`
+	State       nodestate.State   `json:"state"`
+	EngineState revisions.State   `json:"engineState,omitempty"`
 	Proxies     []xds.ProxyStatus `json:"proxies"`
 	// Closest are, for an Unconfigured node, the configured node IDs
 	// nearest to its ID (edit distance): the one its proxies most likely
