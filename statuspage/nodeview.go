@@ -132,7 +132,9 @@ func attempt(st revisions.NodeStatus, srcs []Source, proxies int) *Attempt {
 // newest commit never made one.
 func summary(v NodeView) string {
 	var parts []string
-	connected := len(v.Proxies)
+	// The engine's count stands in where the proxies themselves are not
+	// listed (legate status reading a cluster).
+	connected := max(len(v.Proxies), v.Answers.Connected)
 	served := "an older revision"
 	if v.Published != nil && v.Published.Commit != "" {
 		served = "the revision of commit " + revisions.Short(v.Published.Commit)

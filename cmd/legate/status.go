@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -36,6 +37,7 @@ func stateLegend() string {
 
 func newStatusCommand() *cobra.Command {
 	var cf clientFlags
+	var kf kubeFlags
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status [NODE]",
@@ -43,7 +45,10 @@ func newStatusCommand() *cobra.Command {
 		Long: `status asks a running legate serve where every source and node stands: the
 revision each source fetched and applied, what each node serves, the newest
 commit that tried to change it and its verdict, and its proxies. With a NODE,
-it shows that node's history and proxies in full.
+it shows that node's history and proxies in full. With --kubeconfig or
+--context it reads a legate controller's cluster instead (EnvoyConfigs,
+EnvoySources and EnvoyConfigRevisions, in -n NAMESPACE or -A) and prints the
+same states.
 
 Node states:
 ` + stateLegend() + `A node no source renders any more is marked orphaned; legate prune NODE stops
@@ -57,18 +62,24 @@ serving it.`,
   # for scripts
   legate status edge -o json | jq .state
   # a legate serve elsewhere, or a legate controller replica (its role too)
-  legate status --server 10.0.0.5:8080`,
+  legate status --server 10.0.0.5:8080
+  # a cluster's EnvoyConfigs and EnvoySources, through its API server
+  legate status --kubeconfig ~/.kube/config -n team-a
+  legate status --context prod -A`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeNodes(&cf),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(output, outputFormats); err != nil {
 				return err
 			}
+			w := cmd.OutOrStdout()
+			if kf.set() {
+				return statusOfCluster(cmd.Context(), w, &kf, args, output)
+			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
 			if len(args) == 1 {
 				n, err := c.node(cmd.Context(), args[0])
 				if err != nil {
@@ -107,9 +118,40 @@ serving it.`,
 		},
 	}
 	cf.bind(cmd.Flags(), false)
+	kf.bind(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(outputFormats, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// statusOfCluster is legate status against a cluster: the same tables,
+// the same model, read from the API server.
+func statusOfCluster(ctx context.Context, w io.Writer, kf *kubeFlags, args []string, output string) error {
+	c, ns, err := kf.client()
+	if err != nil {
+		return err
+	}
+	nodes, srcs, err := clusterStatus(ctx, c, ns, kf.home)
+	if err != nil {
+		return err
+	}
+	if len(args) == 1 {
+		for _, n := range nodes {
+			if n.NodeID == args[0] {
+				if output == "json" || output == "yaml" {
+					return printJSONOrYAML(w, output, n)
+				}
+				printNode(w, n, output == "wide", time.Now())
+				return nil
+			}
+		}
+		return fmt.Errorf("no EnvoyConfig configures node %q in %s", args[0], cmp.Or(ns, "any namespace"))
+	}
+	if output == "json" || output == "yaml" {
+		return printJSONOrYAML(w, output, map[string]any{"nodes": nodes, "sources": srcs})
+	}
+	printStatus(w, nodes, srcs, output == "wide", time.Now())
+	return nil
 }
 
 // printStatus writes the sources and nodes tables and the meaning of the
@@ -211,10 +253,11 @@ func nodeDetail(n statuspage.NodeView) []string {
 
 // proxiesCell is "none" or "<connected> (<accepted> ok, <rejected> rejected)".
 func proxiesCell(n statuspage.NodeView) string {
-	if len(n.Proxies) == 0 {
+	connected := max(len(n.Proxies), n.Answers.Connected)
+	if connected == 0 {
 		return "none connected"
 	}
-	cell := fmt.Sprintf("%d (%d ok", len(n.Proxies), n.Answers.Accepted)
+	cell := fmt.Sprintf("%d (%d ok", connected, n.Answers.Accepted)
 	if n.Answers.Rejected > 0 {
 		cell += fmt.Sprintf(", %d rejected", n.Answers.Rejected)
 	}
