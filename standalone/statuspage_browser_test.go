@@ -284,8 +284,10 @@ func TestStatusPageInABrowser(t *testing.T) {
 	require.Eventually(t, func() bool { v, ok := s.view(t, "egde"); return ok && len(v.Proxies) == 1 }, 30*time.Second, 10*time.Millisecond)
 	b.check(s, view{
 		name: "rollback",
-		wanted: []string{`[data-node="edge"] .attempt .badge.bad`, `[data-node="edge"] .first-error`, `[data-node="edge"] .next`,
-			`[data-node="edge"] tr.served`, `[data-node="edge"] tr.tainted`, `[data-source="config"] .problem .err`, `[data-node="egde"] .summary`},
+		wanted: []string{
+			`[data-node="edge"] .attempt .badge.bad`, `[data-node="edge"] .first-error`, `[data-node="edge"] .next`,
+			`[data-node="edge"] tr.served`, `[data-node="edge"] tr.tainted`, `[data-source="config"] .problem .err`, `[data-node="egde"] .summary`,
+		},
 		first: []string{"#banner.bad", `[data-node="edge"][data-state="Rollback"] .badge.state`},
 	})
 }

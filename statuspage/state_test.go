@@ -50,16 +50,28 @@ func TestNodeStateAgreesWithTheNewestCommit(t *testing.T) {
 		summary   string
 		noSummary string
 	}{
-		{"in sync", servedNode("edge", revisions.StateInSync), Source{Name: "cfg", Commit: goodSHA, Revision: "main@sha1:" + goodSHA}, proxy,
-			nodestate.InSync, VerdictServed, "serving the newest revision; accepted by 1 proxy", ""},
-		{"validation rejected the newest commit of an in-sync node", servedNode("edge", revisions.StateInSync), invalid, proxy,
-			nodestate.Rejected, VerdictRejectedValidation, "the newest commit 333333333333 was rejected by validation and reached no proxy; the revision of commit 111111111111 is still served", "serving the newest revision"},
-		{"a YAML tab does not leave the node Pending", servedNode("edge", revisions.StatePending), yamlTab, nil,
-			nodestate.Rejected, VerdictRejectedValidation, "was rejected by validation", "serving the newest revision"},
-		{"warnings of an accepted commit are no rejection", servedNode("edge", revisions.StateInSync), warned, proxy,
-			nodestate.InSync, VerdictServed, "serving the newest revision", "rejected"},
-		{"an invalid EnvoyConfig generation", servedNode("edge", revisions.StateInSync), kubeInvalid, proxy,
-			nodestate.Rejected, VerdictRejectedValidation, "the newest change default/edge@4 was rejected by validation", "serving the newest revision"},
+		{
+			"in sync", servedNode("edge", revisions.StateInSync),
+			Source{Name: "cfg", Commit: goodSHA, Revision: "main@sha1:" + goodSHA},
+			proxy,
+			nodestate.InSync, VerdictServed, "serving the newest revision; accepted by 1 proxy", "",
+		},
+		{
+			"validation rejected the newest commit of an in-sync node", servedNode("edge", revisions.StateInSync), invalid, proxy,
+			nodestate.Rejected, VerdictRejectedValidation, "the newest commit 333333333333 was rejected by validation and reached no proxy; the revision of commit 111111111111 is still served", "serving the newest revision",
+		},
+		{
+			"a YAML tab does not leave the node Pending", servedNode("edge", revisions.StatePending), yamlTab, nil,
+			nodestate.Rejected, VerdictRejectedValidation, "was rejected by validation", "serving the newest revision",
+		},
+		{
+			"warnings of an accepted commit are no rejection", servedNode("edge", revisions.StateInSync), warned, proxy,
+			nodestate.InSync, VerdictServed, "serving the newest revision", "rejected",
+		},
+		{
+			"an invalid EnvoyConfig generation", servedNode("edge", revisions.StateInSync), kubeInvalid, proxy,
+			nodestate.Rejected, VerdictRejectedValidation, "the newest change default/edge@4 was rejected by validation", "serving the newest revision",
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			v := NewNodeView(tt.node, tt.proxies, []Source{tt.src}, false)

@@ -126,8 +126,10 @@ func TestPrintStatusShowsProblemsFirstWithNextSteps(t *testing.T) {
 	healthy := served
 	healthy.NodeID = "api"
 	healthy.History = []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", Commit: good, Revision: "main@sha1:" + good, Source: "other", CreatedAt: now}}
-	src := statuspage.Source{Name: "cfg", Commit: bad, Revision: "main@sha1:" + bad, AppliedRevision: "main@sha1:" + good, Invalid: true,
-		LastError: "validation failed", Diagnostics: []string{"nodes/edge/cluster.yaml:4:1: found a tab character; YAML indents with spaces"}}
+	src := statuspage.Source{
+		Name: "cfg", Commit: bad, Revision: "main@sha1:" + bad, AppliedRevision: "main@sha1:" + good, Invalid: true,
+		LastError: "validation failed", Diagnostics: []string{"nodes/edge/cluster.yaml:4:1: found a tab character; YAML indents with spaces"},
+	}
 	nodes := []statuspage.NodeView{
 		statuspage.NewNodeView(healthy, nil, nil, false),
 		statuspage.NewNodeView(served, nil, []statuspage.Source{src}, false),
