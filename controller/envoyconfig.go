@@ -19,6 +19,7 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline"
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
@@ -183,6 +184,13 @@ func envoyConfigStatus(ec *v1alpha1.EnvoyConfig, synced pipeline.Status, node re
 		s.CacheState = ptr(v1alpha1.CacheRollback)
 	case v.InSync():
 		s.CacheState = ptr(v1alpha1.CacheInSync) // MARIN3R's meaning: the desired revision is served
+	}
+	// State is what legate status and the page say (pipeline/nodestate):
+	// Pending while no proxy answered, Rejected after a refused update.
+	// Nothing is said of a node another namespace owns.
+	s.State = ""
+	if node.State != "" || synced.Invalid {
+		s.State = string(nodestate.Of(nodestate.Input{Engine: node.State, NewestRejected: synced.Invalid}))
 	}
 	s.Proxies = &v1alpha1.ProxyCounts{Connected: node.Answers.Connected, Accepted: node.Answers.Accepted, Rejected: node.Answers.Rejected}
 	var verdicts []readiness.Verdict

@@ -40,6 +40,8 @@ func TestEnvoyConfigStatus(t *testing.T) {
 	rollback.Answers = revisions.AnswerCounts{Connected: 2, Rejected: 2}
 	failed := rollback
 	failed.State = revisions.StateRollbackFailed
+	pending := inSync
+	pending.State, pending.Answers = revisions.StatePending, revisions.AnswerCounts{}
 	foreign := revisions.NodeStatus{NodeID: "edge"} // another namespace owns it: its ID only
 	// served from another source's revision: this one's is not the newest
 	elsewhere := inSync
@@ -51,6 +53,7 @@ func TestEnvoyConfigStatus(t *testing.T) {
 		node                revisions.NodeStatus
 		synced              pipeline.Status
 		cache               *string
+		state               string
 		desired, published  string
 		rejection, commit   string
 		revisions           []string
@@ -59,17 +62,17 @@ func TestEnvoyConfigStatus(t *testing.T) {
 		connected, rejected int
 	}{
 		{
-			name: "the desired revision is served", node: inSync, cache: ptr(string(v1alpha1.CacheInSync)),
+			name: "the desired revision is served", node: inSync, cache: ptr(string(v1alpha1.CacheInSync)), state: "InSync",
 			desired: revisions.Short(good), published: revisions.Short(good), commit: "team-a/edge@1",
 			revisions: []string{revisions.Short(good)}, ready: metav1.ConditionTrue, reason: fluxmeta.SucceededReason, connected: 2,
 		},
 		{
-			name: "rolled back", node: rollback, cache: ptr(string(v1alpha1.CacheRollback)),
+			name: "rolled back", node: rollback, cache: ptr(string(v1alpha1.CacheRollback)), state: "Rollback",
 			desired: revisions.Short(bad), published: revisions.Short(good), commit: "team-a/edge@1", rejection: "rejected by 2 of 2 proxies",
 			revisions: []string{revisions.Short(good), revisions.Short(bad)}, ready: metav1.ConditionFalse, reason: readiness.ReasonRollback, connected: 2, rejected: 2,
 		},
 		{
-			name: "every revision rejected", node: failed, cache: ptr(string(v1alpha1.CacheRollbackFailed)),
+			name: "every revision rejected", node: failed, cache: ptr(string(v1alpha1.CacheRollbackFailed)), state: "RollbackFailed",
 			desired: revisions.Short(bad), published: revisions.Short(good), commit: "team-a/edge@1", rejection: "rejected by 2 of 2 proxies",
 			revisions: []string{revisions.Short(good), revisions.Short(bad)}, ready: metav1.ConditionFalse, reason: readiness.ReasonRollbackFailed, connected: 2, rejected: 2,
 		},
@@ -78,13 +81,18 @@ func TestEnvoyConfigStatus(t *testing.T) {
 			ready: metav1.ConditionFalse, reason: fluxmeta.ProgressingReason,
 		},
 		{
-			name: "another source's revision is served", node: elsewhere, desired: revisions.Short(good), published: revisions.Short(other),
+			name: "another source's revision is served", node: elsewhere, state: "InSync", desired: revisions.Short(good), published: revisions.Short(other),
 			commit: "", revisions: []string{revisions.Short(good), revisions.Short(other)}, ready: metav1.ConditionFalse, reason: fluxmeta.ProgressingReason, connected: 2,
 		},
 		{
 			name: "a rejected render stalls whatever is served", node: inSync, synced: pipeline.Status{Invalid: true, DiagnosticCount: 1},
-			cache: ptr(string(v1alpha1.CacheInSync)), desired: revisions.Short(good), published: revisions.Short(good), commit: "team-a/edge@1",
+			cache: ptr(string(v1alpha1.CacheInSync)), state: "Rejected", desired: revisions.Short(good), published: revisions.Short(good), commit: "team-a/edge@1",
 			revisions: []string{revisions.Short(good)}, ready: metav1.ConditionFalse, reason: readiness.ReasonValidationFailed, connected: 2,
+		},
+		{
+			name: "no proxy connected: Pending, as legate status says", node: pending, cache: ptr(string(v1alpha1.CacheInSync)), state: "Pending",
+			desired: revisions.Short(good), published: revisions.Short(good), commit: "team-a/edge@1",
+			revisions: []string{revisions.Short(good)}, ready: metav1.ConditionTrue, reason: fluxmeta.SucceededReason,
 		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -98,6 +106,7 @@ func TestEnvoyConfigStatus(t *testing.T) {
 			assert.Equal(t, int64(3), s.ObservedGeneration)
 			assert.Equal(t, "now", s.LastHandledReconcileAt)
 			assert.Equal(t, tc.cache, s.CacheState)
+			assert.Equal(t, tc.state, s.State)
 			assert.Equal(t, tc.desired, deref(s.DesiredVersion), "desired")
 			assert.Equal(t, tc.published, deref(s.PublishedVersion), "published")
 			assert.Equal(t, tc.rejection, s.Rejection)

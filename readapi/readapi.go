@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/go-logr/logr"
@@ -32,6 +33,17 @@ type Engine interface {
 type Proxies interface {
 	Proxies(node string) []xds.ProxyStatus
 }
+
+// ConnectedNodes is what a Proxies may also answer (*xds.Server does): the
+// node IDs that open streams ask for, so that the API lists those nothing
+// configures. Safe for concurrent use.
+type ConnectedNodes interface {
+	ConnectedNodes() []string
+}
+
+// maxUnconfigured bounds the unconfigured node IDs listed: proxies choose
+// their node IDs, and a page of typos says enough.
+const maxUnconfigured = 20
 
 // Options are what a home gives the read API. Engine, Proxies and Sources
 // are required.
@@ -138,6 +150,12 @@ func (a *API) routes() http.Handler {
 		id := r.PathValue("node")
 		st, ok := a.o.Engine.Node(id)
 		if !ok {
+			for _, v := range a.unconfigured(a.o.Engine.Nodes()) {
+				if v.NodeID == id {
+					statuspage.WriteJSON(w, http.StatusOK, v)
+					return
+				}
+			}
 			WriteError(w, http.StatusNotFound, "no node "+quote(id))
 			return
 		}
@@ -170,6 +188,38 @@ func (a *API) nodes(srcs []statuspage.Source) []statuspage.NodeView {
 	out := make([]statuspage.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, a.nodeView(n, srcs))
+	}
+	return append(out, a.unconfigured(nodes)...)
+}
+
+// unconfigured lists, state Unconfigured, the node IDs that connected
+// proxies ask for and no node of the engine has, each with the closest
+// configured IDs: a typo in a bootstrap shows where people look, not only
+// in /metrics. The read API shows every node of the engine (the operator's
+// view, behind the read token in a cluster), so naming the others' IDs as
+// hints reveals nothing a reader does not already see.
+func (a *API) unconfigured(nodes []revisions.NodeStatus) []statuspage.NodeView {
+	cn, ok := a.o.Proxies.(ConnectedNodes)
+	if !ok {
+		return nil
+	}
+	known := make(map[string]bool, len(nodes))
+	ids := make([]string, 0, len(nodes))
+	for _, n := range nodes {
+		known[n.NodeID] = true
+		ids = append(ids, n.NodeID)
+	}
+	var out []statuspage.NodeView
+	connected := cn.ConnectedNodes()
+	slices.Sort(connected)
+	for _, id := range connected {
+		if known[id] {
+			continue
+		}
+		if len(out) == maxUnconfigured {
+			break
+		}
+		out = append(out, statuspage.UnconfiguredView(id, a.o.Proxies.Proxies(id), ids))
 	}
 	return out
 }

@@ -49,7 +49,7 @@ func (l *sourceLoop) snapshot() statuspage.Source {
 	l.mu.Unlock()
 	ps := statuspage.SourceOf(l.s.pipeline.Status(l.cfg.Name))
 	st.Revision, st.Commit, st.AppliedRevision = ps.Revision, ps.Commit, ps.AppliedRevision
-	st.Nodes, st.LastApplied, st.LastError, st.Diagnostics = ps.Nodes, ps.LastApplied, ps.LastError, ps.Diagnostics
+	st.Nodes, st.LastApplied, st.LastError, st.Diagnostics, st.Invalid = ps.Nodes, ps.LastApplied, ps.LastError, ps.Diagnostics, ps.Invalid
 	if fetchErr != "" {
 		st.LastError = fetchErr
 	}

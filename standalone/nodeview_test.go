@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -86,8 +87,13 @@ func TestOrphanedNodeIsMarkedAndPruned(t *testing.T) {
 	code, body = post(t, s, "/api/v1/nodes/gone/prune")
 	require.Equal(t, http.StatusOK, code, body)
 	require.Eventually(t, func() bool { _, n := proxy.last(); return n == 0 }, 30*time.Second, 10*time.Millisecond, "the proxy gets an empty configuration")
-	_, found := s.view(t, "gone")
-	assert.False(t, found, "a pruned node is gone from the API")
+	// Its history is gone; its proxy, still connected, now asks for a node
+	// ID that nothing configures.
+	v, found := s.view(t, "gone")
+	require.True(t, found)
+	assert.Equal(t, nodestate.Unconfigured, v.State, "a pruned node is gone from the API, its proxy is not")
+	assert.Empty(t, v.History)
+	assert.Nil(t, v.Published)
 	code, _ = post(t, s, "/api/v1/nodes/gone/prune")
 	assert.Equal(t, http.StatusNotFound, code)
 }

@@ -3,11 +3,13 @@ package statuspage
 import (
 	"cmp"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
 )
 
@@ -20,8 +22,13 @@ type pageModel struct {
 	Sources []sourceRow
 	Nodes   []nodeCard
 	Legend  []legendEntry
-	// Counts is "2 InSync, 1 Rollback".
+	// Counts is "1 rolled back · 2 in sync", problems first.
 	Counts string
+	// Problems counts the nodes and sources that need a person, and
+	// Attention says which ("1 rolled back · 1 source with a problem"):
+	// the page opens with a banner saying so when there are any.
+	Problems  int
+	Attention string
 	// Replica names this replica and its role, with several.
 	Replica string
 }
@@ -45,13 +52,17 @@ type link struct{ Text, Href, Title string }
 
 type nodeCard struct {
 	ID, State, Meaning, Summary string
-	ProxyCount                  string
-	Orphaned, NoProxies         bool
-	Served                      *servedInfo
-	Attempt                     *attemptInfo
-	Waiting                     string
-	History                     []historyRow
-	Proxies                     []proxyRow
+	// Problem marks a card that needs a person; Next says what to do.
+	Problem             bool
+	Next                []string
+	Closest             []string
+	ProxyCount          string
+	Orphaned, NoProxies bool
+	Served              *servedInfo
+	Attempt             *attemptInfo
+	Waiting             string
+	History             []historyRow
+	Proxies             []proxyRow
 }
 
 type servedInfo struct {
@@ -114,34 +125,63 @@ func buildPage(nodes []NodeView, srcs []Source, forges map[string]forge.Provider
 			row.LastError = s.LastError
 		}
 		row.Healthy = row.LastError == "" && row.Rejection == ""
+		// The proxies' text is on the card of each node that rejected it:
+		// the source says where, not the text a second time.
+		if on := rejectedOn(nodes, s); row.Rejection != "" && len(on) > 0 {
+			row.Rejection = "the proxies rejected commit " + revisions.Short(s.Commit) + " (rolled back): see node " + strings.Join(on, ", ")
+		}
 		m.Sources = append(m.Sources, row)
 	}
-	counts := map[revisions.State]int{}
+	// Problems first: a broken node is the first card, so that the first
+	// screen of a broken fleet never looks like a healthy one's.
+	nodes = ProblemsFirst(nodes)
+	states := make([]nodestate.State, 0, len(nodes))
+	var problems []nodestate.State
 	for _, n := range nodes {
-		counts[n.State]++
+		states = append(states, n.State)
+		if nodestate.Problem(n.State) {
+			problems = append(problems, n.State)
+		}
 		m.Nodes = append(m.Nodes, nodeCardOf(n, srcURL, forges, now))
 	}
-	var parts []string
 	for _, sm := range StateMeanings {
 		m.Legend = append(m.Legend, legendEntry{string(sm.State), sm.Meaning})
-		if c := counts[sm.State]; c > 0 {
-			parts = append(parts, plural(c, string(sm.State), string(sm.State)))
+	}
+	m.Counts = nodestate.Counts(states)
+	var attention []string
+	if len(problems) > 0 {
+		attention = append(attention, nodestate.Counts(problems))
+	}
+	failing := 0
+	for _, s := range m.Sources {
+		if !s.Healthy {
+			failing++
 		}
 	}
-	m.Counts = strings.Join(parts, ", ")
+	if failing > 0 {
+		attention = append(attention, plural(failing, "source with a problem", "sources with a problem"))
+	}
+	m.Problems = len(problems) + failing
+	m.Attention = strings.Join(attention, " · ")
 	return m
 }
 
 func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Provider, now time.Time) nodeCard {
 	c := nodeCard{
 		ID: n.NodeID, State: string(n.State), Meaning: StateMeaning(n.State), Summary: n.Summary,
+		Problem: nodestate.Problem(n.State), Next: NextSteps(n), Closest: n.Closest,
 		Orphaned: n.Orphaned, NoProxies: len(n.Proxies) == 0, ProxyCount: plural(len(n.Proxies), "proxy", "proxies"),
 	}
-	commitLink := func(source, sha string) link {
-		return link{Text: cmp.Or(revisions.Short(sha), "-"), Title: sha, Href: commitURL(srcURL[source], forges[source], sha)}
+	// A revision from an EnvoyConfig object has no commit: its origin
+	// ("default/edge@3", the object at generation 3) stands in for it.
+	commitLink := func(source, sha, revision string) link {
+		if sha == "" {
+			return link{Text: cmp.Or(revision, "-"), Title: revision}
+		}
+		return link{Text: revisions.Short(sha), Title: sha, Href: commitURL(srcURL[source], forges[source], sha)}
 	}
 	if p := n.Published; p != nil {
-		c.Served = &servedInfo{Hash: revisions.Short(p.Hash), Version: p.Version, Commit: commitLink(p.Source, p.Commit)}
+		c.Served = &servedInfo{Hash: revisions.Short(p.Hash), Version: p.Version, Commit: commitLink(p.Source, p.Commit, p.Revision)}
 	}
 	source := ""
 	if len(n.History) > 0 {
@@ -149,7 +189,7 @@ func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Pr
 	}
 	if a := n.Attempt; a != nil {
 		c.Attempt = &attemptInfo{
-			Commit: commitLink(source, a.Commit), Verdict: a.Verdict, Class: verdictClass(a.Verdict), Error: a.Error,
+			Commit: commitLink(source, a.Commit, a.Revision), Verdict: a.Verdict, Class: verdictClass(a.Verdict), Error: a.Error,
 			SameAsServed: n.Published != nil && a.Hash == n.Published.Hash,
 		}
 	}
@@ -159,7 +199,7 @@ func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Pr
 	for _, r := range n.History {
 		row := historyRow{
 			Hash: revisions.Short(r.Hash), Served: n.Published != nil && r.Hash == n.Published.Hash, Tainted: r.Tainted,
-			Commit: commitLink(r.Source, r.Commit), Message: firstLine(r.Message), Author: authorName(r.Author),
+			Commit: commitLink(r.Source, r.Commit, r.Revision), Message: firstLine(r.Message), Author: authorName(r.Author),
 			Source: r.Source, Created: relTime(&r.CreatedAt, now),
 		}
 		if r.Taint != nil {
@@ -181,12 +221,38 @@ func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Pr
 			}
 			if t.LastNACK != nil {
 				tr.NACK = t.LastNACK.Version + ": " + t.LastNACK.Error
+				// The proxies' text is shown once, with the newest commit.
+				if c.Attempt != nil && t.LastNACK.Error != "" && strings.Contains(c.Attempt.Error, t.LastNACK.Error) {
+					tr.NACK = t.LastNACK.Version + " (the rejection above)"
+				}
 			}
 			pr.Types = append(pr.Types, tr)
 		}
 		c.Proxies = append(c.Proxies, pr)
 	}
 	return c
+}
+
+// ProblemsFirst returns a copy of nodes sorted by urgency of their state
+// (nodestate.Rank), then by ID.
+func ProblemsFirst(nodes []NodeView) []NodeView {
+	nodes = slices.Clone(nodes)
+	slices.SortStableFunc(nodes, func(a, b NodeView) int {
+		return cmp.Or(cmp.Compare(nodestate.Rank(a.State), nodestate.Rank(b.State)), cmp.Compare(a.NodeID, b.NodeID))
+	})
+	return nodes
+}
+
+// rejectedOn lists the nodes of src whose newest attempt the proxies
+// rejected.
+func rejectedOn(nodes []NodeView, src Source) []string {
+	var on []string
+	for _, n := range nodes {
+		if a := n.Attempt; a != nil && a.Verdict == VerdictRejectedByProxies && len(n.History) > 0 && n.History[0].Source == src.Name {
+			on = append(on, n.NodeID)
+		}
+	}
+	return on
 }
 
 // snapshotRevision is the revision hash prefix of a publication version
@@ -304,4 +370,25 @@ func HumanDuration(d time.Duration) string {
 		}
 	}
 	return b.String()
+}
+
+// NextSteps says what a person can do about a node that needs one; nil
+// for a healthy node. The page and legate status say the same.
+func NextSteps(n NodeView) []string {
+	switch n.State {
+	case nodestate.Rollback, nodestate.RollbackFailed:
+		steps := []string{"Fix the configuration and commit: the new commit makes a new revision, which replaces the rejected one."}
+		if a := n.Attempt; a != nil && a.Hash != "" && a.Verdict == VerdictRejectedByProxies {
+			steps = append(steps, "Or, if the proxies rejected it for a reason since fixed outside legate (a missing secret, an old Envoy): legate untaint "+
+				n.NodeID+" "+revisions.Short(a.Hash)+" re-publishes that revision; if the proxies still reject it, it is tainted again within seconds and the node rolls back again.")
+		}
+		return steps
+	case nodestate.Rejected:
+		return []string{"Fix the error above and commit; legate validate DIR shows every error before you push."}
+	case nodestate.Degraded:
+		return []string{"Some proxies rejected the revision (their NACK is under proxies): they run an older configuration than the others. Fix the configuration and commit."}
+	case nodestate.Unconfigured:
+		return []string{"Correct node.id in the proxy's bootstrap, or add a configuration for this node ID."}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/xds"
 )
@@ -14,7 +15,18 @@ import (
 // and whether any source still renders it.
 type NodeView struct {
 	revisions.NodeStatus
-	Proxies []xds.ProxyStatus `json:"proxies"`
+	// State is the node's state as every surface says it (nodestate.Of):
+	// the engine's, or Rejected when the newest commit was refused before
+	// it made a revision. It hides the engine's own in JSON on purpose, so
+	// that the API says what the page and legate status say;
+	// EngineState keeps the engine's.
+	State       nodestate.State   `json:"state"`
+	EngineState revisions.State   `json:"engineState,omitempty"`
+	Proxies     []xds.ProxyStatus `json:"proxies"`
+	// Closest are, for an Unconfigured node, the configured node IDs
+	// nearest to its ID (edit distance): the one its proxies most likely
+	// meant.
+	Closest []string `json:"closest,omitempty"`
 	// Summary says in plain words what the node serves and why.
 	Summary string `json:"summary"`
 	// Orphaned is set when no configured source renders the node any more:
@@ -48,28 +60,12 @@ type Attempt struct {
 	Error string `json:"error,omitempty"`
 }
 
-// StateMeanings defines every node state, as the docs, the status page and
-// legate status say it.
-var StateMeanings = []struct {
-	State   revisions.State
-	Meaning string
-}{
-	{revisions.StateInSync, "the newest revision is served and every connected proxy accepted it"},
-	{revisions.StatePending, "the newest revision is served and not every proxy has answered yet; with no proxy connected it stays Pending until one connects"},
-	{revisions.StateDegraded, "the newest revision is served; some proxies rejected it, fewer than the taint threshold"},
-	{revisions.StateRollback, "the newest revisions were rejected by the proxies (tainted), so an older untainted revision is served"},
-	{revisions.StateRollbackFailed, "every revision in the history is tainted; the newest stays served"},
-}
+// StateMeanings defines every node state, problems first, as the docs,
+// the status page and legate status say it.
+var StateMeanings = nodestate.Meanings
 
 // StateMeaning returns the definition of state.
-func StateMeaning(state revisions.State) string {
-	for _, m := range StateMeanings {
-		if m.State == state {
-			return m.Meaning
-		}
-	}
-	return ""
-}
+func StateMeaning(state nodestate.State) string { return nodestate.MeaningOf(state) }
 
 // NewNodeView completes the engine's status of a node for people: the
 // proxies connected for it, the newest attempt to change it (from the
@@ -79,8 +75,9 @@ func NewNodeView(st revisions.NodeStatus, proxies []xds.ProxyStatus, srcs []Sour
 	if proxies == nil {
 		proxies = []xds.ProxyStatus{}
 	}
-	v := NodeView{NodeStatus: st, Proxies: proxies, Orphaned: orphaned}
+	v := NodeView{NodeStatus: st, EngineState: st.State, Proxies: proxies, Orphaned: orphaned}
 	v.Attempt = attempt(st, srcs, len(v.Proxies))
+	v.State = nodestate.Of(nodestate.Input{Engine: st.State, NewestRejected: v.Attempt != nil && v.Attempt.Verdict == VerdictRejectedValidation})
 	v.Summary = summary(v)
 	return v
 }
@@ -94,10 +91,19 @@ func attempt(st revisions.NodeStatus, srcs []Source, proxies int) *Attempt {
 	}
 	top := st.History[0]
 	for _, src := range srcs {
-		if src.Name != top.Source || len(src.Diagnostics) == 0 || src.Commit == "" || src.Commit == top.Commit {
+		// A source whose newest content was refused (Invalid) and whose
+		// newest fetch is not what made the top revision: the author's
+		// last change never reached the engine. Comparing revisions, not
+		// commits, covers EnvoyConfig objects too (no commit, a
+		// generation).
+		if src.Name != top.Source || !src.Invalid || (src.Revision != "" && src.Revision == top.Revision) {
 			continue
 		}
-		return &Attempt{Commit: src.Commit, Revision: src.Revision, Verdict: VerdictRejectedValidation, Error: src.Diagnostics[0]}
+		a := &Attempt{Commit: src.Commit, Revision: src.Revision, Verdict: VerdictRejectedValidation, Error: src.LastError}
+		if len(src.Diagnostics) > 0 {
+			a.Error = src.Diagnostics[0]
+		}
+		return a
 	}
 	a := &Attempt{Commit: top.Commit, Revision: top.Revision, Hash: top.Hash}
 	served := st.Published != nil && st.Published.Hash == top.Hash
@@ -121,35 +127,55 @@ func attempt(st revisions.NodeStatus, srcs []Source, proxies int) *Attempt {
 	return a
 }
 
-// summary says in plain words where the node stands.
+// summary says in plain words where the node stands. It follows
+// v.State, so that it never says "the newest revision" of a node whose
+// newest commit never made one.
 func summary(v NodeView) string {
 	var parts []string
-	connected := len(v.Proxies)
+	// The engine's count stands in where the proxies themselves are not
+	// listed (legate status reading a cluster).
+	connected := max(len(v.Proxies), v.Answers.Connected)
+	served := "an older revision"
+	if v.Published != nil && v.Published.Commit != "" {
+		served = "the revision of commit " + revisions.Short(v.Published.Commit)
+	} else if v.Published != nil && v.Published.Revision != "" {
+		served = "the revision of " + v.Published.Revision
+	}
 	switch v.State {
-	case revisions.StateInSync:
+	case nodestate.InSync:
 		parts = append(parts, fmt.Sprintf("serving the newest revision; accepted by %s", plural(v.Answers.Accepted, "proxy", "proxies")))
-	case revisions.StatePending:
+	case nodestate.Pending:
 		if connected == 0 {
 			parts = append(parts, "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one")
 		} else {
 			parts = append(parts, fmt.Sprintf("serving the newest revision; %d of %s answered", v.Answers.Accepted+v.Answers.Rejected, plural(connected, "proxy", "proxies")))
 		}
-	case revisions.StateDegraded:
+	case nodestate.Degraded:
 		parts = append(parts, fmt.Sprintf("serving the newest revision; rejected by %d of %s, below the taint threshold", v.Answers.Rejected, plural(connected, "proxy", "proxies")))
-	case revisions.StateRollback:
-		commit := "an older revision"
-		if v.Published != nil && v.Published.Commit != "" {
-			commit = "the revision of commit " + revisions.Short(v.Published.Commit)
+	case nodestate.Rejected:
+		commit := "the newest commit"
+		if v.Attempt != nil && v.Attempt.Commit != "" {
+			commit = "the newest commit " + revisions.Short(v.Attempt.Commit)
+		} else if v.Attempt != nil && v.Attempt.Revision != "" {
+			commit = "the newest change " + v.Attempt.Revision
 		}
-		parts = append(parts, "rolled back: the proxies rejected newer revisions, so "+commit+" is served")
-	case revisions.StateRollbackFailed:
+		parts = append(parts, commit+" was rejected by validation and reached no proxy; "+served+" is still served")
+	case nodestate.Rollback:
+		parts = append(parts, "rolled back: the proxies rejected newer revisions, so "+served+" is served")
+	case nodestate.RollbackFailed:
 		parts = append(parts, "every revision was rejected by the proxies; the newest stays served")
+	case nodestate.Unconfigured:
+		parts = append(parts, fmt.Sprintf("%s asks for this node ID and nothing configures it, so it gets no configuration", plural(connected, "proxy", "proxies")))
+		if len(v.Closest) > 0 {
+			parts = append(parts, "did you mean "+strings.Join(v.Closest, " or ")+"? (the node ID in the proxy's bootstrap)")
+		}
+		return strings.Join(parts, "; ")
 	}
-	if connected == 0 && v.State != revisions.StatePending {
+	if connected == 0 && v.State != nodestate.Pending {
 		parts = append(parts, "no proxy connected")
 	}
-	if v.Attempt != nil && v.Attempt.Verdict == VerdictRejectedValidation {
-		parts = append(parts, "newest commit "+revisions.Short(v.Attempt.Commit)+" rejected by validation")
+	if v.State == nodestate.Rollback && v.Attempt != nil && v.Attempt.Verdict == VerdictRejectedValidation {
+		parts = append(parts, "and the newest commit "+revisions.Short(v.Attempt.Commit)+" was rejected by validation")
 	}
 	if v.Waiting != nil {
 		parts = append(parts, "revision "+revisions.Short(v.Waiting.Hash)+" waits to be served")
@@ -165,4 +191,17 @@ func plural(n int, one, many string) string {
 		return "1 " + one
 	}
 	return fmt.Sprintf("%d %s", n, many)
+}
+
+// UnconfiguredView is the entry of a node ID that connected proxies ask
+// for and nothing configures, with the configured IDs closest to it.
+func UnconfiguredView(id string, proxies []xds.ProxyStatus, configured []string) NodeView {
+	v := NodeView{NodeStatus: revisions.NodeStatus{NodeID: id, History: []revisions.RevisionStatus{}}, State: nodestate.Unconfigured, Proxies: proxies}
+	if v.Proxies == nil {
+		v.Proxies = []xds.ProxyStatus{}
+	}
+	v.Answers.Connected = len(v.Proxies)
+	v.Closest = nodestate.Closest(id, configured, 3)
+	v.Summary = summary(v)
+	return v
 }

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/xds"
 )
@@ -41,6 +42,7 @@ func rollbackFixture(now time.Time) ([]NodeView, []Source) {
 				LastNACK: &xds.NACKStatus{Version: "9d9d9d9d9d9d-2", Error: "unsupported cluster type"},
 			}},
 		}},
+		State:   nodestate.Rollback,
 		Summary: "rolled back: the proxies rejected newer revisions",
 		Attempt: &Attempt{Commit: "2222222222222222222222222222222222222222", Hash: "bbbbbbbbbbbbbbbb", Verdict: VerdictRejectedByProxies, Error: taint},
 	}}
@@ -60,18 +62,18 @@ func TestStatusPageShowsWhatIsServedAndWhy(t *testing.T) {
 	require.NoError(t, Page{Nodes: nodes, Sources: srcs, Forges: map[string]forge.Provider{"cfg": forge.ProviderGitea}, Now: now}.Write(&b))
 	page := b.String()
 	for _, want := range []string{
-		`<span class="badge state" title="` + StateMeaning(revisions.StateRollback) + `">Rollback</span>`,
-		`class="served"><td><code>aaaaaaaaaaaa</code> <span class="badge ok"`,
+		`<span class="badge state" title="` + StateMeaning(nodestate.Rollback) + `">Rollback</span>`,
+		`class="served"><td data-label="revision"><span><code>aaaaaaaaaaaa</code> <span class="badge ok"`,
 		`href="https://gitea.example/org/envoy-config/commit/2222222222222222222222222222222222222222"`,
-		"Route /api to the new backend</td><td>Ada</td><td>2h ago</td>",
+		`<td data-label="message"><span>Route /api to the new backend</span></td><td data-label="author"><span>Ada</span></td><td data-label="created"><span>2h ago</span></td>`,
 		`<span class="badge bad">rejected by proxies</span>`,
 		"rejected by proxies (error above)",
 		"spiffe://example.org/edge", "10.0.0.7:51234", "envoy 1.36.0",
 		`<code>3c959b7021e1-3</code> (<a class="mono" href="#rev-edge-aaaaaaaaaaaa">aaaaaaaaaaaa</a>)`,
 		`<tr id="rev-edge-aaaaaaaaaaaa" class="served">`,
 		"NACK 9d9d9d9d9d9d-2: unsupported cluster type",
-		"commit 222222222222 rejected by proxies (rolled back)",
-		"<b>RollbackFailed</b><span>" + StateMeaning(revisions.StateRollbackFailed) + "</span>",
+		"the proxies rejected commit 222222222222 (rolled back): see node edge",
+		"<b>RollbackFailed</b><span>" + StateMeaning(nodestate.RollbackFailed) + "</span>",
 	} {
 		assert.Contains(t, page, want)
 	}
@@ -124,7 +126,7 @@ func TestStatusPageMarksOrphansAndNodesWithoutProxies(t *testing.T) {
 			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Version: "aaaaaaaaaaaa-1"},
 			History:   []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", CreatedAt: now}},
 		},
-		Orphaned: true, Summary: "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one",
+		State: nodestate.Pending, Orphaned: true, Summary: "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one",
 	}}
 	srcs := []Source{{Name: "cfg", Kind: "git", URL: "/srv/cfg", Suspended: true}}
 	var b strings.Builder
@@ -133,5 +135,5 @@ func TestStatusPageMarksOrphansAndNodesWithoutProxies(t *testing.T) {
 	assert.Contains(t, page, `title="no proxy of this node is connected to legate">no proxy connected</span>`)
 	assert.Contains(t, page, `>orphaned</span>`)
 	assert.Contains(t, page, `<b>cfg</b> <span class="badge warn">suspended</span>`)
-	assert.Contains(t, page, "1 Pending")
+	assert.Contains(t, page, "1 pending")
 }

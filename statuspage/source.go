@@ -38,6 +38,10 @@ type Source struct {
 	// LastAttempt is when the last finished fetch → render → apply pass
 	// started: a fetch requested at T is done once LastAttempt is after T.
 	LastAttempt *time.Time `json:"lastAttempt,omitempty"`
+	// Invalid: the newest content fetched was rejected by validation
+	// (Diagnostics are its errors): what is served comes from an older
+	// commit.
+	Invalid bool `json:"invalid,omitempty"`
 	// Suspended sources are not fetched until resumed (legate suspend).
 	Suspended bool `json:"suspended,omitempty"`
 }
@@ -47,7 +51,7 @@ type Source struct {
 // (the errors of a rejected render, else the warnings of the accepted
 // one). The home adds its own part (kind, URL, fetch times).
 func SourceOf(ps pipeline.Status) Source {
-	st := Source{Name: ps.Source, Revision: ps.Revision, Commit: ps.Commit, AppliedRevision: ps.AppliedRevision, Nodes: ps.Nodes, LastError: ps.Summary()}
+	st := Source{Name: ps.Source, Revision: ps.Revision, Commit: ps.Commit, AppliedRevision: ps.AppliedRevision, Nodes: ps.Nodes, LastError: ps.Summary(), Invalid: ps.Invalid}
 	if !ps.LastApplied.IsZero() {
 		st.LastApplied = &ps.LastApplied
 	}

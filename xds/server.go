@@ -212,6 +212,20 @@ func (s *Server) Proxies(node string) []ProxyStatus {
 	return out
 }
 
+// ConnectedNodes returns the node IDs with at least one open stream, in
+// no particular order: the read API lists those nothing configures.
+func (s *Server) ConnectedNodes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]string, 0, len(s.nodes))
+	for id, ns := range s.nodes {
+		if len(ns.streams) > 0 {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // Streams counts the open streams of every node.
 func (s *Server) Streams() int {
 	s.mu.Lock()

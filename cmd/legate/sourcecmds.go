@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/standalone"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -86,17 +86,17 @@ func reconcile(ctx context.Context, c *client, name string, waitProxies bool, w 
 	for _, node := range src.Nodes {
 		n, err := waitFor(ctx, func() (statuspage.NodeView, bool, error) {
 			n, err := c.node(ctx, node)
-			return n, err == nil && (n.State != revisions.StatePending || len(n.Proxies) == 0), err
+			return n, err == nil && (n.State != nodestate.Pending || len(n.Proxies) == 0), err
 		})
 		switch {
-		case err == nil && n.State == revisions.StatePending:
+		case err == nil && n.State == nodestate.Pending:
 			fmt.Fprintf(w, "◎ node %s: %s\n", node, n.Summary)
 		case errors.Is(err, context.DeadlineExceeded):
 			fmt.Fprintf(w, "◎ node %s: %s\n", node, n.Summary)
 			failed = append(failed, node+" (no verdict in time)")
 		case err != nil:
 			return err
-		case n.State == revisions.StateInSync || n.State == revisions.StateDegraded:
+		case n.State == nodestate.InSync || n.State == nodestate.Degraded:
 			fmt.Fprintf(w, "✔ node %s %s: %s\n", node, n.State, n.Summary)
 		default:
 			msg := n.Summary

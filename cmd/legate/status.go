@@ -2,6 +2,7 @@ package main
 
 import (
 	"cmp"
+	"context"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -35,6 +37,7 @@ func stateLegend() string {
 
 func newStatusCommand() *cobra.Command {
 	var cf clientFlags
+	var kf kubeFlags
 	var output string
 	cmd := &cobra.Command{
 		Use:   "status [NODE]",
@@ -42,7 +45,10 @@ func newStatusCommand() *cobra.Command {
 		Long: `status asks a running legate serve where every source and node stands: the
 revision each source fetched and applied, what each node serves, the newest
 commit that tried to change it and its verdict, and its proxies. With a NODE,
-it shows that node's history and proxies in full.
+it shows that node's history and proxies in full. With --kubeconfig or
+--context it reads a legate controller's cluster instead (EnvoyConfigs,
+EnvoySources and EnvoyConfigRevisions, in -n NAMESPACE or -A) and prints the
+same states.
 
 Node states:
 ` + stateLegend() + `A node no source renders any more is marked orphaned; legate prune NODE stops
@@ -56,18 +62,24 @@ serving it.`,
   # for scripts
   legate status edge -o json | jq .state
   # a legate serve elsewhere, or a legate controller replica (its role too)
-  legate status --server 10.0.0.5:8080`,
+  legate status --server 10.0.0.5:8080
+  # a cluster's EnvoyConfigs and EnvoySources, through its API server
+  legate status --kubeconfig ~/.kube/config -n team-a
+  legate status --context prod -A`,
 		Args:              cobra.MaximumNArgs(1),
 		ValidArgsFunction: completeNodes(&cf),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if err := checkFormat(output, outputFormats); err != nil {
 				return err
 			}
+			w := cmd.OutOrStdout()
+			if kf.set() {
+				return statusOfCluster(cmd.Context(), w, &kf, args, output)
+			}
 			c, err := cf.client()
 			if err != nil {
 				return err
 			}
-			w := cmd.OutOrStdout()
 			if len(args) == 1 {
 				n, err := c.node(cmd.Context(), args[0])
 				if err != nil {
@@ -106,9 +118,40 @@ serving it.`,
 		},
 	}
 	cf.bind(cmd.Flags(), false)
+	kf.bind(cmd.Flags())
 	cmd.Flags().StringVarP(&output, "output", "o", "text", "output format: "+strings.Join(outputFormats, ", "))
 	_ = cmd.RegisterFlagCompletionFunc("output", cobra.FixedCompletions(outputFormats, cobra.ShellCompDirectiveNoFileComp))
 	return cmd
+}
+
+// statusOfCluster is legate status against a cluster: the same tables,
+// the same model, read from the API server.
+func statusOfCluster(ctx context.Context, w io.Writer, kf *kubeFlags, args []string, output string) error {
+	c, ns, err := kf.client()
+	if err != nil {
+		return err
+	}
+	nodes, srcs, err := clusterStatus(ctx, c, ns, kf.home)
+	if err != nil {
+		return err
+	}
+	if len(args) == 1 {
+		for _, n := range nodes {
+			if n.NodeID == args[0] {
+				if output == "json" || output == "yaml" {
+					return printJSONOrYAML(w, output, n)
+				}
+				printNode(w, n, output == "wide", time.Now())
+				return nil
+			}
+		}
+		return fmt.Errorf("no EnvoyConfig configures node %q in %s", args[0], cmp.Or(ns, "any namespace"))
+	}
+	if output == "json" || output == "yaml" {
+		return printJSONOrYAML(w, output, map[string]any{"nodes": nodes, "sources": srcs})
+	}
+	printStatus(w, nodes, srcs, output == "wide", time.Now())
+	return nil
 }
 
 // printStatus writes the sources and nodes tables and the meaning of the
@@ -137,17 +180,18 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 		}
 	}
 	fmt.Fprintln(tw)
+	nodes = statuspage.ProblemsFirst(nodes)
 	if wide {
 		fmt.Fprintln(tw, "NODE\tSTATE\tSERVED\tCOMMIT\tPROXIES\tNEWEST COMMIT\tVERDICT\tSUMMARY")
 	} else {
 		fmt.Fprintln(tw, "NODE\tSTATE\tSERVED\tCOMMIT\tPROXIES\tNEWEST ATTEMPT")
 	}
-	states := map[revisions.State]bool{}
+	states := map[nodestate.State]bool{}
 	for _, n := range nodes {
 		states[n.State] = true
 		hash, commit := "-", "-"
 		if n.Published != nil {
-			hash, commit = revisions.Short(n.Published.Hash), dash(revisions.Short(n.Published.Commit))
+			hash, commit = revisions.Short(n.Published.Hash), dash(cmp.Or(revisions.Short(n.Published.Commit), n.Published.Revision))
 		}
 		state := string(n.State)
 		if n.Orphaned {
@@ -156,7 +200,7 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 		proxies := proxiesCell(n)
 		newest, verdict := "-", "-"
 		if a := n.Attempt; a != nil {
-			newest, verdict = dash(revisions.Short(a.Commit)), a.Verdict
+			newest, verdict = dash(cmp.Or(revisions.Short(a.Commit), a.Revision)), a.Verdict
 		}
 		if wide {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.NodeID, state, hash, commit, proxies, newest, verdict, n.Summary)
@@ -167,10 +211,17 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 	_ = tw.Flush()
 	if len(nodes) == 0 {
 		fmt.Fprintln(w, "no nodes yet")
+	} else {
+		fmt.Fprintf(w, "\nnodes: %s\n", nodestate.Counts(nodeStates(nodes)))
 	}
 	for _, n := range nodes {
-		if a := n.Attempt; a != nil && a.Error != "" {
-			fmt.Fprintf(w, "\n%s: newest commit %s %s: %s\n", n.NodeID, dash(revisions.Short(a.Commit)), a.Verdict, a.Error)
+		detail := nodeDetail(n)
+		if len(detail) == 0 {
+			continue
+		}
+		fmt.Fprintf(w, "\n%s: %s\n", n.NodeID, detail[0])
+		for _, line := range detail[1:] {
+			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
 	if len(states) > 0 {
@@ -183,12 +234,30 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 	}
 }
 
+// nodeDetail is what legate status says under the tables of a node that
+// needs a person: its newest commit's error, or its closest configured
+// IDs, then what to do.
+func nodeDetail(n statuspage.NodeView) []string {
+	var lines []string
+	if a := n.Attempt; a != nil && a.Error != "" {
+		lines = append(lines, fmt.Sprintf("newest commit %s %s: %s", dash(cmp.Or(revisions.Short(a.Commit), a.Revision)), a.Verdict, a.Error))
+	}
+	if n.State == nodestate.Unconfigured {
+		lines = append(lines, n.Summary)
+	}
+	for _, step := range statuspage.NextSteps(n) {
+		lines = append(lines, "→ "+step)
+	}
+	return lines
+}
+
 // proxiesCell is "none" or "<connected> (<accepted> ok, <rejected> rejected)".
 func proxiesCell(n statuspage.NodeView) string {
-	if len(n.Proxies) == 0 {
+	connected := max(len(n.Proxies), n.Answers.Connected)
+	if connected == 0 {
 		return "none connected"
 	}
-	cell := fmt.Sprintf("%d (%d ok", len(n.Proxies), n.Answers.Accepted)
+	cell := fmt.Sprintf("%d (%d ok", connected, n.Answers.Accepted)
 	if n.Answers.Rejected > 0 {
 		cell += fmt.Sprintf(", %d rejected", n.Answers.Rejected)
 	}
@@ -205,6 +274,9 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 	}
 	fmt.Fprintf(w, "State:    %s — %s\n", state, statuspage.StateMeaning(n.State))
 	fmt.Fprintf(w, "Summary:  %s\n", n.Summary)
+	for _, step := range statuspage.NextSteps(n) {
+		fmt.Fprintf(w, "Next:     %s\n", step)
+	}
 	if p := n.Published; p != nil {
 		fmt.Fprintf(w, "Served:   %s (version %s) from %s\n", revisions.Short(p.Hash), p.Version, dash(p.Revision))
 	} else {
@@ -253,6 +325,14 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 			fmt.Fprintln(w, line)
 		}
 	}
+}
+
+func nodeStates(nodes []statuspage.NodeView) []nodestate.State {
+	out := make([]nodestate.State, 0, len(nodes))
+	for _, n := range nodes {
+		out = append(out, n.State)
+	}
+	return out
 }
 
 func shortType(typeURL string) string {

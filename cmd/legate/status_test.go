@@ -9,8 +9,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/statuspage"
+	"github.com/legate-dev/legate/xds"
 )
 
 func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
@@ -26,8 +28,9 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 				{Hash: "aaaaaaaaaaaaaaaa", Commit: "1111111111111111", CreatedAt: created},
 			},
 		},
+		State:   nodestate.Rollback,
 		Summary: "rolled back: the proxies rejected newer revisions",
-		Attempt: &statuspage.Attempt{Commit: "2222222222222222", Verdict: statuspage.VerdictRejectedByProxies, Error: "rejected by 1 of 1 proxies"},
+		Attempt: &statuspage.Attempt{Commit: "2222222222222222", Hash: "bbbbbbbbbbbbbbbb", Verdict: statuspage.VerdictRejectedByProxies, Error: "rejected by 1 of 1 proxies"},
 	}}
 	srcs := []statuspage.Source{{Name: "config", Revision: "main@sha1:2222222222222222", AppliedRevision: "main@sha1:2222222222222222", Rejection: "commit 222222222222 rejected by proxies (rolled back)"}}
 
@@ -38,7 +41,7 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 		"config  main@sha1:222222222222  same     -      commit 222222222222 rejected by proxies (rolled back)",
 		"edge  Rollback  aaaaaaaaaaaa  111111111111  none connected  222222222222 rejected by proxies",
 		"edge: newest commit 222222222222 rejected by proxies: rejected by 1 of 1 proxies",
-		"Rollback: " + statuspage.StateMeaning(revisions.StateRollback),
+		"Rollback: " + statuspage.StateMeaning(nodestate.Rollback),
 	} {
 		assert.Contains(t, out, want)
 	}
@@ -48,7 +51,7 @@ func TestPrintStatusShowsVerdictsAndStates(t *testing.T) {
 	printNode(&b, nodes[0], false, now)
 	out = b.String()
 	for _, want := range []string{
-		"State:    Rollback — " + statuspage.StateMeaning(revisions.StateRollback),
+		"State:    Rollback — " + statuspage.StateMeaning(nodestate.Rollback),
 		"     bbbbbbbbbbbb  222222222222  -       3h ago   TAINTED: rejected by 1 of 1 proxies",
 		"  *  aaaaaaaaaaaa  111111111111  -       3h ago   -",
 		"Proxies:\n  none connected",
@@ -107,4 +110,50 @@ func TestHumanDurations(t *testing.T) {
 		_, err := parseHumanDuration(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// legate status says what the page says: problems first, the counts with
+// the rejection, what to do, and the proxies of a misspelt node ID.
+func TestPrintStatusShowsProblemsFirstWithNextSteps(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	good, bad := strings.Repeat("1", 40), strings.Repeat("3", 40)
+	served := revisions.NodeStatus{
+		NodeID: "edge", State: revisions.StateInSync,
+		Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Commit: good, Revision: "main@sha1:" + good, Source: "cfg"},
+		History:   []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", Commit: good, Revision: "main@sha1:" + good, Source: "cfg", CreatedAt: now}},
+		Answers:   revisions.AnswerCounts{Connected: 1, Accepted: 1},
+	}
+	healthy := served
+	healthy.NodeID = "api"
+	healthy.History = []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", Commit: good, Revision: "main@sha1:" + good, Source: "other", CreatedAt: now}}
+	src := statuspage.Source{
+		Name: "cfg", Commit: bad, Revision: "main@sha1:" + bad, AppliedRevision: "main@sha1:" + good, Invalid: true,
+		LastError: "validation failed", Diagnostics: []string{"nodes/edge/cluster.yaml:4:1: found a tab character; YAML indents with spaces"},
+	}
+	nodes := []statuspage.NodeView{
+		statuspage.NewNodeView(healthy, nil, nil, false),
+		statuspage.NewNodeView(served, nil, []statuspage.Source{src}, false),
+		statuspage.UnconfiguredView("egde", []xds.ProxyStatus{{Proxy: "pod-9"}}, []string{"api", "edge"}),
+	}
+	var b strings.Builder
+	printStatus(&b, nodes, []statuspage.Source{src}, false, now)
+	out := b.String()
+	assert.Regexp(t, `(?s)edge\s+Rejected.*egde\s+Unconfigured.*api\s+InSync`, out, "problems first")
+	assert.Contains(t, out, "nodes: 1 newest commit rejected · 1 unconfigured · 1 in sync")
+	assert.Contains(t, out, "edge: newest commit 333333333333 rejected by validation: nodes/edge/cluster.yaml:4:1: found a tab character")
+	assert.Contains(t, out, "  → Fix the error above and commit")
+	assert.Contains(t, out, "did you mean edge?")
+	assert.NotContains(t, out, "serving the newest revision; accepted by 1 proxy\n\nedge", "no healthy summary for the rejected node")
+
+	b.Reset()
+	printNode(&b, nodes[1], false, now)
+	assert.Contains(t, b.String(), "State:    Rejected — "+statuspage.StateMeaning(nodestate.Rejected))
+	assert.Contains(t, b.String(), "Summary:  the newest commit 333333333333 was rejected by validation and reached no proxy; the revision of commit 111111111111 is still served")
+}
+
+func TestUntaintSaysWhatHappensNext(t *testing.T) {
+	var b strings.Builder
+	printUntainted(&b, "edge", strings.Repeat("b", 64))
+	assert.Equal(t, "taint cleared: node edge revision bbbbbbbbbbbb\n"+
+		"if it is the newest untainted revision of node edge, it is published again now; if the proxies still reject it, it is tainted again within seconds and node edge rolls back again (legate status edge shows which)\n", b.String())
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -59,7 +60,7 @@ controller has cleared the taint.`,
 				fmt.Fprintf(cmd.OutOrStdout(), "revision %s of node %s is not tainted; nothing to clear\n", revisions.Short(out.Revision), node)
 				return nil
 			}
-			fmt.Fprintf(cmd.OutOrStdout(), "taint cleared: node %s revision %s\n", node, revisions.Short(out.Revision))
+			printUntainted(cmd.OutOrStdout(), node, out.Revision)
 			return nil
 		},
 	}
@@ -88,6 +89,16 @@ func untaintInCluster(cmd *cobra.Command, kubeconfig, namespace, node, prefix st
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(cmd.OutOrStdout(), "taint cleared: node %s revision %s\n", node, revisions.Short(hash))
+	printUntainted(cmd.OutOrStdout(), node, hash)
 	return nil
+}
+
+// printUntainted says that the taint is gone and what happens next: the
+// revision is the newest untainted one again, so it is published at once,
+// and proxies that still reject it taint it again within seconds. Saying
+// so spares the user a surprise when the node rolls back a second time.
+func printUntainted(w io.Writer, node, hash string) {
+	fmt.Fprintf(w, "taint cleared: node %s revision %s\n", node, revisions.Short(hash))
+	fmt.Fprintf(w, "if it is the newest untainted revision of node %s, it is published again now; if the proxies still reject it, it is tainted again within seconds and node %s rolls back again (legate status %s shows which)\n",
+		node, node, node)
 }

@@ -145,9 +145,18 @@ type EnvoyConfigStatus struct {
 	// tooling expects.
 	// +optional
 	LastHandledReconcileAt string `json:"lastHandledReconcileAt,omitempty"`
-	// CacheState: InSync, Rollback or RollbackFailed, as MARIN3R says it.
+	// CacheState: InSync, Rollback or RollbackFailed, as MARIN3R says it
+	// (InSync: the desired revision is served, whether or not a proxy
+	// accepted it). State is legate's fuller word.
 	// +optional
 	CacheState *string `json:"cacheState,omitempty"`
+	// State is where the node stands, as legate status and the status page
+	// say it: InSync (every connected proxy accepted the newest revision),
+	// Pending (not every proxy has answered; with none connected it stays
+	// Pending), Degraded, Rollback, RollbackFailed, or Rejected (the
+	// newest spec was refused by validation and reached no proxy).
+	// +optional
+	State string `json:"state,omitempty"`
 	// PublishedVersion is the version the xDS server serves.
 	// +optional
 	PublishedVersion *string `json:"publishedVersion,omitempty"`
@@ -196,10 +205,13 @@ type ProxyCounts struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=envoyconfigs,scope=Namespaced,shortName=ec
 // +kubebuilder:printcolumn:name=Node,type=string,JSONPath=`.spec.nodeID`
-// +kubebuilder:printcolumn:name=State,type=string,JSONPath=`.status.cacheState`
+// +kubebuilder:printcolumn:name=State,type=string,JSONPath=`.status.state`
+// +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name=Desired,type=string,JSONPath=`.status.desiredVersion`
 // +kubebuilder:printcolumn:name=Published,type=string,JSONPath=`.status.publishedVersion`
 // +kubebuilder:printcolumn:name=Commit,type=string,JSONPath=`.status.commit`,priority=1
+// +kubebuilder:printcolumn:name=Cache,type=string,JSONPath=`.status.cacheState`,priority=1
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type EnvoyConfig struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -160,6 +160,7 @@ type EnvoySourceStatus struct {
 // +kubebuilder:subresource:status
 // +kubebuilder:resource:path=envoysources,scope=Namespaced,shortName=es
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
+// +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name=Applied,type=string,JSONPath=`.status.lastAppliedRevision`
 // +kubebuilder:printcolumn:name=Suspended,type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
