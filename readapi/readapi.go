@@ -159,7 +159,7 @@ func (a *API) routes() http.Handler {
 			WriteError(w, http.StatusNotFound, "no node "+quote(id))
 			return
 		}
-		statuspage.WriteJSON(w, http.StatusOK, a.nodeView(st, a.Sources()))
+		statuspage.WriteJSON(w, http.StatusOK, a.nodeView(st, a.sources(a.o.Engine.Nodes())))
 	})
 	mux.HandleFunc("GET /api/v1/nodes/{node}/revisions/{hash}", func(w http.ResponseWriter, r *http.Request) {
 		v, err := RevisionOf(a.o.Engine, r.PathValue("node"), r.PathValue("hash"))
@@ -180,11 +180,13 @@ func (a *API) routes() http.Handler {
 
 // Nodes is the content of GET /api/v1/nodes.
 func (a *API) Nodes() []statuspage.NodeView {
-	return a.nodes(a.Sources())
+	nodes := a.o.Engine.Nodes()
+	return a.nodes(nodes, a.sources(nodes))
 }
 
-func (a *API) nodes(srcs []statuspage.Source) []statuspage.NodeView {
-	nodes := a.o.Engine.Nodes()
+// nodes is the node views of nodes, one engine reading: a request reads
+// the engine once (1 000 node statuses are the bulk of its cost).
+func (a *API) nodes(nodes []revisions.NodeStatus, srcs []statuspage.Source) []statuspage.NodeView {
 	out := make([]statuspage.NodeView, 0, len(nodes))
 	for _, n := range nodes {
 		out = append(out, a.nodeView(n, srcs))
@@ -232,11 +234,14 @@ func (a *API) nodeView(st revisions.NodeStatus, srcs []statuspage.Source) status
 // Sources is the content of GET /api/v1/sources: the home's sources, each
 // with the proxies' rejection of its newest commit.
 func (a *API) Sources() []statuspage.Source {
+	return a.sources(a.o.Engine.Nodes())
+}
+
+func (a *API) sources(nodes []revisions.NodeStatus) []statuspage.Source {
 	out := a.o.Sources()
 	if out == nil {
 		out = []statuspage.Source{}
 	}
-	nodes := a.o.Engine.Nodes()
 	for i := range out {
 		if out[i].Rejection == "" {
 			out[i].Rejection = proxyRejection(out[i], nodes)
@@ -261,8 +266,9 @@ func (a *API) serveReadiness(w http.ResponseWriter, _ *http.Request) {
 
 // servePage is GET /: the status page.
 func (a *API) servePage(w http.ResponseWriter, r *http.Request) {
-	srcs := a.Sources()
-	page := statuspage.Page{Nodes: a.nodes(srcs), Sources: srcs, Forges: a.o.Forges, Now: a.o.Clock.Now()}
+	nodes := a.o.Engine.Nodes()
+	srcs := a.sources(nodes)
+	page := statuspage.Page{Nodes: a.nodes(nodes, srcs), Sources: srcs, Forges: a.o.Forges, Now: a.o.Clock.Now()}
 	if a.o.Replica != nil {
 		page.Replica = a.o.Replica(r)
 	}
