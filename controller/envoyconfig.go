@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,10 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
-	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/tenancy"
@@ -87,9 +83,9 @@ func (r *envoyConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	var was, now *metav1.Condition
 	wrote, err := r.status.update(ctx, req.NamespacedName, &ec, func() bool {
 		before := ec.Status.DeepCopy()
-		envoyConfigStatus(&ec, synced, r.nodeOf(&ec), r.home)
-		was, now = readyOf(before.Conditions), readyOf(ec.Status.Conditions)
-		return !equalStatus(before, &ec.Status)
+		readiness.EnvoyConfigStatus(&ec, synced, r.nodeOf(&ec), r.home)
+		was, now = readiness.ReadyOf(before.Conditions), readiness.ReadyOf(ec.Status.Conditions)
+		return !readiness.EqualStatus(before, &ec.Status)
 	})
 	if err != nil {
 		return ctrl.Result{}, err
@@ -150,54 +146,3 @@ func (r *envoyConfigReconciler) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeS
 	return node
 }
 
-// envoyConfigStatus fills ec's status from what the pipeline said of its
-// source (synced) and the engine's status of its node; its revisions are
-// EnvoyConfigRevisions of namespace home.
-func envoyConfigStatus(ec *v1alpha1.EnvoyConfig, synced pipeline.Status, node revisions.NodeStatus, home string) {
-	s := &ec.Status
-	s.ObservedGeneration = ec.Generation
-	if token, ok := ec.Annotations[v1alpha1.ReconcileRequestAnnotation]; ok {
-		s.LastHandledReconcileAt = token
-	}
-	v := readiness.VerdictOf(node, sources.EnvoyConfigRef(ec.Namespace, ec.Name).String())
-	s.ConfigRevisions = s.ConfigRevisions[:0]
-	for i := len(node.History) - 1; i >= 0; i-- {
-		h := node.History[i]
-		s.ConfigRevisions = append(s.ConfigRevisions, v1alpha1.ConfigRevisionRef{
-			Version: revisions.Short(h.Hash),
-			Ref:     corev1.ObjectReference{Kind: "EnvoyConfigRevision", APIVersion: v1alpha1.GroupVersion.String(), Namespace: home, Name: kubestore.RevisionName(node.NodeID, h.Hash)},
-		})
-	}
-	s.DesiredVersion, s.PublishedVersion, s.CacheState, s.Rejection, s.Commit = nil, nil, nil, readiness.Bounded(v.Rejection(), readiness.MaxConditionMessage), ""
-	if v.Desired != nil {
-		s.DesiredVersion = ptr(revisions.Short(v.Desired.Hash))
-	}
-	if node.Published != nil {
-		s.PublishedVersion = ptr(revisions.Short(node.Published.Hash))
-		s.Commit = node.Published.Revision
-	}
-	switch {
-	case node.State == revisions.StateRollbackFailed:
-		s.CacheState = ptr(v1alpha1.CacheRollbackFailed)
-	case node.State == revisions.StateRollback:
-		s.CacheState = ptr(v1alpha1.CacheRollback)
-	case v.InSync():
-		s.CacheState = ptr(v1alpha1.CacheInSync) // MARIN3R's meaning: the desired revision is served
-	}
-	s.Proxies = &v1alpha1.ProxyCounts{Connected: node.Answers.Connected, Accepted: node.Answers.Accepted, Rejected: node.Answers.Rejected}
-	var verdicts []readiness.Verdict
-	if ec.Spec.NodeID != "" && !synced.Invalid {
-		verdicts = []readiness.Verdict{v}
-	}
-	readiness.Of(ec.Generation, &synced, "", nil, verdicts).Set(&s.Conditions)
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// equalStatus reports whether two statuses say the same, ignoring when
-// their conditions last changed.
-func equalStatus(a, b *v1alpha1.EnvoyConfigStatus) bool {
-	x, y := *a, *b
-	x.Conditions, y.Conditions = withoutTransitions(x.Conditions), withoutTransitions(y.Conditions)
-	return equality.Semantic.DeepEqual(x, y)
-}

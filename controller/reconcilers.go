@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -78,15 +77,6 @@ func (s *shared) announce(obj runtime.Object, was, now *metav1.Condition) {
 // warn records a Warning event on obj.
 func (s *shared) warn(obj runtime.Object, reason, action, note string) {
 	s.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, action, "%s", note)
-}
-
-// readyOf is the Ready condition among conds, copied (nil: none).
-func readyOf(conds []metav1.Condition) *metav1.Condition {
-	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil {
-		cp := *c
-		return &cp
-	}
-	return nil
 }
 
 // requeueAfter re-reads a status that is still settling.
@@ -162,7 +152,7 @@ func (c *Controller) sourceRefs() []sources.Ref {
 		out = append(out, c.envoyConfigs.refs()...)
 	}
 	if c.envoySources != nil {
-		out = append(out, c.envoySources.refs()...)
+		out = append(out, c.envoySources.drivers.Refs()...)
 	}
 	slices.SortFunc(out, func(a, b sources.Ref) int { return strings.Compare(a.String(), b.String()) })
 	return out
