@@ -1,6 +1,7 @@
 package controller
 
 import (
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"context"
 	"net/http"
 	"slices"
@@ -88,7 +89,7 @@ const requeueAfter = 5 * time.Second
 // feedback; the requests legate raises itself reach the reconcilers
 // through c.configRequests and c.sourceRequests.
 func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bool) error {
-	dir, err := readPolicyDir(c.opts.PolicyDir)
+	dir, err := kubesrc.ReadPolicyDir(c.opts.PolicyDir)
 	if err != nil {
 		return err
 	}
