@@ -28,12 +28,9 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/core"
-	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/netguard"
-	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
-	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubereplicas"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sds"
@@ -51,22 +48,15 @@ type Controller struct {
 	log      logr.Logger
 	mgr      manager.Manager
 	client   client.Client // direct: reads what it writes
-	engine   *revisions.Engine
-	pipeline *pipeline.Pipeline
-	xds      *xds.Server
-	// sds serves publications with their external secrets and endpoints.
-	sds  *sds.Server
-	grpc *grpc.Server
-	// core built engine, pipeline, xds, sds, statuses and feedback (the
-	// fields above and below are its parts, kept for the reconcilers).
+	grpc     *grpc.Server
+	// core owns the engine, pipeline, xDS and SDS servers and the
+	// commit-status feedback; the controller reads them from it.
 	core     *core.Core
 	xdsLis   net.Listener
 	httpLis  net.Listener
 	http     *httpAPI
 	recorder events.EventRecorder
 
-	statuses *forge.Dispatcher
-	feedback *forge.Feedback
 	store    kubestore.Store
 	replicas *kubereplicas.Replicas // nil without leader election
 
@@ -115,9 +105,14 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.Tuning.CheckXDSExposure(xdsSec); err != nil {
 		return nil, err
 	}
-	grpcOpts, err := xdsTLS(opts)
+	// errors name the field and flag as in legate serve (core.XDSTLSFiles)
+	tlsOpt, err := core.XDSTLSFiles{Cert: opts.XDSTLSCert, Key: opts.XDSTLSKey, ClientCA: opts.XDSClientCA}.ServerOption()
 	if err != nil {
 		return nil, err
+	}
+	var grpcOpts []grpc.ServerOption
+	if tlsOpt != nil {
+		grpcOpts = append(grpcOpts, tlsOpt)
 	}
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(os.TempDir(), "legate-controller")
@@ -239,11 +234,7 @@ func New(opts Options) (*Controller, error) {
 		Endpoints:  kubeendpoints.Resolver{Cache: mgr.GetCache(), Direct: mgr.GetAPIReader()},
 		Authorizer: authorizer,
 		Recheck:    recheck,
-		Render: func(string) render.Options {
-			o := opts.Render(c.policies())
-			o.EndpointSlices = true
-			return o
-		},
+		Render:     func(string) render.Options { return c.renderOptions(c.policies()) },
 		Scope:      c.scope,
 		Tenant:     tenancy.TenantOf,
 		Rerender:   c.trigger,
@@ -256,9 +247,7 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.engine, c.pipeline, c.xds, c.sds = c.core.Engine(), c.core.Pipeline(), c.core.XDS(), c.core.SDS()
-	c.statuses, c.feedback = c.core.Statuses(), c.core.Feedback()
-	c.engine.Subscribe(c.outcome)
+	c.core.Engine().Subscribe(c.outcome)
 	// Several controllers may run in one process (tests, and the replicas
 	// of the HA tests): the metric names they share are the manager's.
 	skip := true
@@ -277,7 +266,7 @@ func New(opts Options) (*Controller, error) {
 	if opts.LeaderElect {
 		if c.replicas, err = kubereplicas.New(mgr, kubereplicas.Options{
 			Config: opts.Config, Namespace: opts.Namespace, Replica: opts.Replica,
-			Engine: c.engine, Records: c.store, Client: direct, Counted: c.counted,
+			Engine: c.core.Engine(), Records: c.store, Client: direct, Counted: c.counted,
 			Log: opts.Log, SkipNameValidation: skip,
 		}); err != nil {
 			return nil, err
@@ -286,7 +275,7 @@ func New(opts Options) (*Controller, error) {
 	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {
 		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
 	}
-	c.grpc = c.xds.NewGRPCServer(grpcOpts...)
+	c.grpc = c.core.XDS().NewGRPCServer(grpcOpts...)
 	if warning := core.XDSExposureWarning(c.xdsLis.Addr(), xdsSec); warning != "" {
 		c.log.Info("WARNING: " + warning)
 	}
@@ -333,17 +322,17 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if c.replicas == nil {
-		if err := c.engine.Restore(ctx); err != nil {
+		if err := c.core.Engine().Restore(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while restoring
 			}
 			return err
 		}
-		c.feedback.Seed(c.engine.Nodes())
+		c.core.Feedback().Seed(c.core.Engine().Nodes())
 	} else {
 		// Serve what the store says until this replica leads, then
 		// decide from there.
-		if err := c.engine.Follow(ctx); err != nil {
+		if err := c.core.Engine().Follow(ctx); err != nil {
 			c.log.Error(err, "some published revisions cannot be served yet; retrying")
 		}
 		wg.Go(func() { c.replicas.Run(ctx, c.opts.AnswersInterval) })
@@ -353,10 +342,10 @@ func (c *Controller) Run(ctx context.Context) error {
 				return
 			case <-c.mgr.Elected():
 			}
-			if err := c.engine.Lead(ctx); err != nil {
+			if err := c.core.Engine().Lead(ctx); err != nil {
 				c.log.Error(err, "leading from the stored state")
 			}
-			c.feedback.Seed(c.engine.Nodes())
+			c.core.Feedback().Seed(c.core.Engine().Nodes())
 			c.log.Info("this replica leads", "replica", c.opts.Replica)
 			if c.mgr.GetCache().WaitForCacheSync(ctx) {
 				c.sweepOwners(ctx)
@@ -411,7 +400,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // counted asks for a status update of the object that configures node:
 // its proxy counts changed though its verdict may not have.
 func (c *Controller) counted(node string) {
-	if owner := c.pipeline.Owner(node); owner != "" {
+	if owner := c.core.Pipeline().Owner(node); owner != "" {
 		c.trigger(owner)
 	}
 }

@@ -77,7 +77,7 @@ func (r *envoyConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	synced := r.pipeline.Sync(ctx, src.Name(), res)
+	synced := r.core.Pipeline().Sync(ctx, src.Name(), res)
 
 	var ec v1alpha1.EnvoyConfig
 	var was, now *metav1.Condition
@@ -129,7 +129,7 @@ func (r *envoyConfigReconciler) refs() []sources.Ref {
 // gone stops serving the nodes a deleted EnvoyConfig configured, and
 // releases them, its claims too, to the sources that were refused them.
 func (r *envoyConfigReconciler) gone(ctx context.Context, key types.NamespacedName, src *kubesrc.EnvoyConfigSource) {
-	r.pipeline.Remove(ctx, src.Name())
+	r.core.Pipeline().Remove(ctx, src.Name())
 	r.mu.Lock()
 	delete(r.sources, key)
 	r.mu.Unlock()
@@ -139,10 +139,10 @@ func (r *envoyConfigReconciler) gone(ctx context.Context, key types.NamespacedNa
 // namespace owns it: nothing of another tenant's revisions, commits or
 // proxies reaches ec's status.
 func (r *envoyConfigReconciler) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeStatus {
-	if owner := ownerOf(r.pipeline, r.engine, ec.Spec.NodeID); owner != "" && tenancy.TenantOf(owner) != ec.Namespace {
+	if owner := r.core.Owner(ec.Spec.NodeID); owner != "" && tenancy.TenantOf(owner) != ec.Namespace {
 		return revisions.NodeStatus{NodeID: ec.Spec.NodeID}
 	}
-	node, _ := r.engine.Node(ec.Spec.NodeID)
+	node, _ := r.core.Engine().Node(ec.Spec.NodeID)
 	return node
 }
 

@@ -118,13 +118,13 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	var synced *pipeline.Status
 	if fetchErr == nil {
-		st := r.pipeline.Sync(ctx, name, res)
+		st := r.core.Pipeline().Sync(ctx, name, res)
 		synced = &st
 	}
 	var verdicts []readiness.Verdict
 	if synced != nil && !synced.Invalid {
 		for _, id := range synced.Nodes {
-			node, _ := r.engine.Node(id)
+			node, _ := r.core.Engine().Node(id)
 			verdicts = append(verdicts, readiness.VerdictOf(node, name))
 		}
 	}
@@ -202,7 +202,7 @@ func fetchReason(err error) string {
 // gone stops serving the nodes a deleted EnvoySource rendered, and
 // releases them, its claims too, to the sources that were refused them.
 func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
-	r.pipeline.Remove(ctx, name)
+	r.core.Pipeline().Remove(ctx, name)
 	r.commitStatuses.Drop(name)
 	r.drivers.Drop(name)
 }

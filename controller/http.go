@@ -35,7 +35,7 @@ type httpAPI struct {
 func (h *httpAPI) routes() (*readapi.API, error) {
 	o := h.c.opts
 	return readapi.New(readapi.Options{
-		Engine: h.c.engine, Proxies: h.c.xds, Sources: h.sources, Orphaned: h.orphaned,
+		Engine: h.c.core.Engine(), Proxies: h.c.core.XDS(), Sources: h.sources, Orphaned: h.orphaned,
 		Ready: func() (bool, string) {
 			if !h.ready.Load() {
 				return false, "not ready: restoring the published revisions and filling the caches"
@@ -59,7 +59,7 @@ func (h *httpAPI) routes() (*readapi.API, error) {
 // or source deleted), once the caches have synced: before that no object
 // has been reconciled yet.
 func (h *httpAPI) orphaned(st revisions.NodeStatus) bool {
-	return h.ready.Load() && len(st.History) > 0 && h.c.pipeline.Owner(st.NodeID) == ""
+	return h.ready.Load() && len(st.History) > 0 && h.c.core.Pipeline().Owner(st.NodeID) == ""
 }
 
 // sources are the status of every object reconciled, in the shape both
@@ -68,7 +68,7 @@ func (h *httpAPI) sources() []statuspage.Source {
 	refs := h.c.sourceRefs()
 	out := make([]statuspage.Source, 0, len(refs))
 	for _, r := range refs {
-		src := statuspage.SourceOf(h.c.pipeline.Status(r.String()))
+		src := statuspage.SourceOf(h.c.core.Pipeline().Status(r.String()))
 		src.Kind = refKindName(r)
 		out = append(out, src)
 	}

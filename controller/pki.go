@@ -45,7 +45,7 @@ func (c *Controller) startPKI(direct client.Client) ([]grpc.ServerOption, error)
 
 // mayServe refuses a certificate for nodeID in namespace unless the
 // namespace owns the node, the controller's namespace owns it and shares it
-// with namespace (SharedAnnotation), or nobody owns it yet and the node ID
+// with namespace (tenancy.SharedAnnotation), or nobody owns it yet and the node ID
 // policy lets the namespace take it. An object of another namespace that
 // configures the node but was not rendered yet counts as its owner. The
 // refusal names nothing of the other namespace.
@@ -78,7 +78,7 @@ func (c *Controller) mayServe(ctx context.Context, namespace, nodeID string) err
 // sharedWith reports whether obj, of the controller's namespace, shares
 // its nodes with namespace.
 func (c *Controller) sharedWith(obj client.Object, namespace string) bool {
-	return obj.GetNamespace() == c.opts.Namespace && tenancy.Shares(obj.GetAnnotations()[SharedAnnotation], namespace)
+	return obj.GetNamespace() == c.opts.Namespace && tenancy.Shares(obj.GetAnnotations()[tenancy.SharedAnnotation], namespace)
 }
 
 // nodeIndex indexes EnvoyConfigs by spec.nodeID and EnvoySources by the

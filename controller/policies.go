@@ -79,7 +79,7 @@ func (r *policyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	r.log.Info("policies changed; every source is rendered again", "policies", len(set))
-	for _, source := range r.pipeline.Invalidate() {
+	for _, source := range r.core.Pipeline().Invalidate() {
 		r.rerender(source)
 	}
 	return ctrl.Result{}, nil

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/legate-dev/legate/core"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"context"
 	"net/http"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
-	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
@@ -32,8 +32,7 @@ import (
 type shared struct {
 	client   client.Client // direct: reads what it writes
 	cache    client.Reader // the manager's cache
-	engine   *revisions.Engine
-	pipeline *pipeline.Pipeline
+	core     *core.Core // the engine and pipeline the reconcilers drive
 	status   *statusWriter
 	recorder events.EventRecorder
 	log      logr.Logger
@@ -52,19 +51,10 @@ func (s *shared) watches(namespace string) bool {
 // does not lead yet: the leader's reconcilers start when it is elected,
 // and the engine leads once it has read the store (Lead).
 func (s *shared) waitForLead() (ctrl.Result, bool) {
-	if s.engine.Leading() {
+	if s.core.Engine().Leading() {
 		return ctrl.Result{}, false
 	}
 	return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, true
-}
-
-// ownerOf is the source owning node: the leader's pipeline, else what the
-// engine mirrored of the store (a follower's pipeline is empty).
-func ownerOf(p *pipeline.Pipeline, e *revisions.Engine, node string) string {
-	if owner := p.Owner(node); owner != "" {
-		return owner
-	}
-	return e.Ownership(node).Owner
 }
 
 // announce records a Kubernetes event when the object's readiness changed
@@ -94,7 +84,7 @@ func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bo
 		return err
 	}
 	s := &shared{
-		client: c.client, cache: mgr.GetClient(), engine: c.engine, pipeline: c.pipeline,
+		client: c.client, cache: mgr.GetClient(), core: c.core,
 		status: &statusWriter{client: c.client, leading: func() bool {
 			select {
 			case <-mgr.Elected():
@@ -108,7 +98,7 @@ func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bo
 	c.envoyConfigs = newEnvoyConfigReconciler(s)
 	c.envoySources = newEnvoySourceReconciler(s, c.opts, c.fetchGuard,
 		func() *http.Client { return sources.FluxClient(c.fetchGuard) },
-		func() *http.Client { return sources.ForgeClient(c.fetchGuard) }, c.feedback)
+		func() *http.Client { return sources.ForgeClient(c.fetchGuard) }, c.core.Feedback())
 	c.policyConfigMaps = newPolicyReconciler(s, dir, c.trigger)
 	untaints := &untaintReconciler{shared: s}
 	for _, setup := range []func() error{

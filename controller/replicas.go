@@ -20,12 +20,12 @@ type ReplicaView struct {
 
 // replicaView reads the Lease for the holder.
 func (c *Controller) replicaView(ctx context.Context) ReplicaView {
-	v := ReplicaView{Replica: c.opts.Replica, Role: "single", Proxies: c.xds.Streams()}
+	v := ReplicaView{Replica: c.opts.Replica, Role: "single", Proxies: c.core.XDS().Streams()}
 	if !c.opts.LeaderElect {
 		return v
 	}
 	v.Role = "follower"
-	if c.engine.Leading() {
+	if c.core.Engine().Leading() {
 		v.Role = "leader"
 	}
 	v.LeaseHolder = kubereplicas.LeaseHolder(ctx, c.client, c.opts.Namespace)
@@ -34,4 +34,4 @@ func (c *Controller) replicaView(ctx context.Context) ReplicaView {
 
 // Leading reports whether this replica decides: it leads, or runs
 // without leader election.
-func (c *Controller) Leading() bool { return c.engine.Leading() }
+func (c *Controller) Leading() bool { return c.core.Engine().Leading() }

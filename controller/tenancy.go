@@ -19,24 +19,17 @@ import (
 	"github.com/legate-dev/legate/xds"
 )
 
-// SharedAnnotation is tenancy.SharedAnnotation, kept here with the other
-// tenancy names the command line and the tests use, so that the
-// Kubernetes home's API did not change when the rule moved.
-const SharedAnnotation = tenancy.SharedAnnotation
-
 // NodeIDPolicy decides which node IDs nobody owns yet a namespace may take.
 type NodeIDPolicy = tenancy.NodeIDPolicy
 
-const (
-	NodeIDsFirstCome       = tenancy.NodeIDsFirstCome
-	NodeIDsNamespacePrefix = tenancy.NodeIDsNamespacePrefix
-)
+// NodeIDsFirstCome is tenancy.NodeIDsFirstCome, the default policy.
+const NodeIDsFirstCome = tenancy.NodeIDsFirstCome
 
 // ParseNodeIDPolicy checks a --node-id-policy value ("" is first-come).
 func ParseNodeIDPolicy(s string) (NodeIDPolicy, error) { return tenancy.ParseNodeIDPolicy(s) }
 
 // ownerOf is the source owning node (the free ownerOf).
-func (c *Controller) ownerOf(node string) string { return ownerOf(c.pipeline, c.engine, node) }
+func (c *Controller) ownerOf(node string) string { return c.core.Owner(node) }
 
 // sharedValue is the sharing annotation of the object owner stands for,
 // as cached; "" when it is gone or outside the controller's namespace.
@@ -49,7 +42,7 @@ func (c *Controller) sharedValue(ctx context.Context, owner string) string {
 	if err := c.mgr.GetClient().Get(ctx, refKey(r), obj); err != nil {
 		return ""
 	}
-	return obj.GetAnnotations()[SharedAnnotation]
+	return obj.GetAnnotations()[tenancy.SharedAnnotation]
 }
 
 // recheck is the xDS server's Recheck: before every push, a stream whose
@@ -80,14 +73,14 @@ func (c *Controller) watchSharing(ctx context.Context) error {
 		}
 		changed := func(o any) {
 			if m, ok := o.(client.Object); ok && m.GetNamespace() == c.opts.Namespace {
-				c.xds.Reauthorize()
+				c.core.XDS().Reauthorize()
 			}
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			UpdateFunc: func(old, now any) {
 				a, okA := old.(client.Object)
 				b, okB := now.(client.Object)
-				if okA && okB && a.GetAnnotations()[SharedAnnotation] != b.GetAnnotations()[SharedAnnotation] {
+				if okA && okB && a.GetAnnotations()[tenancy.SharedAnnotation] != b.GetAnnotations()[tenancy.SharedAnnotation] {
 					changed(now)
 				}
 			},
@@ -108,7 +101,7 @@ func (c *Controller) watchSharing(ctx context.Context) error {
 // longer exists (deleted while no replica led): the leader runs it once
 // its cache is filled (Run).
 func (c *Controller) sweepOwners(ctx context.Context) {
-	for _, owner := range slices.Compact(slices.Sorted(maps.Values(c.engine.Owners()))) {
+	for _, owner := range slices.Compact(slices.Sorted(maps.Values(c.core.Engine().Owners()))) {
 		r, ok := sources.ParseRef(owner)
 		if !ok || !c.watches(r.Namespace) {
 			continue
@@ -116,7 +109,7 @@ func (c *Controller) sweepOwners(ctx context.Context) {
 		err := c.mgr.GetClient().Get(ctx, refKey(r), refObject(r))
 		switch {
 		case apierrors.IsNotFound(err):
-			nodes := c.pipeline.Remove(ctx, owner)
+			nodes := c.core.Pipeline().Remove(ctx, owner)
 			c.log.Info("released the nodes of an object deleted while no replica led", "source", owner, "nodes", nodes)
 		case err != nil && !errors.Is(err, context.Canceled):
 			c.log.Error(err, "could not check that a node's owner still exists", "source", owner)
@@ -131,7 +124,7 @@ func (c *Controller) scope(source string, r *render.Result) []render.Diagnostic 
 	diags := secretScope(source, r)
 	ns := tenancy.TenantOf(source)
 	for _, node := range slices.Sorted(maps.Keys(r.Nodes)) {
-		if c.pipeline.Owner(node) != "" {
+		if c.core.Pipeline().Owner(node) != "" {
 			continue // owned: the pipeline's claims decide
 		}
 		if err := c.tenancy.MayTake(ns, node); err != nil {
