@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/legate-dev/legate/kubecache"
 	"context"
 	"errors"
 	"fmt"
@@ -9,24 +10,18 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pki/kubepki"
@@ -38,7 +33,6 @@ import (
 	"github.com/legate-dev/legate/sds/kubesecrets"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/tenancy"
-	"github.com/legate-dev/legate/webhook"
 	"github.com/legate-dev/legate/xds"
 )
 
@@ -76,17 +70,8 @@ type Controller struct {
 	configRequests, sourceRequests *requests
 }
 
-// Scheme holds the types the controller reads and writes.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+// Scheme holds the types the controller reads and writes (kubecache.Scheme).
+func Scheme() (*runtime.Scheme, error) { return kubecache.Scheme() }
 
 // New builds the controller; Run starts it.
 func New(opts Options) (*Controller, error) {
@@ -131,28 +116,8 @@ func New(opts Options) (*Controller, error) {
 		opts.ProbeAddr = "0"
 	}
 	mopts := manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: opts.ProbeAddr, Logger: opts.Log}
-	policyLabel, err := labels.Parse(PolicyLabel)
-	if err != nil {
+	if mopts.Cache, err = kubecache.Options(opts.Namespace, opts.WatchNamespace); err != nil {
 		return nil, err
-	}
-	// The only ConfigMaps cached are the policy ones (the store reads its
-	// own directly).
-	proxyLabel, err := labels.Parse(webhook.ProxyLabel)
-	if err != nil {
-		return nil, err
-	}
-	mopts.Cache.ByObject = map[client.Object]cache.ByObject{
-		// of the controller's namespace alone: no other binds (policies.go)
-		&corev1.ConfigMap{}: {Label: policyLabel, Namespaces: map[string]cache.Config{opts.Namespace: {}}},
-		// injected pods only, and of them what names their proxy
-		&corev1.Pod{}: {Label: proxyLabel, Transform: kubepki.PodMetadata},
-	}
-	// The cache holds EndpointSlices in full (their endpoints are read on
-	// every change) and no object's managed fields.
-	mopts.Cache.DefaultTransform = cache.TransformStripManagedFields()
-	if opts.WatchNamespace != "" {
-		// the watched namespace, and the controller's own for its revisions
-		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.WatchNamespace: {}, opts.Namespace: {}}
 	}
 	if opts.Replica == "" {
 		if opts.Replica, err = os.Hostname(); err != nil {
@@ -163,18 +128,9 @@ func New(opts Options) (*Controller, error) {
 		opts.AnswersInterval = kubereplicas.DefaultAnswersInterval
 	}
 	if opts.LeaderElect {
-		if mopts.LeaderElectionResourceLockInterface, err = kubereplicas.LeaderLock(opts.Config, opts.Namespace, opts.Replica); err != nil {
-			return nil, fmt.Errorf("leader election: %w", err)
-		}
-		mopts.LeaderElection, mopts.LeaderElectionID, mopts.LeaderElectionNamespace = true, kubereplicas.LeaseName, opts.Namespace
-		mopts.LeaderElectionReleaseOnCancel = true
-		for _, d := range []struct {
-			to   **time.Duration
-			from time.Duration
-		}{{&mopts.LeaseDuration, opts.LeaseDuration}, {&mopts.RenewDeadline, opts.RenewDeadline}, {&mopts.RetryPeriod, opts.RetryPeriod}} {
-			if d.from > 0 {
-				*d.to = &d.from
-			}
+		timing := kubereplicas.Timing{LeaseDuration: opts.LeaseDuration, RenewDeadline: opts.RenewDeadline, RetryPeriod: opts.RetryPeriod}
+		if err := kubereplicas.Elect(&mopts, opts.Config, opts.Namespace, opts.Replica, timing); err != nil {
+			return nil, err
 		}
 	}
 	mgr, err := ctrl.NewManager(opts.Config, mopts)
