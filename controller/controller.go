@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"github.com/legate-dev/legate/tenancy/kubetenancy"
 	"github.com/legate-dev/legate/kubecache"
 	"context"
 	"errors"
@@ -54,7 +55,7 @@ type Controller struct {
 	store    kubestore.Store
 	replicas *kubereplicas.Replicas // nil without leader election
 
-	tenancy tenancy.Rule
+	tenancy *kubetenancy.Checker
 
 	webhookLis net.Listener     // nil without admission webhooks
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
@@ -144,9 +145,10 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		opts: opts, log: opts.Log, mgr: mgr, client: direct, recorder: mgr.GetEventRecorder("legate"),
 		configRequests: newRequests(), sourceRequests: newRequests(),
-		tenancy:    tenancy.Rule{Home: opts.Namespace, Policy: opts.NodeIDPolicy},
+		tenancy:    &kubetenancy.Checker{Rule: tenancy.Rule{Home: opts.Namespace, Policy: opts.NodeIDPolicy}, Cache: mgr.GetClient()},
 		fetchGuard: sources.NewFetchGuard(opts.FetchAllowNetworks),
 	}
+	c.tenancy.Owner = c.ownerOf
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
 	if opts.PKI != nil {
 		if grpcOpts != nil {
@@ -176,9 +178,9 @@ func New(opts Options) (*Controller, error) {
 	var recheck xds.Recheck
 	switch {
 	case opts.PKI != nil:
-		authorizer, recheck = kubepki.NamespacedBinding(c.mayServe), c.recheck
+		authorizer, recheck = kubepki.NamespacedBinding(c.tenancy.MayServe), c.tenancy.Recheck
 	case mutual:
-		authorizer, recheck = xds.CertificateBinding, c.recheck
+		authorizer, recheck = xds.CertificateBinding, c.tenancy.Recheck
 	}
 	c.store = kubestore.Store{Client: direct, Namespace: opts.Namespace}
 	c.core, err = core.New(core.Options{

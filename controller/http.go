@@ -1,6 +1,7 @@
 package controller
 
 import (
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"cmp"
 	"context"
 	"fmt"
@@ -69,7 +70,7 @@ func (h *httpAPI) sources() []statuspage.Source {
 	out := make([]statuspage.Source, 0, len(refs))
 	for _, r := range refs {
 		src := statuspage.SourceOf(h.c.core.Pipeline().Status(r.String()))
-		src.Kind = refKindName(r)
+		src.Kind = kubesrc.KindOf(r)
 		out = append(out, src)
 	}
 	return out

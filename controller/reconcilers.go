@@ -19,7 +19,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
@@ -164,29 +163,3 @@ func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
 	return c.envoySources.commitStatuses.Lookup(target)
 }
 
-// refKindName is the kind of r as Kubernetes spells it.
-func refKindName(r sources.Ref) string {
-	switch r.Kind {
-	case sources.RefEnvoyConfig:
-		return "EnvoyConfig"
-	case sources.RefEnvoySource:
-		return "EnvoySource"
-	}
-	return ""
-}
-
-// refKey is the object key of r.
-func refKey(r sources.Ref) types.NamespacedName {
-	return types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
-}
-
-// refObject is an empty object of r's kind, named as r.
-func refObject(r sources.Ref) client.Object {
-	var obj client.Object = &v1alpha1.EnvoyConfig{}
-	if r.Kind == sources.RefEnvoySource {
-		obj = &v1alpha1.EnvoySource{}
-	}
-	obj.SetNamespace(r.Namespace)
-	obj.SetName(r.Name)
-	return obj
-}

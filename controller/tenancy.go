@@ -1,6 +1,7 @@
 package controller
 
 import (
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"context"
 	"errors"
 	"fmt"
@@ -12,11 +13,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
-	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/tenancy"
-	"github.com/legate-dev/legate/xds"
 )
 
 // NodeIDPolicy decides which node IDs nobody owns yet a namespace may take.
@@ -30,37 +29,6 @@ func ParseNodeIDPolicy(s string) (NodeIDPolicy, error) { return tenancy.ParseNod
 
 // ownerOf is the source owning node (the free ownerOf).
 func (c *Controller) ownerOf(node string) string { return c.core.Owner(node) }
-
-// sharedValue is the sharing annotation of the object owner stands for,
-// as cached; "" when it is gone or outside the controller's namespace.
-func (c *Controller) sharedValue(ctx context.Context, owner string) string {
-	r, ok := sources.ParseRef(owner)
-	if !ok || r.Namespace != c.opts.Namespace {
-		return ""
-	}
-	obj := refObject(r)
-	if err := c.mgr.GetClient().Get(ctx, refKey(r), obj); err != nil {
-		return ""
-	}
-	return obj.GetAnnotations()[tenancy.SharedAnnotation]
-}
-
-// recheck is the xDS server's Recheck: before every push, a stream whose
-// certificate legate issued to a namespace may still receive its node only
-// while that namespace owns it (or the platform shares it). Streams whose
-// certificate names no namespace (the operator's own, from
-// --xds-client-ca) are bound by their certificate alone.
-func (c *Controller) recheck(ctx context.Context, node, owner string) error {
-	leaf, err := xds.ClientCertificate(ctx)
-	if err != nil {
-		return nil // no mutual TLS: the listener is on loopback
-	}
-	ns := pki.NamespaceOf(leaf)
-	if ns == "" {
-		return nil
-	}
-	return c.tenancy.MayReceive(ns, node, owner, c.sharedValue(ctx, owner))
-}
 
 // watchSharing makes every stream check its right again when an object of
 // the controller's namespace changes or goes: its sharing annotation may
@@ -106,7 +74,8 @@ func (c *Controller) sweepOwners(ctx context.Context) {
 		if !ok || !c.watches(r.Namespace) {
 			continue
 		}
-		err := c.mgr.GetClient().Get(ctx, refKey(r), refObject(r))
+		obj := kubesrc.Object(r)
+		err := c.mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		switch {
 		case apierrors.IsNotFound(err):
 			nodes := c.core.Pipeline().Remove(ctx, owner)
