@@ -102,8 +102,7 @@ func (r *recorder) count() int {
 	return len(r.sets)
 }
 
-// What Warm read is not read again by Publish, which the engine calls
-// under its lock.
+// What Warm read is not read again by Publish.
 func TestPublishUsesWhatWarmRead(t *testing.T) {
 	res := newFakeResolver()
 	res.set("a", "one")
