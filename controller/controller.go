@@ -85,6 +85,10 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.Tuning.Validate(); err != nil {
 		return nil, err
 	}
+	readTokens, err := opts.Tuning.ReadTokens()
+	if err != nil {
+		return nil, err
+	}
 	// legate's PKI is mutual TLS too: it issues every proxy's certificate.
 	mutual := opts.XDSClientCA != "" || opts.PKI != nil
 	xdsSec := core.XDSSecurity{Addr: opts.XDSAddr, TLS: mutual || opts.XDSTLSCert != "", MutualTLS: mutual}
@@ -149,7 +153,7 @@ func New(opts Options) (*Controller, error) {
 		fetchGuard: sources.NewFetchGuard(opts.FetchAllowNetworks),
 	}
 	c.tenancy.Owner = c.ownerOf
-	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
+	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry(), readTokens: readTokens}
 	if opts.PKI != nil {
 		if grpcOpts != nil {
 			return nil, errors.New("xDS certificates come from files (--xds-tls-cert, --xds-tls-key, --xds-client-ca) or from legate's PKI (--pki-ca-secret), not both")

@@ -29,6 +29,9 @@ type httpAPI struct {
 	c     *Controller
 	reg   *prometheus.Registry
 	ready atomic.Bool
+	// readTokens, when set, are the tokens every read but the probes must
+	// carry (core.Tuning.ReadTokens).
+	readTokens []string
 }
 
 // routes are the read API both homes serve (readapi), with the
@@ -47,6 +50,8 @@ func (h *httpAPI) routes() (*readapi.API, error) {
 		Replica:          h.replica,
 		Hosts:            append([]string{o.HTTPAddr, o.PublicURL}, o.HTTPAllowedHosts...),
 		AllowedHostsFlag: "legate controller's --http-allowed-hosts",
+		ReadTokens:       h.readTokens,
+		ReadTokenName:    "the read token (legate controller's --read-token-file)",
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /api/v1/replica", func(w http.ResponseWriter, r *http.Request) {
 				statuspage.WriteJSON(w, http.StatusOK, h.c.replicaView(r.Context()))
