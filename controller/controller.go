@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"github.com/legate-dev/legate/tenancy/kubetenancy"
-	"github.com/legate-dev/legate/kubecache"
 	"context"
 	"errors"
 	"fmt"
@@ -24,6 +22,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/legate-dev/legate/core"
+	"github.com/legate-dev/legate/kubecache"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
@@ -34,16 +33,17 @@ import (
 	"github.com/legate-dev/legate/sds/kubesecrets"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/tenancy"
+	"github.com/legate-dev/legate/tenancy/kubetenancy"
 	"github.com/legate-dev/legate/xds"
 )
 
 // Controller is one running Kubernetes home.
 type Controller struct {
-	opts     Options
-	log      logr.Logger
-	mgr      manager.Manager
-	client   client.Client // direct: reads what it writes
-	grpc     *grpc.Server
+	opts   Options
+	log    logr.Logger
+	mgr    manager.Manager
+	client client.Client // direct: reads what it writes
+	grpc   *grpc.Server
 	// core owns the engine, pipeline, xDS and SDS servers and the
 	// commit-status feedback; the controller reads them from it.
 	core     *core.Core

@@ -145,4 +145,3 @@ func (r *envoyConfigReconciler) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeS
 	node, _ := r.core.Engine().Node(ec.Spec.NodeID)
 	return node
 }
-

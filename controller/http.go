@@ -1,7 +1,6 @@
 package controller
 
 import (
-	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"cmp"
 	"context"
 	"fmt"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/revisions"
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/statuspage"
 )
 

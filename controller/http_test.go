@@ -1,18 +1,19 @@
 package controller
 
 import (
-	"os"
-	"path/filepath"
-	"github.com/legate-dev/legate/core"
-	"github.com/legate-dev/legate/revisions/boltstore"
-	"github.com/legate-dev/legate/sds"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/core"
+	"github.com/legate-dev/legate/revisions/boltstore"
+	"github.com/legate-dev/legate/sds"
 )
 
 // The controller serves the read API both homes share (readapi tests its

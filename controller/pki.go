@@ -1,7 +1,6 @@
 package controller
 
 import (
-	"github.com/legate-dev/legate/tenancy/kubetenancy"
 	"context"
 
 	"google.golang.org/grpc"
@@ -9,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/pki/kubepki"
+	"github.com/legate-dev/legate/tenancy/kubetenancy"
 	"github.com/legate-dev/legate/xds"
 )
 
@@ -39,4 +39,3 @@ func (c *Controller) startPKI(direct client.Client) ([]grpc.ServerOption, error)
 	}
 	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(xds.ServerTLS(p.XDS)))}, nil
 }
-

@@ -1,7 +1,6 @@
 package controller
 
 import (
-	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"context"
 	"fmt"
 	"maps"
@@ -14,6 +13,8 @@ import (
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 )
 
 // PolicyLabel marks the policy ConfigMaps of the controller's namespace

@@ -1,8 +1,6 @@
 package controller
 
 import (
-	"github.com/legate-dev/legate/core"
-	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"context"
 	"net/http"
 	"slices"
@@ -19,10 +17,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 )
 
 // shared is what the reconcilers of legate's kinds are given, the same for
@@ -31,7 +31,7 @@ import (
 type shared struct {
 	client   client.Client // direct: reads what it writes
 	cache    client.Reader // the manager's cache
-	core     *core.Core // the engine and pipeline the reconcilers drive
+	core     *core.Core    // the engine and pipeline the reconcilers drive
 	status   *statusWriter
 	recorder events.EventRecorder
 	log      logr.Logger
@@ -162,4 +162,3 @@ func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error
 func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
 	return c.envoySources.commitStatuses.Lookup(target)
 }
-

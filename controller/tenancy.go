@@ -1,7 +1,6 @@
 package controller
 
 import (
-	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/tenancy"
 )
 

@@ -2,9 +2,9 @@ package kube_test
 
 import (
 	"maps"
-	"slices"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 

@@ -1,7 +1,6 @@
 package controller_test
 
 import (
-	"github.com/legate-dev/legate/test/internal/ctltest"
 	"context"
 	"net/netip"
 	"os"
@@ -9,9 +8,6 @@ import (
 	"sync"
 	"testing"
 	"time"
-
-	legatecue "github.com/legate-dev/legate/render/cue"
-
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,7 +23,9 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/render"
+	legatecue "github.com/legate-dev/legate/render/cue"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 )
 
 // run starts a controller on a fresh API server and returns a client.

@@ -1,7 +1,6 @@
 package fleet_test
 
 import (
-	"github.com/legate-dev/legate/test/internal/ctltest"
 	"context"
 	"fmt"
 	"os"
@@ -29,6 +28,7 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
