@@ -195,13 +195,7 @@ func (s *Server) Publish(node string, pub revisions.Publication) error {
 		}
 	}
 	s.mu.Unlock()
-	fresh := make(map[external]readResult, len(unread))
-	for _, x := range unread {
-		if _, done := fresh[x]; !done {
-			res, err := s.resolve(x)
-			fresh[x] = readResult{res: res, err: err, round: round}
-		}
-	}
+	fresh := s.readEach(unread, round)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -223,6 +217,18 @@ func (s *Server) Publish(node string, pub revisions.Publication) error {
 	s.served[node] = servedAs(pub, snap)
 	delete(s.failing, node)
 	return nil
+}
+
+// readEach reads each of xs once, as of round; call it without mu.
+func (s *Server) readEach(xs []external, round uint64) map[external]readResult {
+	fresh := make(map[external]readResult, len(xs))
+	for _, x := range xs {
+		if _, done := fresh[x]; !done {
+			res, err := s.resolve(x)
+			fresh[x] = readResult{res: res, err: err, round: round}
+		}
+	}
+	return fresh
 }
 
 // nodeLock is the lock of one node's publications; users counts the
@@ -342,13 +348,7 @@ func (s *Server) refresh(match func(external) bool) {
 	}
 	s.mu.Unlock()
 
-	fresh := make(map[external]readResult, len(xs))
-	for _, x := range xs {
-		if _, done := fresh[x]; !done {
-			res, err := s.resolve(x)
-			fresh[x] = readResult{res: res, err: err}
-		}
-	}
+	fresh := s.readEach(xs, round)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

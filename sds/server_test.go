@@ -202,17 +202,24 @@ func (f *fakeResolver) blockOn(ref string) (entered chan struct{}, release func(
 	return f.entered, sync.OnceFunc(func() { close(f.block) })
 }
 
+// slowServer serves the secrets "slow", whose reads wait until release
+// is called (entered tells when one waits), and "fast".
+func slowServer(t *testing.T) (s *Server, rec *recorder, entered chan struct{}, release func()) {
+	res := newFakeResolver()
+	res.set("slow", "one")
+	res.set("fast", "two")
+	rec = &recorder{}
+	s = NewServer(res, rec.set, logr.Discard())
+	entered, release = res.blockOn("slow")
+	t.Cleanup(release)
+	return s, rec, entered, release
+}
+
 // A Secret read that hangs (an API server answering late) for one node's
 // publication does not hold up another node's: Publish reads outside the
 // lock every node shares.
 func TestSlowReadOfOneNodeDelaysNoOtherNode(t *testing.T) {
-	res := newFakeResolver()
-	res.set("slow", "one")
-	res.set("fast", "two")
-	var rec recorder
-	s := NewServer(res, rec.set, logr.Discard())
-	entered, release := res.blockOn("slow")
-	t.Cleanup(release)
+	s, rec, entered, release := slowServer(t)
 
 	slow := make(chan error, 1)
 	go func() { slow <- s.Publish("a", pubWith("a1", "slow")) }()
@@ -233,13 +240,7 @@ func TestSlowReadOfOneNodeDelaysNoOtherNode(t *testing.T) {
 // Two publications of one node are served in the order they were made,
 // however long the first one's read takes.
 func TestPublicationsOfOneNodeStayInOrder(t *testing.T) {
-	res := newFakeResolver()
-	res.set("slow", "one")
-	res.set("fast", "two")
-	var rec recorder
-	s := NewServer(res, rec.set, logr.Discard())
-	entered, release := res.blockOn("slow")
-	t.Cleanup(release)
+	s, rec, entered, release := slowServer(t)
 
 	first := make(chan error, 1)
 	go func() { first <- s.Publish("edge", pubWith("v1", "slow")) }()
