@@ -176,7 +176,7 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	// Which authorizer follows from the options alone: legate's PKI binds
-	// a certificate to its Pod's namespace as well (namespacedBinding),
+	// a certificate to its Pod's namespace as well (kubepki.NamespacedBinding),
 	// files bind it to the node IDs it names.
 	var authorizer xds.Authorizer
 	var recheck xds.Recheck
