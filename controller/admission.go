@@ -60,7 +60,7 @@ func (c *Controller) admission() *webhook.Server {
 		SecretScope: func(ec *v1alpha1.EnvoyConfig, r *render.Result) []render.Diagnostic {
 			return secretScope(ecSource(ec), r)
 		},
-		Source: c.checkEnvoySource,
+		Source: c.envoySources.drivers.Check,
 	}
 	s := &webhook.Server{
 		EnvoyConfigs: objects.ValidateEnvoyConfig,

@@ -10,32 +10,24 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/envoydeployment"
-	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/kubecache"
 	"github.com/legate-dev/legate/netguard"
-	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
-	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubereplicas"
 	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sds"
@@ -43,36 +35,29 @@ import (
 	"github.com/legate-dev/legate/sds/kubesecrets"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/tenancy"
-	"github.com/legate-dev/legate/webhook"
+	"github.com/legate-dev/legate/tenancy/kubetenancy"
 	"github.com/legate-dev/legate/xds"
 )
 
 // Controller is one running Kubernetes home.
 type Controller struct {
-	opts     Options
-	log      logr.Logger
-	mgr      manager.Manager
-	client   client.Client // direct: reads what it writes
-	engine   *revisions.Engine
-	pipeline *pipeline.Pipeline
-	xds      *xds.Server
-	// sds serves publications with their external secrets and endpoints.
-	sds  *sds.Server
-	grpc *grpc.Server
-	// core built engine, pipeline, xds, sds, statuses and feedback (the
-	// fields above and below are its parts, kept for the reconcilers).
+	opts   Options
+	log    logr.Logger
+	mgr    manager.Manager
+	client client.Client // direct: reads what it writes
+	grpc   *grpc.Server
+	// core owns the engine, pipeline, xDS and SDS servers and the
+	// commit-status feedback; the controller reads them from it.
 	core     *core.Core
 	xdsLis   net.Listener
 	httpLis  net.Listener
 	http     *httpAPI
 	recorder events.EventRecorder
 
-	statuses *forge.Dispatcher
-	feedback *forge.Feedback
 	store    kubestore.Store
 	replicas *kubereplicas.Replicas // nil without leader election
 
-	tenancy tenancy.Rule
+	tenancy *kubetenancy.Checker
 
 	webhookLis net.Listener     // nil without admission webhooks
 	webhookTLS xds.Certificates // the webhooks' certificate: files or legate's PKI
@@ -88,17 +73,8 @@ type Controller struct {
 	configRequests, sourceRequests *requests
 }
 
-// Scheme holds the types the controller reads and writes.
-func Scheme() (*runtime.Scheme, error) {
-	s := runtime.NewScheme()
-	if err := clientgoscheme.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	if err := v1alpha1.AddToScheme(s); err != nil {
-		return nil, err
-	}
-	return s, nil
-}
+// Scheme holds the types the controller reads and writes (kubecache.Scheme).
+func Scheme() (*runtime.Scheme, error) { return kubecache.Scheme() }
 
 // New builds the controller; Run starts it.
 func New(opts Options) (*Controller, error) {
@@ -111,15 +87,24 @@ func New(opts Options) (*Controller, error) {
 	if err := opts.Tuning.Validate(); err != nil {
 		return nil, err
 	}
+	readTokens, err := opts.Tuning.ReadTokens()
+	if err != nil {
+		return nil, err
+	}
 	// legate's PKI is mutual TLS too: it issues every proxy's certificate.
 	mutual := opts.XDSClientCA != "" || opts.PKI != nil
 	xdsSec := core.XDSSecurity{Addr: opts.XDSAddr, TLS: mutual || opts.XDSTLSCert != "", MutualTLS: mutual}
 	if err := opts.Tuning.CheckXDSExposure(xdsSec); err != nil {
 		return nil, err
 	}
-	grpcOpts, err := xdsTLS(opts)
+	// errors name the field and flag as in legate serve (core.XDSTLSFiles)
+	tlsOpt, err := core.XDSTLSFiles{Cert: opts.XDSTLSCert, Key: opts.XDSTLSKey, ClientCA: opts.XDSClientCA}.ServerOption()
 	if err != nil {
 		return nil, err
+	}
+	var grpcOpts []grpc.ServerOption
+	if tlsOpt != nil {
+		grpcOpts = append(grpcOpts, tlsOpt)
 	}
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(os.TempDir(), "legate-controller")
@@ -138,30 +123,10 @@ func New(opts Options) (*Controller, error) {
 		opts.ProbeAddr = "0"
 	}
 	mopts := manager.Options{Scheme: scheme, Metrics: metricsserver.Options{BindAddress: "0"}, HealthProbeBindAddress: opts.ProbeAddr, Logger: opts.Log}
-	policyLabel, err := labels.Parse(PolicyLabel)
-	if err != nil {
+	if mopts.Cache, err = kubecache.Options(opts.Namespace, opts.WatchNamespace); err != nil {
 		return nil, err
-	}
-	// The only ConfigMaps cached are the policy ones (the store reads its
-	// own directly).
-	proxyLabel, err := labels.Parse(webhook.ProxyLabel)
-	if err != nil {
-		return nil, err
-	}
-	mopts.Cache.ByObject = map[client.Object]cache.ByObject{
-		// of the controller's namespace alone: no other binds (policies.go)
-		&corev1.ConfigMap{}: {Label: policyLabel, Namespaces: map[string]cache.Config{opts.Namespace: {}}},
-		// injected pods only, and of them what names their proxy
-		&corev1.Pod{}: {Label: proxyLabel, Transform: kubepki.PodMetadata},
 	}
 	maps.Copy(mopts.Cache.ByObject, envoydeployment.CacheByObject()) // legate's own objects of those kinds
-	// The cache holds EndpointSlices in full (their endpoints are read on
-	// every change) and no object's managed fields.
-	mopts.Cache.DefaultTransform = cache.TransformStripManagedFields()
-	if opts.WatchNamespace != "" {
-		// the watched namespace, and the controller's own for its revisions
-		mopts.Cache.DefaultNamespaces = map[string]cache.Config{opts.WatchNamespace: {}, opts.Namespace: {}}
-	}
 	if opts.Replica == "" {
 		if opts.Replica, err = os.Hostname(); err != nil {
 			return nil, err
@@ -171,18 +136,9 @@ func New(opts Options) (*Controller, error) {
 		opts.AnswersInterval = kubereplicas.DefaultAnswersInterval
 	}
 	if opts.LeaderElect {
-		if mopts.LeaderElectionResourceLockInterface, err = kubereplicas.LeaderLock(opts.Config, opts.Namespace, opts.Replica); err != nil {
-			return nil, fmt.Errorf("leader election: %w", err)
-		}
-		mopts.LeaderElection, mopts.LeaderElectionID, mopts.LeaderElectionNamespace = true, kubereplicas.LeaseName, opts.Namespace
-		mopts.LeaderElectionReleaseOnCancel = true
-		for _, d := range []struct {
-			to   **time.Duration
-			from time.Duration
-		}{{&mopts.LeaseDuration, opts.LeaseDuration}, {&mopts.RenewDeadline, opts.RenewDeadline}, {&mopts.RetryPeriod, opts.RetryPeriod}} {
-			if d.from > 0 {
-				*d.to = &d.from
-			}
+		timing := kubereplicas.Timing{LeaseDuration: opts.LeaseDuration, RenewDeadline: opts.RenewDeadline, RetryPeriod: opts.RetryPeriod}
+		if err := kubereplicas.Elect(&mopts, opts.Config, opts.Namespace, opts.Replica, timing); err != nil {
+			return nil, err
 		}
 	}
 	mgr, err := ctrl.NewManager(opts.Config, mopts)
@@ -196,10 +152,11 @@ func New(opts Options) (*Controller, error) {
 	c := &Controller{
 		opts: opts, log: opts.Log, mgr: mgr, client: direct, recorder: mgr.GetEventRecorder("legate"),
 		configRequests: newRequests(), sourceRequests: newRequests(),
-		tenancy:    tenancy.Rule{Home: opts.Namespace, Policy: opts.NodeIDPolicy},
+		tenancy:    &kubetenancy.Checker{Rule: tenancy.Rule{Home: opts.Namespace, Policy: opts.NodeIDPolicy}, Cache: mgr.GetClient()},
 		fetchGuard: sources.NewFetchGuard(opts.FetchAllowNetworks),
 	}
-	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry()}
+	c.tenancy.Owner = c.ownerOf
+	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry(), readTokens: readTokens}
 	if opts.PKI != nil {
 		if grpcOpts != nil {
 			return nil, errors.New("xDS certificates come from files (--xds-tls-cert, --xds-tls-key, --xds-client-ca) or from legate's PKI (--pki-ca-secret), not both")
@@ -222,17 +179,17 @@ func New(opts Options) (*Controller, error) {
 		}
 	}
 	// Which authorizer follows from the options alone: legate's PKI binds
-	// a certificate to its Pod's namespace as well (namespacedBinding),
+	// a certificate to its Pod's namespace as well (kubepki.NamespacedBinding),
 	// files bind it to the node IDs it names.
 	var authorizer xds.Authorizer
 	var recheck xds.Recheck
 	switch {
 	case opts.PKI != nil:
-		authorizer, recheck = kubepki.NamespacedBinding(c.mayServe), c.recheck
+		authorizer, recheck = kubepki.NamespacedBinding(c.tenancy.MayServe), c.tenancy.Recheck
 	case mutual:
-		authorizer, recheck = xds.CertificateBinding, c.recheck
+		authorizer, recheck = xds.CertificateBinding, c.tenancy.Recheck
 	}
-	c.store = kubestore.Store{Client: direct, Namespace: opts.Namespace}
+	c.store = kubestore.New(direct, opts.Namespace)
 	c.core, err = core.New(core.Options{
 		Store: c.store,
 		Secrets: kubesecrets.Resolver{Client: mgr.GetAPIReader(), Plaintext: sds.Plaintext{
@@ -242,11 +199,7 @@ func New(opts Options) (*Controller, error) {
 		Endpoints:  kubeendpoints.Resolver{Cache: mgr.GetCache(), Direct: mgr.GetAPIReader()},
 		Authorizer: authorizer,
 		Recheck:    recheck,
-		Render: func(string) render.Options {
-			o := opts.Render(c.policies())
-			o.EndpointSlices = true
-			return o
-		},
+		Render:     func(string) render.Options { return c.renderOptions(c.policies()) },
 		Scope:      c.scope,
 		Tenant:     tenancy.TenantOf,
 		Rerender:   c.trigger,
@@ -259,9 +212,7 @@ func New(opts Options) (*Controller, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.engine, c.pipeline, c.xds, c.sds = c.core.Engine(), c.core.Pipeline(), c.core.XDS(), c.core.SDS()
-	c.statuses, c.feedback = c.core.Statuses(), c.core.Feedback()
-	c.engine.Subscribe(c.outcome)
+	c.core.Engine().Subscribe(c.outcome)
 	// Several controllers may run in one process (tests, and the replicas
 	// of the HA tests): the metric names they share are the manager's.
 	skip := true
@@ -280,7 +231,7 @@ func New(opts Options) (*Controller, error) {
 	if opts.LeaderElect {
 		if c.replicas, err = kubereplicas.New(mgr, kubereplicas.Options{
 			Config: opts.Config, Namespace: opts.Namespace, Replica: opts.Replica,
-			Engine: c.engine, Records: c.store, Client: direct, Counted: c.counted,
+			Engine: c.core.Engine(), Records: c.store, Client: direct, Counted: c.counted,
 			Log: opts.Log, SkipNameValidation: skip,
 		}); err != nil {
 			return nil, err
@@ -289,7 +240,7 @@ func New(opts Options) (*Controller, error) {
 	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {
 		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
 	}
-	c.grpc = c.xds.NewGRPCServer(grpcOpts...)
+	c.grpc = c.core.XDS().NewGRPCServer(grpcOpts...)
 	if warning := core.XDSExposureWarning(c.xdsLis.Addr(), xdsSec); warning != "" {
 		c.log.Info("WARNING: " + warning)
 	}
@@ -336,17 +287,17 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if c.replicas == nil {
-		if err := c.engine.Restore(ctx); err != nil {
+		if err := c.core.Engine().Restore(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while restoring
 			}
 			return err
 		}
-		c.feedback.Seed(c.engine.Nodes())
+		c.core.Feedback().Seed(c.core.Engine().Nodes())
 	} else {
 		// Serve what the store says until this replica leads, then
 		// decide from there.
-		if err := c.engine.Follow(ctx); err != nil {
+		if err := c.core.Engine().Follow(ctx); err != nil {
 			c.log.Error(err, "some published revisions cannot be served yet; retrying")
 		}
 		wg.Go(func() { c.replicas.Run(ctx, c.opts.AnswersInterval) })
@@ -356,10 +307,10 @@ func (c *Controller) Run(ctx context.Context) error {
 				return
 			case <-c.mgr.Elected():
 			}
-			if err := c.engine.Lead(ctx); err != nil {
+			if err := c.core.Engine().Lead(ctx); err != nil {
 				c.log.Error(err, "leading from the stored state")
 			}
-			c.feedback.Seed(c.engine.Nodes())
+			c.core.Feedback().Seed(c.core.Engine().Nodes())
 			c.log.Info("this replica leads", "replica", c.opts.Replica)
 			if c.mgr.GetCache().WaitForCacheSync(ctx) {
 				c.sweepOwners(ctx)
@@ -414,7 +365,7 @@ func (c *Controller) Run(ctx context.Context) error {
 // counted asks for a status update of the object that configures node:
 // its proxy counts changed though its verdict may not have.
 func (c *Controller) counted(node string) {
-	if owner := c.pipeline.Owner(node); owner != "" {
+	if owner := c.core.Pipeline().Owner(node); owner != "" {
 		c.trigger(owner)
 	}
 }

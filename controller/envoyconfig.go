@@ -8,8 +8,6 @@ import (
 	"slices"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,11 +16,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
-	"github.com/legate-dev/legate/pipeline"
-	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/tenancy"
@@ -82,15 +77,15 @@ func (r *envoyConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	case err != nil:
 		return ctrl.Result{}, err
 	}
-	synced := r.pipeline.Sync(ctx, src.Name(), res)
+	synced := r.core.Pipeline().Sync(ctx, src.Name(), res)
 
 	var ec v1alpha1.EnvoyConfig
 	var was, now *metav1.Condition
 	wrote, err := r.status.update(ctx, req.NamespacedName, &ec, func() bool {
 		before := ec.Status.DeepCopy()
-		envoyConfigStatus(&ec, synced, r.nodeOf(&ec), r.home)
-		was, now = readyOf(before.Conditions), readyOf(ec.Status.Conditions)
-		return !equalStatus(before, &ec.Status)
+		readiness.EnvoyConfigStatus(&ec, synced, r.nodeOf(&ec), r.home)
+		was, now = readiness.ReadyOf(before.Conditions), readiness.ReadyOf(ec.Status.Conditions)
+		return !readiness.EqualStatus(before, &ec.Status)
 	})
 	if err != nil {
 		return ctrl.Result{}, err
@@ -134,7 +129,7 @@ func (r *envoyConfigReconciler) refs() []sources.Ref {
 // gone stops serving the nodes a deleted EnvoyConfig configured, and
 // releases them, its claims too, to the sources that were refused them.
 func (r *envoyConfigReconciler) gone(ctx context.Context, key types.NamespacedName, src *kubesrc.EnvoyConfigSource) {
-	r.pipeline.Remove(ctx, src.Name())
+	r.core.Pipeline().Remove(ctx, src.Name())
 	r.mu.Lock()
 	delete(r.sources, key)
 	r.mu.Unlock()
@@ -144,68 +139,9 @@ func (r *envoyConfigReconciler) gone(ctx context.Context, key types.NamespacedNa
 // namespace owns it: nothing of another tenant's revisions, commits or
 // proxies reaches ec's status.
 func (r *envoyConfigReconciler) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeStatus {
-	if owner := ownerOf(r.pipeline, r.engine, ec.Spec.NodeID); owner != "" && tenancy.TenantOf(owner) != ec.Namespace {
+	if owner := r.core.Owner(ec.Spec.NodeID); owner != "" && tenancy.TenantOf(owner) != ec.Namespace {
 		return revisions.NodeStatus{NodeID: ec.Spec.NodeID}
 	}
-	node, _ := r.engine.Node(ec.Spec.NodeID)
+	node, _ := r.core.Engine().Node(ec.Spec.NodeID)
 	return node
-}
-
-// envoyConfigStatus fills ec's status from what the pipeline said of its
-// source (synced) and the engine's status of its node; its revisions are
-// EnvoyConfigRevisions of namespace home.
-func envoyConfigStatus(ec *v1alpha1.EnvoyConfig, synced pipeline.Status, node revisions.NodeStatus, home string) {
-	s := &ec.Status
-	s.ObservedGeneration = ec.Generation
-	if token, ok := ec.Annotations[v1alpha1.ReconcileRequestAnnotation]; ok {
-		s.LastHandledReconcileAt = token
-	}
-	v := readiness.VerdictOf(node, sources.EnvoyConfigRef(ec.Namespace, ec.Name).String())
-	s.ConfigRevisions = s.ConfigRevisions[:0]
-	for i := len(node.History) - 1; i >= 0; i-- {
-		h := node.History[i]
-		s.ConfigRevisions = append(s.ConfigRevisions, v1alpha1.ConfigRevisionRef{
-			Version: revisions.Short(h.Hash),
-			Ref:     corev1.ObjectReference{Kind: "EnvoyConfigRevision", APIVersion: v1alpha1.GroupVersion.String(), Namespace: home, Name: kubestore.RevisionName(node.NodeID, h.Hash)},
-		})
-	}
-	s.DesiredVersion, s.PublishedVersion, s.CacheState, s.Rejection, s.Commit = nil, nil, nil, readiness.Bounded(v.Rejection(), readiness.MaxConditionMessage), ""
-	if v.Desired != nil {
-		s.DesiredVersion = ptr(revisions.Short(v.Desired.Hash))
-	}
-	if node.Published != nil {
-		s.PublishedVersion = ptr(revisions.Short(node.Published.Hash))
-		s.Commit = node.Published.Revision
-	}
-	switch {
-	case node.State == revisions.StateRollbackFailed:
-		s.CacheState = ptr(v1alpha1.CacheRollbackFailed)
-	case node.State == revisions.StateRollback:
-		s.CacheState = ptr(v1alpha1.CacheRollback)
-	case v.InSync():
-		s.CacheState = ptr(v1alpha1.CacheInSync) // MARIN3R's meaning: the desired revision is served
-	}
-	// State is what legate status and the page say (pipeline/nodestate):
-	// Pending while no proxy answered, Rejected after a refused update.
-	// Nothing is said of a node another namespace owns.
-	s.State = ""
-	if node.State != "" || synced.Invalid {
-		s.State = string(nodestate.Of(nodestate.Input{Engine: node.State, NewestRejected: synced.Invalid}))
-	}
-	s.Proxies = &v1alpha1.ProxyCounts{Connected: node.Answers.Connected, Accepted: node.Answers.Accepted, Rejected: node.Answers.Rejected}
-	var verdicts []readiness.Verdict
-	if ec.Spec.NodeID != "" && !synced.Invalid {
-		verdicts = []readiness.Verdict{v}
-	}
-	readiness.Of(ec.Generation, &synced, "", nil, verdicts).Set(&s.Conditions)
-}
-
-func ptr[T any](v T) *T { return &v }
-
-// equalStatus reports whether two statuses say the same, ignoring when
-// their conditions last changed.
-func equalStatus(a, b *v1alpha1.EnvoyConfigStatus) bool {
-	x, y := *a, *b
-	x.Conditions, y.Conditions = withoutTransitions(x.Conditions), withoutTransitions(y.Conditions)
-	return equality.Semantic.DeepEqual(x, y)
 }

@@ -6,17 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"slices"
-	"sync"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
@@ -48,32 +44,15 @@ const (
 	fetchRetry = 30 * time.Second
 )
 
-// driver is the fetching half of one EnvoySource, rebuilt when its spec or
-// its credentials change.
-type driver struct {
-	src sources.Source
-	// built identifies what it was built from: the generation and the
-	// resource version of its credentials Secret.
-	built string
-}
-
 // envoySourceReconciler fetches each EnvoySource, runs what it fetched
 // through the pipeline and has its status written. It owns the drivers of
 // the EnvoySources, the fetch limits they share and their commit-status
 // reporters.
 type envoySourceReconciler struct {
 	*shared
-	// env is what the drivers share: the fetch guard, the memory budget of
-	// their files and the per-fetch timeout.
-	env envoysource.Env
-	// fetches decides which of the workers' fetches may run now.
-	fetches *sources.FairShare
-	workers int
-
+	drivers        *envoysource.Drivers
+	workers        int
 	commitStatuses *kubeforge.Reporters
-
-	mu      sync.Mutex
-	drivers map[string]*driver // by pipeline source name
 }
 
 // newEnvoySourceReconciler builds the reconciler with o's fetch limits;
@@ -82,13 +61,12 @@ type envoySourceReconciler struct {
 func newEnvoySourceReconciler(s *shared, o Options, guard *netguard.Guard, fluxClient, forgeClient func() *http.Client, feedback *forge.Feedback) *envoySourceReconciler {
 	workers := orDefault(o.FetchWorkers, sources.DefaultFetchWorkers)
 	return &envoySourceReconciler{
-		shared: s, drivers: map[string]*driver{}, workers: workers,
-		env: envoysource.Env{
+		shared: s, workers: workers,
+		drivers: envoysource.NewDrivers(envoysource.Env{
 			StateDir: o.StateDir, Guard: guard, Flux: s.cache, FluxHTTP: fluxClient,
 			Budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
 			Timeout: cmp.Or(max(o.FetchTimeout, 0), sources.DefaultFetchTimeout),
-		},
-		fetches:        sources.NewFairShare(workers, orDefault(o.FetchesPerNamespace, sources.DefaultFetchesPerNamespace)),
+		}, workers, orDefault(o.FetchesPerNamespace, sources.DefaultFetchesPerNamespace)),
 		commitStatuses: kubeforge.New(s.client, s.cache, feedback, forgeClient),
 	}
 }
@@ -124,8 +102,9 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		})
 	}
 
-	res, reason, fetchErr := r.fetch(ctx, &es, name)
-	if errors.Is(fetchErr, errTurn) {
+	res, fetchErr := r.drivers.Fetch(ctx, r.client, &es, name)
+	reason := fetchReason(fetchErr)
+	if errors.Is(fetchErr, envoysource.ErrTurn) {
 		r.log.V(1).Info("fetch waits for its namespace's turn", "source", name)
 		return ctrl.Result{RequeueAfter: sources.FairRetry}, nil
 	}
@@ -139,13 +118,13 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	var synced *pipeline.Status
 	if fetchErr == nil {
-		st := r.pipeline.Sync(ctx, name, res)
+		st := r.core.Pipeline().Sync(ctx, name, res)
 		synced = &st
 	}
 	var verdicts []readiness.Verdict
 	if synced != nil && !synced.Invalid {
 		for _, id := range synced.Nodes {
-			node, _ := r.engine.Node(id)
+			node, _ := r.core.Engine().Node(id)
 			verdicts = append(verdicts, readiness.VerdictOf(node, name))
 		}
 	}
@@ -191,9 +170,9 @@ func (r *envoySourceReconciler) writeStatus(ctx context.Context, es *v1alpha1.En
 			s.LastHandledReconcileAt = token
 		}
 		fill(s)
-		was, now = readyOf(before.Conditions), readyOf(s.Conditions)
+		was, now = readiness.ReadyOf(before.Conditions), readiness.ReadyOf(s.Conditions)
 		x, y := *before, *s
-		x.Conditions, y.Conditions = withoutTransitions(x.Conditions), withoutTransitions(y.Conditions)
+		x.Conditions, y.Conditions = readiness.WithoutTransitions(x.Conditions), readiness.WithoutTransitions(y.Conditions)
 		return !equality.Semantic.DeepEqual(x, y)
 	})
 	if err != nil {
@@ -205,110 +184,27 @@ func (r *envoySourceReconciler) writeStatus(ctx context.Context, es *v1alpha1.En
 	return nil
 }
 
-// errTurn is a fetch that must wait for its namespace's turn (fairShare).
-var errTurn = errors.New("the namespace runs as many fetches as it may")
-
-// fetchSource fetches es through its driver, when its namespace's turn
-// allows (errTurn when not), within the per-fetch timeout; on failure it
-// returns the Ready reason with the error.
-func (r *envoySourceReconciler) fetch(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*sources.Result, string, error) {
-	d, err := r.driverOf(ctx, es, name)
-	if err != nil {
-		return nil, readiness.ReasonInvalidSpec, err
-	}
-	if !r.fetches.Acquire(es.Namespace) {
-		return nil, "", errTurn
-	}
-	defer r.fetches.Release(es.Namespace)
-	fctx, cancel := context.WithTimeout(ctx, r.env.Timeout)
-	defer cancel()
-	res, err := d.src.Fetch(fctx)
-	var over *sources.LimitError
+// fetchReason is the Ready reason of a failed fetch ("" when it did not
+// fail).
+func fetchReason(err error) string {
+	var spec *envoysource.SpecError
 	switch {
+	case err == nil:
+		return ""
+	case errors.As(err, &spec):
+		return readiness.ReasonInvalidSpec
 	case errors.Is(err, flux.ErrDigestMismatch):
-		return nil, readiness.ReasonDigestMismatch, err
-	case errors.As(err, &over):
-		return nil, readiness.ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err)
-	case err != nil && fctx.Err() != nil && ctx.Err() == nil:
-		return nil, readiness.ReasonFetchFailed, fmt.Errorf("EnvoySource %s/%s: the fetch was stopped at the per-fetch timeout of %s: %w", es.Namespace, es.Name, r.env.Timeout, err)
-	case err != nil:
-		return nil, readiness.ReasonFetchFailed, err
+		return readiness.ReasonDigestMismatch
 	}
-	return res, "", nil
-}
-
-// driverOf returns es's driver, built anew when its spec or credentials
-// changed since the last one.
-func (r *envoySourceReconciler) driverOf(ctx context.Context, es *v1alpha1.EnvoySource, name string) (*driver, error) {
-	var secret *corev1.Secret
-	built := fmt.Sprint(es.Generation)
-	if ref := envoysource.SecretName(es); ref != "" {
-		secret = &corev1.Secret{}
-		if err := r.client.Get(ctx, types.NamespacedName{Namespace: es.Namespace, Name: ref}, secret); err != nil {
-			if apierrors.IsNotFound(err) {
-				return nil, fmt.Errorf("EnvoySource %s/%s: secretRef: Secret %s/%s does not exist", es.Namespace, es.Name, es.Namespace, ref)
-			}
-			return nil, fmt.Errorf("EnvoySource %s/%s: read Secret %s/%s: %w", es.Namespace, es.Name, es.Namespace, ref, err)
-		}
-		built += "/" + secret.ResourceVersion
-	}
-	r.mu.Lock()
-	d := r.drivers[name]
-	r.mu.Unlock()
-	if d != nil && d.built == built {
-		return d, nil
-	}
-	src, err := envoysource.Build(es, name, secret, r.env)
-	if err != nil {
-		return nil, err
-	}
-	d = &driver{src: src, built: built}
-	r.mu.Lock()
-	r.drivers[name] = d
-	r.mu.Unlock()
-	r.env.Budget.Release(name) // the files of the driver replaced are garbage
-	return d, nil
-}
-
-// checkEnvoySource checks es's spec as a reconcile builds its driver
-// from it, without reading its Secret or the network (admission).
-func (c *Controller) checkEnvoySource(es *v1alpha1.EnvoySource) error {
-	_, err := envoysource.Build(es, sources.EnvoySourceRef(es.Namespace, es.Name).String()+"/admission", nil, c.envoySources.env)
-	return err
+	return readiness.ReasonFetchFailed
 }
 
 // gone stops serving the nodes a deleted EnvoySource rendered, and
 // releases them, its claims too, to the sources that were refused them.
 func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
-	r.pipeline.Remove(ctx, name)
+	r.core.Pipeline().Remove(ctx, name)
 	r.commitStatuses.Drop(name)
-	r.mu.Lock()
-	delete(r.drivers, name)
-	r.mu.Unlock()
-	r.env.Budget.Release(name)
-}
-
-// refs are the EnvoySources whose drivers run.
-func (r *envoySourceReconciler) refs() []sources.Ref {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	out := make([]sources.Ref, 0, len(r.drivers))
-	for name := range r.drivers {
-		if ref, ok := sources.ParseRef(name); ok {
-			out = append(out, ref)
-		}
-	}
-	return out
-}
-
-// withoutTransitions is a copy of cs without the times they last changed,
-// to compare what two statuses say.
-func withoutTransitions(cs []metav1.Condition) []metav1.Condition {
-	out := slices.Clone(cs)
-	for i := range out {
-		out[i].LastTransitionTime = metav1.Time{}
-	}
-	return out
+	r.drivers.Drop(name)
 }
 
 // setup registers r with mgr, with its fetch workers shared fairly

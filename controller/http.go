@@ -13,6 +13,7 @@ import (
 
 	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/revisions"
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/statuspage"
 )
 
@@ -28,6 +29,9 @@ type httpAPI struct {
 	c     *Controller
 	reg   *prometheus.Registry
 	ready atomic.Bool
+	// readTokens, when set, are the tokens every read but the probes must
+	// carry (core.Tuning.ReadTokens).
+	readTokens []string
 }
 
 // routes are the read API both homes serve (readapi), with the
@@ -35,7 +39,7 @@ type httpAPI struct {
 func (h *httpAPI) routes() (*readapi.API, error) {
 	o := h.c.opts
 	return readapi.New(readapi.Options{
-		Engine: h.c.engine, Proxies: h.c.xds, Sources: h.sources, Orphaned: h.orphaned,
+		Engine: h.c.core.Engine(), Proxies: h.c.core.XDS(), Sources: h.sources, Orphaned: h.orphaned,
 		Ready: func() (bool, string) {
 			if !h.ready.Load() {
 				return false, "not ready: restoring the published revisions and filling the caches"
@@ -46,6 +50,8 @@ func (h *httpAPI) routes() (*readapi.API, error) {
 		Replica:          h.replica,
 		Hosts:            append([]string{o.HTTPAddr, o.PublicURL}, o.HTTPAllowedHosts...),
 		AllowedHostsFlag: "legate controller's --http-allowed-hosts",
+		ReadTokens:       h.readTokens,
+		ReadTokenName:    "the read token (legate controller's --read-token-file)",
 		Routes: func(mux *http.ServeMux) {
 			mux.HandleFunc("GET /api/v1/replica", func(w http.ResponseWriter, r *http.Request) {
 				statuspage.WriteJSON(w, http.StatusOK, h.c.replicaView(r.Context()))
@@ -59,7 +65,7 @@ func (h *httpAPI) routes() (*readapi.API, error) {
 // or source deleted), once the caches have synced: before that no object
 // has been reconciled yet.
 func (h *httpAPI) orphaned(st revisions.NodeStatus) bool {
-	return h.ready.Load() && len(st.History) > 0 && h.c.pipeline.Owner(st.NodeID) == ""
+	return h.ready.Load() && len(st.History) > 0 && h.c.core.Pipeline().Owner(st.NodeID) == ""
 }
 
 // sources are the status of every object reconciled, in the shape both
@@ -68,8 +74,8 @@ func (h *httpAPI) sources() []statuspage.Source {
 	refs := h.c.sourceRefs()
 	out := make([]statuspage.Source, 0, len(refs))
 	for _, r := range refs {
-		src := statuspage.SourceOf(h.c.pipeline.Status(r.String()))
-		src.Kind = refKindName(r)
+		src := statuspage.SourceOf(h.c.core.Pipeline().Status(r.String()))
+		src.Kind = kubesrc.KindOf(r)
 		out = append(out, src)
 	}
 	return out

@@ -4,10 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -17,45 +13,13 @@ import (
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 )
 
-// PolicyLabel marks a ConfigMap of the controller's namespace whose *.cue
-// entries are CUE policies every configuration obeys (EnvoyConfigs,
-// EnvoySources, with the policies of their own trees), so that an ad-hoc
-// kubectl apply cannot leave out the rules a Git repository obeys. Only
-// the controller's namespace is read: whoever can write there runs legate.
-const PolicyLabel = "legate.dev/policy"
-
-// maxPolicyBytes bounds the policies read, all together.
-const maxPolicyBytes = 1 << 20
-
-// readPolicyDir reads the *.cue files of dir (Options.PolicyDir), named
-// "policy-dir/<file>" in diagnostics.
-func readPolicyDir(dir string) (map[string][]byte, error) {
-	out := map[string][]byte{}
-	if dir == "" {
-		return out, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("policy directory: %w", err)
-	}
-	total := 0
-	for _, e := range entries {
-		if e.IsDir() || !strings.HasSuffix(e.Name(), ".cue") {
-			continue
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("policy directory: %w", err)
-		}
-		if total += len(data); total > maxPolicyBytes {
-			return nil, fmt.Errorf("policy directory %s holds more than %d bytes of policies", dir, maxPolicyBytes)
-		}
-		out["policy-dir/"+e.Name()] = data
-	}
-	return out, nil
-}
+// PolicyLabel marks the policy ConfigMaps of the controller's namespace
+// (sources/kube.PolicyLabel).
+const PolicyLabel = kubesrc.PolicyLabel
 
 // policyReconciler reads the policy ConfigMaps of the controller's
 // namespace and, when what they say changes, has every source rendered
@@ -116,7 +80,7 @@ func (r *policyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 		return ctrl.Result{}, nil
 	}
 	r.log.Info("policies changed; every source is rendered again", "policies", len(set))
-	for _, source := range r.pipeline.Invalidate() {
+	for _, source := range r.core.Pipeline().Invalidate() {
 		r.rerender(source)
 	}
 	return ctrl.Result{}, nil
@@ -130,19 +94,9 @@ func (r *policyReconciler) read(ctx context.Context) (map[string][]byte, error) 
 	if err := r.cache.List(ctx, &list, client.InNamespace(r.home), client.HasLabels{PolicyLabel}); err != nil {
 		return nil, fmt.Errorf("list the policy ConfigMaps of namespace %s: %w", r.home, err)
 	}
-	set := maps.Clone(r.dir)
-	total := 0
-	for _, cm := range list.Items {
-		for _, key := range slices.Sorted(maps.Keys(cm.Data)) {
-			if !strings.HasSuffix(key, ".cue") {
-				continue
-			}
-			if total += len(cm.Data[key]); total > maxPolicyBytes {
-				r.log.Error(nil, "policy ConfigMaps hold more than the limit; the rest are not read", "limit", maxPolicyBytes, "configmap", cm.Name)
-				return set, nil
-			}
-			set["configmap/"+cm.Namespace+"/"+cm.Name+"/"+key] = []byte(cm.Data[key])
-		}
+	set, over := kubesrc.Policies(r.dir, list.Items)
+	if over != "" {
+		r.log.Error(nil, "policy ConfigMaps hold more than the limit; the rest are not read", "limit", kubesrc.MaxPolicyBytes, "configmap", over)
 	}
 	return set, nil
 }

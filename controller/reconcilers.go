@@ -9,7 +9,6 @@ import (
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,13 +17,13 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/envoydeployment"
 	"github.com/legate-dev/legate/forge"
-	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/webhook"
 )
 
@@ -34,8 +33,7 @@ import (
 type shared struct {
 	client   client.Client // direct: reads what it writes
 	cache    client.Reader // the manager's cache
-	engine   *revisions.Engine
-	pipeline *pipeline.Pipeline
+	core     *core.Core    // the engine and pipeline the reconcilers drive
 	status   *statusWriter
 	recorder events.EventRecorder
 	log      logr.Logger
@@ -54,19 +52,10 @@ func (s *shared) watches(namespace string) bool {
 // does not lead yet: the leader's reconcilers start when it is elected,
 // and the engine leads once it has read the store (Lead).
 func (s *shared) waitForLead() (ctrl.Result, bool) {
-	if s.engine.Leading() {
+	if s.core.Engine().Leading() {
 		return ctrl.Result{}, false
 	}
 	return ctrl.Result{RequeueAfter: 200 * time.Millisecond}, true
-}
-
-// ownerOf is the source owning node: the leader's pipeline, else what the
-// engine mirrored of the store (a follower's pipeline is empty).
-func ownerOf(p *pipeline.Pipeline, e *revisions.Engine, node string) string {
-	if owner := p.Owner(node); owner != "" {
-		return owner
-	}
-	return e.Ownership(node).Owner
 }
 
 // announce records a Kubernetes event when the object's readiness changed
@@ -80,15 +69,6 @@ func (s *shared) announce(obj runtime.Object, was, now *metav1.Condition) {
 // warn records a Warning event on obj.
 func (s *shared) warn(obj runtime.Object, reason, action, note string) {
 	s.recorder.Eventf(obj, nil, corev1.EventTypeWarning, reason, action, "%s", note)
-}
-
-// readyOf is the Ready condition among conds, copied (nil: none).
-func readyOf(conds []metav1.Condition) *metav1.Condition {
-	if c := meta.FindStatusCondition(conds, v1alpha1.ConditionReady); c != nil {
-		cp := *c
-		return &cp
-	}
-	return nil
 }
 
 // requeueAfter re-reads a status that is still settling.
@@ -109,12 +89,12 @@ const requeueAfter = 5 * time.Second
 // feedback; the requests legate raises itself reach the reconcilers
 // through c.configRequests and c.sourceRequests.
 func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bool) error {
-	dir, err := readPolicyDir(c.opts.PolicyDir)
+	dir, err := kubesrc.ReadPolicyDir(c.opts.PolicyDir)
 	if err != nil {
 		return err
 	}
 	s := &shared{
-		client: c.client, cache: mgr.GetClient(), engine: c.engine, pipeline: c.pipeline,
+		client: c.client, cache: mgr.GetClient(), core: c.core,
 		status: &statusWriter{client: c.client, leading: func() bool {
 			select {
 			case <-mgr.Elected():
@@ -128,12 +108,12 @@ func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bo
 	c.envoyConfigs = newEnvoyConfigReconciler(s)
 	c.envoySources = newEnvoySourceReconciler(s, c.opts, c.fetchGuard,
 		func() *http.Client { return sources.FluxClient(c.fetchGuard) },
-		func() *http.Client { return sources.ForgeClient(c.fetchGuard) }, c.feedback)
+		func() *http.Client { return sources.ForgeClient(c.fetchGuard) }, c.core.Feedback())
 	c.policyConfigMaps = newPolicyReconciler(s, dir, c.trigger)
 	untaints := &untaintReconciler{shared: s}
 	fleets := &envoydeployment.Reconciler{
 		Client: c.client, Cache: mgr.GetClient(), Injector: c.opts.Injector,
-		Served: envoydeployment.EngineServed(c.engine), Watches: s.watches, Recorder: c.recorder,
+		Served: envoydeployment.EngineServed(c.core.Engine()), Watches: s.watches, Recorder: c.recorder,
 	}
 	if fleets.Injector == nil {
 		fleets.Injector = webhook.Injector{} // the sidecars' defaults: legate's xDS Service as config/ installs it
@@ -184,7 +164,7 @@ func (c *Controller) sourceRefs() []sources.Ref {
 		out = append(out, c.envoyConfigs.refs()...)
 	}
 	if c.envoySources != nil {
-		out = append(out, c.envoySources.refs()...)
+		out = append(out, c.envoySources.drivers.Refs()...)
 	}
 	slices.SortFunc(out, func(a, b sources.Ref) int { return strings.Compare(a.String(), b.String()) })
 	return out
@@ -203,31 +183,4 @@ func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error
 // dispatcher has statuses for (forge.DispatcherOptions.Lookup).
 func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
 	return c.envoySources.commitStatuses.Lookup(target)
-}
-
-// refKindName is the kind of r as Kubernetes spells it.
-func refKindName(r sources.Ref) string {
-	switch r.Kind {
-	case sources.RefEnvoyConfig:
-		return "EnvoyConfig"
-	case sources.RefEnvoySource:
-		return "EnvoySource"
-	}
-	return ""
-}
-
-// refKey is the object key of r.
-func refKey(r sources.Ref) types.NamespacedName {
-	return types.NamespacedName{Namespace: r.Namespace, Name: r.Name}
-}
-
-// refObject is an empty object of r's kind, named as r.
-func refObject(r sources.Ref) client.Object {
-	var obj client.Object = &v1alpha1.EnvoyConfig{}
-	if r.Kind == sources.RefEnvoySource {
-		obj = &v1alpha1.EnvoySource{}
-	}
-	obj.SetNamespace(r.Namespace)
-	obj.SetName(r.Name)
-	return obj
 }

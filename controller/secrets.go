@@ -34,8 +34,8 @@ func (c *Controller) watchSecrets(skipNameValidation bool) error {
 		For(&corev1.Secret{}, builder.OnlyMetadata).
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, NeedLeaderElection: &everyReplica}).
 		Complete(reconcile.Func(func(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
-			if c.sds.References(req.Namespace + "/" + req.Name) {
-				c.sds.Refresh()
+			if c.core.SDS().References(req.Namespace + "/" + req.Name) {
+				c.core.SDS().Refresh()
 			}
 			return ctrl.Result{}, nil
 		}))
@@ -58,8 +58,8 @@ func (c *Controller) watchEndpointSlices(skipNameValidation bool) error {
 		Watches(&discoveryv1.EndpointSlice{}, byNamespace).
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, NeedLeaderElection: &everyReplica}).
 		Complete(reconcile.Func(func(_ context.Context, req ctrl.Request) (ctrl.Result, error) {
-			if c.sds.ReferencesEndpoints(req.Namespace) {
-				c.sds.RefreshEndpoints(req.Namespace)
+			if c.core.SDS().ReferencesEndpoints(req.Namespace) {
+				c.core.SDS().RefreshEndpoints(req.Namespace)
 			}
 			return ctrl.Result{}, nil
 		}))

@@ -12,62 +12,23 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
-	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
+	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/tenancy"
-	"github.com/legate-dev/legate/xds"
 )
-
-// SharedAnnotation is tenancy.SharedAnnotation, kept here with the other
-// tenancy names the command line and the tests use, so that the
-// Kubernetes home's API did not change when the rule moved.
-const SharedAnnotation = tenancy.SharedAnnotation
 
 // NodeIDPolicy decides which node IDs nobody owns yet a namespace may take.
 type NodeIDPolicy = tenancy.NodeIDPolicy
 
-const (
-	NodeIDsFirstCome       = tenancy.NodeIDsFirstCome
-	NodeIDsNamespacePrefix = tenancy.NodeIDsNamespacePrefix
-)
+// NodeIDsFirstCome is tenancy.NodeIDsFirstCome, the default policy.
+const NodeIDsFirstCome = tenancy.NodeIDsFirstCome
 
 // ParseNodeIDPolicy checks a --node-id-policy value ("" is first-come).
 func ParseNodeIDPolicy(s string) (NodeIDPolicy, error) { return tenancy.ParseNodeIDPolicy(s) }
 
 // ownerOf is the source owning node (the free ownerOf).
-func (c *Controller) ownerOf(node string) string { return ownerOf(c.pipeline, c.engine, node) }
-
-// sharedValue is the sharing annotation of the object owner stands for,
-// as cached; "" when it is gone or outside the controller's namespace.
-func (c *Controller) sharedValue(ctx context.Context, owner string) string {
-	r, ok := sources.ParseRef(owner)
-	if !ok || r.Namespace != c.opts.Namespace {
-		return ""
-	}
-	obj := refObject(r)
-	if err := c.mgr.GetClient().Get(ctx, refKey(r), obj); err != nil {
-		return ""
-	}
-	return obj.GetAnnotations()[SharedAnnotation]
-}
-
-// recheck is the xDS server's Recheck: before every push, a stream whose
-// certificate legate issued to a namespace may still receive its node only
-// while that namespace owns it (or the platform shares it). Streams whose
-// certificate names no namespace (the operator's own, from
-// --xds-client-ca) are bound by their certificate alone.
-func (c *Controller) recheck(ctx context.Context, node, owner string) error {
-	leaf, err := xds.ClientCertificate(ctx)
-	if err != nil {
-		return nil // no mutual TLS: the listener is on loopback
-	}
-	ns := pki.NamespaceOf(leaf)
-	if ns == "" {
-		return nil
-	}
-	return c.tenancy.MayReceive(ns, node, owner, c.sharedValue(ctx, owner))
-}
+func (c *Controller) ownerOf(node string) string { return c.core.Owner(node) }
 
 // watchSharing makes every stream check its right again when an object of
 // the controller's namespace changes or goes: its sharing annotation may
@@ -80,14 +41,14 @@ func (c *Controller) watchSharing(ctx context.Context) error {
 		}
 		changed := func(o any) {
 			if m, ok := o.(client.Object); ok && m.GetNamespace() == c.opts.Namespace {
-				c.xds.Reauthorize()
+				c.core.XDS().Reauthorize()
 			}
 		}
 		if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
 			UpdateFunc: func(old, now any) {
 				a, okA := old.(client.Object)
 				b, okB := now.(client.Object)
-				if okA && okB && a.GetAnnotations()[SharedAnnotation] != b.GetAnnotations()[SharedAnnotation] {
+				if okA && okB && a.GetAnnotations()[tenancy.SharedAnnotation] != b.GetAnnotations()[tenancy.SharedAnnotation] {
 					changed(now)
 				}
 			},
@@ -108,15 +69,16 @@ func (c *Controller) watchSharing(ctx context.Context) error {
 // longer exists (deleted while no replica led): the leader runs it once
 // its cache is filled (Run).
 func (c *Controller) sweepOwners(ctx context.Context) {
-	for _, owner := range slices.Compact(slices.Sorted(maps.Values(c.engine.Owners()))) {
+	for _, owner := range slices.Compact(slices.Sorted(maps.Values(c.core.Engine().Owners()))) {
 		r, ok := sources.ParseRef(owner)
 		if !ok || !c.watches(r.Namespace) {
 			continue
 		}
-		err := c.mgr.GetClient().Get(ctx, refKey(r), refObject(r))
+		obj := kubesrc.Object(r)
+		err := c.mgr.GetClient().Get(ctx, client.ObjectKeyFromObject(obj), obj)
 		switch {
 		case apierrors.IsNotFound(err):
-			nodes := c.pipeline.Remove(ctx, owner)
+			nodes := c.core.Pipeline().Remove(ctx, owner)
 			c.log.Info("released the nodes of an object deleted while no replica led", "source", owner, "nodes", nodes)
 		case err != nil && !errors.Is(err, context.Canceled):
 			c.log.Error(err, "could not check that a node's owner still exists", "source", owner)
@@ -131,7 +93,7 @@ func (c *Controller) scope(source string, r *render.Result) []render.Diagnostic 
 	diags := secretScope(source, r)
 	ns := tenancy.TenantOf(source)
 	for _, node := range slices.Sorted(maps.Keys(r.Nodes)) {
-		if c.pipeline.Owner(node) != "" {
+		if c.core.Pipeline().Owner(node) != "" {
 			continue // owned: the pipeline's claims decide
 		}
 		if err := c.tenancy.MayTake(ns, node); err != nil {

@@ -58,7 +58,7 @@ func (r *untaintReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ct
 		return ctrl.Result{}, nil
 	}
 	was := rev.Status.Tainted
-	err := r.engine.ClearTaint(ctx, rev.Spec.NodeID, rev.Spec.Hash)
+	err := r.core.Engine().ClearTaint(ctx, rev.Spec.NodeID, rev.Spec.Hash)
 	switch {
 	case errors.Is(err, revisions.ErrNotFound):
 		r.recorder.Eventf(&rev, nil, corev1.EventTypeWarning, "UntaintFailed", "Untaint", "node %s has no revision %s any more", rev.Spec.NodeID, revisions.Short(rev.Spec.Hash))

@@ -204,6 +204,15 @@ func (c *Core) SDS() *sds.Server { return c.sds }
 // Pipeline is the step a home runs on every fetch.
 func (c *Core) Pipeline() *pipeline.Pipeline { return c.pipeline }
 
+// Owner is the source owning node: the leader's pipeline, else what the
+// engine mirrored of the store (a follower's pipeline is empty).
+func (c *Core) Owner(node string) string {
+	if owner := c.pipeline.Owner(node); owner != "" {
+		return owner
+	}
+	return c.engine.Ownership(node).Owner
+}
+
 // Statuses delivers commit statuses (nil without reporters).
 func (c *Core) Statuses() *forge.Dispatcher { return c.statuses }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/xds"
 )
@@ -51,6 +52,10 @@ type Tuning struct {
 	// LogFormat ("text" or "json") and LogLevel ("debug", "info", "warn",
 	// "error") shape the logger (see Logger).
 	LogFormat, LogLevel string
+	// ReadTokenFile, when set, holds a token every read of the HTTP API
+	// (status page, API, metrics) must carry; the probes stay open (see
+	// ReadTokens).
+	ReadTokenFile string
 }
 
 // Defaults is the Tuning both homes run with unless told otherwise.
@@ -77,10 +82,11 @@ var (
 	KnobXDSInsecure      = Knob{"xds-insecure", "xdsInsecure"}
 	KnobLogFormat        = Knob{"log-format", "logFormat"}
 	KnobLogLevel         = Knob{"log-level", "logLevel"}
+	KnobReadTokenFile    = Knob{"read-token-file", "readTokenFile"}
 )
 
 // Knobs lists every knob of Tuning.
-var Knobs = []Knob{KnobHistory, KnobTaintThreshold, KnobAnswerTimeout, KnobStatusMaxBackoff, KnobXDSInsecure, KnobLogFormat, KnobLogLevel}
+var Knobs = []Knob{KnobHistory, KnobTaintThreshold, KnobAnswerTimeout, KnobStatusMaxBackoff, KnobXDSInsecure, KnobLogFormat, KnobLogLevel, KnobReadTokenFile}
 
 // String names the knob both ways, so that an error reads right whether
 // the value came from a flag or the config file.
@@ -98,6 +104,7 @@ func (t *Tuning) AddFlags(fs *pflag.FlagSet) {
 	fs.BoolVar(&t.XDSInsecure, KnobXDSInsecure.Flag, false, "allow serving xDS beyond loopback without mutual TLS: anyone who reaches it may fetch every node's configuration and answer for its proxies")
 	fs.StringVar(&t.LogFormat, KnobLogFormat.Flag, d.LogFormat, "log format: "+strings.Join(logging.Formats, " or "))
 	fs.StringVar(&t.LogLevel, KnobLogLevel.Flag, d.LogLevel, "least severe level logged: "+strings.Join(logging.Levels, ", ")+" (debug adds per-proxy and per-webhook detail)")
+	fs.StringVar(&t.ReadTokenFile, KnobReadTokenFile.Flag, "", "file holding a token every read (status page, API, metrics) must carry; the health probes stay open (default: reads are open)")
 }
 
 // Override sets each field of t whose knob changed says was given to the
@@ -115,6 +122,7 @@ func (t *Tuning) Override(from Tuning, changed func(flag string) bool) {
 		{KnobXDSInsecure, func() { t.XDSInsecure = from.XDSInsecure }},
 		{KnobLogFormat, func() { t.LogFormat = from.LogFormat }},
 		{KnobLogLevel, func() { t.LogLevel = from.LogLevel }},
+		{KnobReadTokenFile, func() { t.ReadTokenFile = from.ReadTokenFile }},
 	} {
 		if changed(o.k.Flag) {
 			o.set()
@@ -172,6 +180,20 @@ func (t Tuning) Problems() []error {
 
 // Validate is Problems joined into one error (nil when there is none).
 func (t Tuning) Validate() error { return errors.Join(t.Problems()...) }
+
+// ReadTokens are the tokens every read of the HTTP API must carry: the
+// one ReadTokenFile holds, none when reads are open. An unreadable or
+// empty file names the field and the flag.
+func (t Tuning) ReadTokens() ([]string, error) {
+	if t.ReadTokenFile == "" {
+		return nil, nil
+	}
+	token, err := readapi.TokenFile(KnobReadTokenFile.String(), t.ReadTokenFile)
+	if err != nil {
+		return nil, err
+	}
+	return []string{token}, nil
+}
 
 // Logger is the logger LogFormat and LogLevel describe, writing to w.
 func (t Tuning) Logger(w io.Writer) (logr.Logger, error) {

@@ -15,12 +15,12 @@
 // the nodes that use it when told that material may have changed
 // (Refresh, which a home calls on a poll tick or an informer event).
 //
-// Key material is read outside the engine's lock: Warm reads a render's
-// secrets before the pipeline applies it, and Refresh reads them again in
-// the background; Publish, which the engine calls under its lock, uses
-// what was read and reads only what it has never seen (the first
-// publication after a restart) or what was missing (a secret the node
-// waits for).
+// Key material is read outside any lock another node needs: Warm reads a
+// render's secrets before the pipeline applies it, and Refresh reads them
+// again in the background; Publish, which the engine calls outside its
+// lock, uses what was read and reads only what it has never seen (the
+// first publication after a restart) or what was missing (a secret the
+// node waits for), holding up only later publications of the same node.
 //
 // The package must not import a home (standalone, the Kubernetes
 // controller) or a store.

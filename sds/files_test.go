@@ -36,10 +36,12 @@ func selfSigned(t *testing.T, cn string) (crt, key []byte) {
 
 // build reads exts through f as Publish does.
 func build(f Files, exts []render.ExternalSecret) ([]render.Resource, error) {
-	s := NewServer(f, nil, logr.Discard())
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	secrets, _, err := s.readLocked(revisions.Publication{ExternalSecrets: exts})
+	var secrets []render.Resource
+	s := NewServer(f, func(_ string, snap xds.Snapshot) error {
+		secrets = snap.Types[resourcev3.SecretType].Resources
+		return nil
+	}, logr.Discard())
+	err := s.Publish("edge", revisions.Publication{ExternalSecrets: exts})
 	return secrets, err
 }
 

@@ -32,6 +32,12 @@ type Server struct {
 	// not interleave their pushes.
 	refreshMu sync.Mutex
 
+	// nodesMu guards publishing, the lock of each node being published:
+	// one Publish per node at a time, so that a slow read for an older
+	// publication cannot land after a newer one, while other nodes go on.
+	nodesMu    sync.Mutex
+	publishing map[string]*nodeLock
+
 	mu sync.Mutex
 	// read is what was last read of each external thing referenced; kept
 	// while a served publication or a warm render refers to it.
@@ -50,8 +56,9 @@ type Server struct {
 // (render.ExternalEndpoints): a render.Resource whose Body is an encoded
 // ClusterLoadAssignment named ext.ClusterName. Its errors are faults of
 // the reference; endpoints are never waited for (no endpoint is an empty
-// assignment). It is called concurrently, also under the engine's lock,
-// so it reads from memory (an informer's cache).
+// assignment). It is called concurrently, for several nodes at once; it
+// reads from memory (an informer's cache), so that a refresh of endpoints
+// stays cheap.
 type EndpointResolver interface {
 	ResolveEndpoints(ext render.ExternalEndpoints) (render.Resource, error)
 }
@@ -98,6 +105,7 @@ func NewServer(resolver Resolver, set func(node string, snap xds.Snapshot) error
 	return &Server{
 		resolver: resolver, set: set, log: log,
 		read: map[external]readResult{}, served: map[string]served{}, failing: map[string]string{},
+		publishing: map[string]*nodeLock{},
 	}
 }
 
@@ -172,15 +180,34 @@ func (s *Server) Warm(exts []render.ExternalSecret) {
 // secret cannot be served, so that no proxy gets a configuration whose
 // secrets are missing: as NotReady when material is missing (the engine
 // waits and tries again), as a fault of the revision when a ref or kind is
-// wrong.
+// wrong. What was never read, or was missing when it was, is read now,
+// outside the lock every node shares (a Secret read may wait for the API
+// server for seconds); publications of one node are served in the order
+// of their calls.
 func (s *Server) Publish(node string, pub revisions.Publication) error {
+	defer s.lockNode(node)()
+	s.mu.Lock()
+	round := s.round
+	var unread []external
+	for _, x := range externals(pub) {
+		if r, known := s.read[x]; !known || errors.Is(r.err, revisions.ErrNotReady) {
+			unread = append(unread, x)
+		}
+	}
+	s.mu.Unlock()
+	fresh := s.readEach(unread, round)
+
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	secrets, endpoints, err := s.readLocked(pub)
-	if err != nil {
-		return err
+	for x, f := range fresh {
+		cur, known := s.read[x]
+		if known && cur.round > round {
+			continue // a refresh that began after this read read it again
+		}
+		f.warm = cur.warm
+		s.read[x] = f
 	}
-	snap, err := Snapshot(pub, secrets, endpoints)
+	snap, err := s.snapshotLocked(pub)
 	if err != nil {
 		return err
 	}
@@ -192,35 +219,60 @@ func (s *Server) Publish(node string, pub revisions.Publication) error {
 	return nil
 }
 
-func servedAs(pub revisions.Publication, snap xds.Snapshot) served {
-	return served{pub: pub, secrets: snap.Types[resourcev3.SecretType].Version, endpoints: snap.Types[resourcev3.EndpointType].Version}
+// readEach reads each of xs once, as of round; call it without mu.
+func (s *Server) readEach(xs []external, round uint64) map[external]readResult {
+	fresh := make(map[external]readResult, len(xs))
+	for _, x := range xs {
+		if _, done := fresh[x]; !done {
+			res, err := s.resolve(x)
+			fresh[x] = readResult{res: res, err: err, round: round}
+		}
+	}
+	return fresh
 }
 
-// readLocked returns the secrets and endpoints of pub, each sorted by
-// name, from what was read; what was never read, or was missing when it
-// was, is read now. Called with mu held.
-func (s *Server) readLocked(pub revisions.Publication) (secrets, endpoints []render.Resource, err error) {
-	var errs []error
-	for _, x := range externals(pub) {
-		r, known := s.read[x]
-		if !known || errors.Is(r.err, revisions.ErrNotReady) {
-			r.res, r.err = s.resolve(x)
-			r.round = s.round
-			s.read[x] = r
-		}
-		switch {
-		case r.err != nil:
-			errs = append(errs, r.err)
-		case x.endpoint:
-			endpoints = append(endpoints, r.res)
-		default:
-			secrets = append(secrets, r.res)
-		}
+// nodeLock is the lock of one node's publications; users counts the
+// Publish calls that hold or wait for it, so that it is dropped with the
+// last.
+type nodeLock struct {
+	mu    sync.Mutex
+	users int
+}
+
+// lockNode waits until no other Publish of node runs, and returns the
+// unlock.
+func (s *Server) lockNode(node string) (unlock func()) {
+	s.nodesMu.Lock()
+	l := s.publishing[node]
+	if l == nil {
+		l = &nodeLock{}
+		s.publishing[node] = l
 	}
-	if err := joinSecretErrors(errs); err != nil {
-		return nil, nil, err
+	l.users++
+	s.nodesMu.Unlock()
+	l.mu.Lock()
+	return func() {
+		l.mu.Unlock()
+		s.nodesMu.Lock()
+		if l.users--; l.users == 0 {
+			delete(s.publishing, node)
+		}
+		s.nodesMu.Unlock()
 	}
-	return sortedByName(secrets), sortedByName(endpoints), nil
+}
+
+// waiting counts the Publish calls of node that run or wait (tests).
+func (s *Server) waiting(node string) int {
+	s.nodesMu.Lock()
+	defer s.nodesMu.Unlock()
+	if l := s.publishing[node]; l != nil {
+		return l.users
+	}
+	return 0
+}
+
+func servedAs(pub revisions.Publication, snap xds.Snapshot) served {
+	return served{pub: pub, secrets: snap.Types[resourcev3.SecretType].Version, endpoints: snap.Types[resourcev3.EndpointType].Version}
 }
 
 func sortedByName(rs []render.Resource) []render.Resource {
@@ -296,13 +348,7 @@ func (s *Server) refresh(match func(external) bool) {
 	}
 	s.mu.Unlock()
 
-	fresh := make(map[external]readResult, len(xs))
-	for _, x := range xs {
-		if _, done := fresh[x]; !done {
-			res, err := s.resolve(x)
-			fresh[x] = readResult{res: res, err: err}
-		}
-	}
+	fresh := s.readEach(xs, round)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -23,6 +23,7 @@ type fakeResolver struct {
 	material map[string]string // ref -> content; absent: missing
 	block    chan struct{}     // when set, Resolve waits on it
 	entered  chan struct{}
+	only     string // when set, only a read of this ref waits
 }
 
 func newFakeResolver() *fakeResolver {
@@ -33,6 +34,9 @@ func (f *fakeResolver) Resolve(ext render.ExternalSecret) (render.Resource, erro
 	f.mu.Lock()
 	f.reads[ext.Ref]++
 	block, entered := f.block, f.entered
+	if f.only != "" && f.only != ext.Ref {
+		block = nil
+	}
 	v, ok := f.material[ext.Ref]
 	f.mu.Unlock()
 	if block != nil {
@@ -66,15 +70,30 @@ func pubWith(version string, refs ...string) revisions.Publication {
 }
 
 type recorder struct {
-	mu   sync.Mutex
-	sets []xds.Snapshot
+	mu    sync.Mutex
+	sets  []xds.Snapshot
+	nodes []string
 }
 
-func (r *recorder) set(_ string, s xds.Snapshot) error {
+func (r *recorder) set(node string, s xds.Snapshot) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.sets = append(r.sets, s)
+	r.nodes = append(r.nodes, node)
 	return nil
+}
+
+// versionsOf are the versions served to node, in order.
+func (r *recorder) versionsOf(node string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+	for i, n := range r.nodes {
+		if n == node {
+			out = append(out, r.sets[i].Version)
+		}
+	}
+	return out
 }
 
 func (r *recorder) count() int {
@@ -83,8 +102,7 @@ func (r *recorder) count() int {
 	return len(r.sets)
 }
 
-// What Warm read is not read again by Publish, which the engine calls
-// under its lock.
+// What Warm read is not read again by Publish.
 func TestPublishUsesWhatWarmRead(t *testing.T) {
 	res := newFakeResolver()
 	res.set("a", "one")
@@ -173,4 +191,67 @@ func TestRefreshPushesAndForgets(t *testing.T) {
 	require.NoError(t, s.Publish("edge", pubWith("v2")))
 	s.Refresh()
 	assert.Empty(t, s.read, "material no publication uses is forgotten")
+}
+
+// blockOn makes every read of ref wait until the returned func is called;
+// entered receives once per read that waits.
+func (f *fakeResolver) blockOn(ref string) (entered chan struct{}, release func()) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.block, f.entered, f.only = make(chan struct{}), make(chan struct{}, 4), ref
+	return f.entered, sync.OnceFunc(func() { close(f.block) })
+}
+
+// slowServer serves the secrets "slow", whose reads wait until release
+// is called (entered tells when one waits), and "fast".
+func slowServer(t *testing.T) (s *Server, rec *recorder, entered chan struct{}, release func()) {
+	res := newFakeResolver()
+	res.set("slow", "one")
+	res.set("fast", "two")
+	rec = &recorder{}
+	s = NewServer(res, rec.set, logr.Discard())
+	entered, release = res.blockOn("slow")
+	t.Cleanup(release)
+	return s, rec, entered, release
+}
+
+// A Secret read that hangs (an API server answering late) for one node's
+// publication does not hold up another node's: Publish reads outside the
+// lock every node shares.
+func TestSlowReadOfOneNodeDelaysNoOtherNode(t *testing.T) {
+	s, rec, entered, release := slowServer(t)
+
+	slow := make(chan error, 1)
+	go func() { slow <- s.Publish("a", pubWith("a1", "slow")) }()
+	<-entered
+	fast := make(chan error, 1)
+	go func() { fast <- s.Publish("b", pubWith("b1", "fast")) }()
+	require.Eventually(t, func() bool { return len(rec.versionsOf("b")) == 1 }, 10*time.Second, time.Millisecond,
+		"node b waited for node a's read")
+	require.NoError(t, <-fast)
+	assert.Empty(t, rec.versionsOf("a"), "node a is still reading")
+	assert.True(t, s.References("fast"))
+
+	release()
+	require.NoError(t, <-slow)
+	assert.Equal(t, []string{"a1"}, rec.versionsOf("a"))
+}
+
+// Two publications of one node are served in the order they were made,
+// however long the first one's read takes.
+func TestPublicationsOfOneNodeStayInOrder(t *testing.T) {
+	s, rec, entered, release := slowServer(t)
+
+	first := make(chan error, 1)
+	go func() { first <- s.Publish("edge", pubWith("v1", "slow")) }()
+	<-entered
+	second := make(chan error, 1)
+	go func() { second <- s.Publish("edge", pubWith("v2", "fast")) }()
+	// The second waits for the node, behind the first (or, were it not
+	// held, has overtaken it already).
+	require.Eventually(t, func() bool { return s.waiting("edge") == 2 || len(second) == 1 }, 10*time.Second, time.Millisecond)
+	release()
+	require.NoError(t, <-first)
+	require.NoError(t, <-second)
+	assert.Equal(t, []string{"v1", "v2"}, rec.versionsOf("edge"), "the older publication overtook the newer one")
 }

@@ -372,6 +372,7 @@ func (c Config) Tuning() core.Tuning {
 		XDSInsecure:      c.XDSInsecure,
 		LogFormat:        c.LogFormat,
 		LogLevel:         c.LogLevel,
+		ReadTokenFile:    c.ReadTokenFile,
 	}
 }
 
@@ -381,6 +382,7 @@ func (c *Config) SetTuning(t core.Tuning) {
 	c.AnswerTimeout, c.StatusMaxBackoff = Duration{t.AnswerTimeout}, Duration{t.StatusMaxBackoff}
 	c.XDSInsecure = t.XDSInsecure
 	c.LogFormat, c.LogLevel = t.LogFormat, t.LogLevel
+	c.ReadTokenFile = t.ReadTokenFile
 }
 
 // withDefaults fills unset fields.

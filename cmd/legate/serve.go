@@ -31,7 +31,6 @@ type serveFlags struct {
 	httpAddr       string
 	stateDir       string
 	adminTokenFile string
-	readTokenFile  string
 	sourceFlags    []string
 	publicURL      string
 	hookSecretFile []string
@@ -99,7 +98,6 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.httpAddr, "http-addr", standalone.DefaultHTTPAddr, "address of health checks, metrics and the status API")
 	fl.StringVar(&f.stateDir, "state-dir", standalone.DefaultStateDir, "directory of the embedded store and the clones")
 	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: <state-dir>/admin-token, made on the first start)")
-	fl.StringVar(&f.readTokenFile, "read-token-file", "", "file holding a token every read (status page, API, metrics) must carry; the health probes stay open (default: reads are open)")
 	fl.StringSliceVar(&f.plainSecrets, "xds-insecure-secrets", nil, "external secrets holding keys or opaque values that may be served while xDS has no mutual TLS (names, or * for all)")
 	fl.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "further host names the HTTP API may be called by (IP addresses, localhost and --public-url's host always are)")
 	fl.StringArrayVar(&f.sourceFlags, "source", nil, standalone.SourceFlagHelp)
@@ -168,9 +166,6 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	tuning := cfg.Tuning()
 	tuning.Override(f.tuning, set)
 	cfg.SetTuning(tuning)
-	if set("read-token-file") {
-		cfg.ReadTokenFile = f.readTokenFile
-	}
 	if set("admin-token-file") {
 		cfg.AdminTokenFile = f.adminTokenFile
 	}

@@ -489,3 +489,31 @@ func encodeAnswers(all map[string]revisions.RemoteAnswers) (string, error) {
 	}
 	return string(data), nil
 }
+
+// Timing times the election; a zero field keeps controller-runtime's
+// default (15 s, 10 s, 2 s, as Kubernetes' own controllers).
+type Timing struct {
+	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
+}
+
+// Elect makes the manager of mopts one of several replicas of namespace:
+// replica campaigns for the Lease LeaseName, timed by t, and gives it up
+// when it stops.
+func Elect(mopts *manager.Options, cfg *rest.Config, namespace, replica string, t Timing) error {
+	lock, err := LeaderLock(cfg, namespace, replica)
+	if err != nil {
+		return fmt.Errorf("leader election: %w", err)
+	}
+	mopts.LeaderElectionResourceLockInterface = lock
+	mopts.LeaderElection, mopts.LeaderElectionID, mopts.LeaderElectionNamespace = true, LeaseName, namespace
+	mopts.LeaderElectionReleaseOnCancel = true
+	for _, d := range []struct {
+		to   **time.Duration
+		from time.Duration
+	}{{&mopts.LeaseDuration, t.LeaseDuration}, {&mopts.RenewDeadline, t.RenewDeadline}, {&mopts.RetryPeriod, t.RetryPeriod}} {
+		if d.from > 0 {
+			*d.to = &d.from
+		}
+	}
+	return nil
+}

@@ -112,3 +112,26 @@ type metadata struct {
 }
 
 var _ sources.Source = (*EnvoyConfigSource)(nil)
+
+// Object is an empty object of the kind of r (an EnvoyConfig or an
+// EnvoySource), named as r, to read it into.
+func Object(r sources.Ref) client.Object {
+	var obj client.Object = &v1alpha1.EnvoyConfig{}
+	if r.Kind == sources.RefEnvoySource {
+		obj = &v1alpha1.EnvoySource{}
+	}
+	obj.SetNamespace(r.Namespace)
+	obj.SetName(r.Name)
+	return obj
+}
+
+// KindOf is the kind of r as Kubernetes spells it.
+func KindOf(r sources.Ref) string {
+	switch r.Kind {
+	case sources.RefEnvoyConfig:
+		return "EnvoyConfig"
+	case sources.RefEnvoySource:
+		return "EnvoySource"
+	}
+	return ""
+}

@@ -9,11 +9,6 @@ import (
 	"testing"
 	"time"
 
-	legatecue "github.com/legate-dev/legate/render/cue"
-
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
-
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
@@ -28,7 +23,9 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/render"
+	legatecue "github.com/legate-dev/legate/render/cue"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 )
 
 // run starts a controller on a fresh API server and returns a client.
@@ -84,27 +81,10 @@ func startWatching(t *testing.T, cfg *rest.Config, namespace string) *controller
 // them.
 func startWith(t *testing.T, cfg *rest.Config, change func(*controller.Options)) *controller.Controller {
 	t.Helper()
-	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
-	opts := controller.Options{
-		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
-		Render: renderOptions, Log: logr.Discard(), FetchAllowNetworks: loopback,
-	}
+	opts := ctltest.Options(t, cfg)
+	opts.HTTPAddr, opts.Render, opts.FetchAllowNetworks = "127.0.0.1:0", renderOptions, loopback
 	change(&opts)
-	ctl, err := controller.New(opts)
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ctl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the controller did not stop")
-		}
-	})
-	return ctl
+	return ctltest.Start(t, opts)
 }
 
 // sample is config/samples/envoyconfig.yaml without its TLS secret (no

@@ -12,7 +12,6 @@ import (
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
-	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -24,41 +23,18 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
 // This package holds the fleet-wide test alone, so that it runs beside
 // test/controller (go test runs packages in parallel) rather than after it
 // within one binary's timeout.
-
-// startController runs a controller on cfg until the test ends.
-func startController(t *testing.T, cfg *rest.Config) *controller.Controller {
-	t.Helper()
-	crlog.SetLogger(logr.Discard()) // the controller logs through its own logger
-	ctl, err := controller.New(controller.Options{
-		Config: cfg, Namespace: "legate-system", XDSAddr: "127.0.0.1:0", HTTPAddr: "0", StateDir: t.TempDir(), Log: logr.Discard(),
-	})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- ctl.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			assert.NoError(t, err)
-		case <-time.After(30 * time.Second):
-			t.Error("the controller did not stop")
-		}
-	})
-	return ctl
-}
 
 // clusterClient is a client of cfg, with legate's namespace created.
 func clusterClient(t *testing.T, cfg *rest.Config) client.Client {
@@ -156,7 +132,7 @@ func TestFleetRollbackReachesEveryStatus(t *testing.T) {
 	fast := rest.CopyConfig(cluster.Config)
 	fast.QPS, fast.Burst = 1000, 2000
 	c := clusterClient(t, fast)
-	ctl := startController(t, fast)
+	ctl := ctltest.Start(t, ctltest.Options(t, fast))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 

@@ -1,4 +1,4 @@
-package controller
+package readiness
 
 import (
 	"testing"
@@ -11,7 +11,6 @@ import (
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline"
-	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/kubestore"
 )
@@ -69,12 +68,12 @@ func TestEnvoyConfigStatus(t *testing.T) {
 		{
 			name: "rolled back", node: rollback, cache: ptr(string(v1alpha1.CacheRollback)), state: "Rollback",
 			desired: revisions.Short(bad), published: revisions.Short(good), commit: "team-a/edge@1", rejection: "rejected by 2 of 2 proxies",
-			revisions: []string{revisions.Short(good), revisions.Short(bad)}, ready: metav1.ConditionFalse, reason: readiness.ReasonRollback, connected: 2, rejected: 2,
+			revisions: []string{revisions.Short(good), revisions.Short(bad)}, ready: metav1.ConditionFalse, reason: ReasonRollback, connected: 2, rejected: 2,
 		},
 		{
 			name: "every revision rejected", node: failed, cache: ptr(string(v1alpha1.CacheRollbackFailed)), state: "RollbackFailed",
 			desired: revisions.Short(bad), published: revisions.Short(good), commit: "team-a/edge@1", rejection: "rejected by 2 of 2 proxies",
-			revisions: []string{revisions.Short(good), revisions.Short(bad)}, ready: metav1.ConditionFalse, reason: readiness.ReasonRollbackFailed, connected: 2, rejected: 2,
+			revisions: []string{revisions.Short(good), revisions.Short(bad)}, ready: metav1.ConditionFalse, reason: ReasonRollbackFailed, connected: 2, rejected: 2,
 		},
 		{
 			name: "another namespace's node tells nothing of it", node: foreign,
@@ -87,7 +86,7 @@ func TestEnvoyConfigStatus(t *testing.T) {
 		{
 			name: "a rejected render stalls whatever is served", node: inSync, synced: pipeline.Status{Invalid: true, DiagnosticCount: 1},
 			cache: ptr(string(v1alpha1.CacheInSync)), state: "Rejected", desired: revisions.Short(good), published: revisions.Short(good), commit: "team-a/edge@1",
-			revisions: []string{revisions.Short(good)}, ready: metav1.ConditionFalse, reason: readiness.ReasonValidationFailed, connected: 2,
+			revisions: []string{revisions.Short(good)}, ready: metav1.ConditionFalse, reason: ReasonValidationFailed, connected: 2,
 		},
 		{
 			name: "no proxy connected: Pending, as legate status says", node: pending, cache: ptr(string(v1alpha1.CacheInSync)), state: "Pending",
@@ -101,7 +100,7 @@ func TestEnvoyConfigStatus(t *testing.T) {
 				Spec:       v1alpha1.EnvoyConfigSpec{NodeID: "edge"},
 			}
 			ec.Status.ConfigRevisions = []v1alpha1.ConfigRevisionRef{{Version: "stale"}}
-			envoyConfigStatus(ec, tc.synced, tc.node, "legate-system")
+			EnvoyConfigStatus(ec, tc.synced, tc.node, "legate-system")
 			s := ec.Status
 			assert.Equal(t, int64(3), s.ObservedGeneration)
 			assert.Equal(t, "now", s.LastHandledReconcileAt)
