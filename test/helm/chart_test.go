@@ -30,7 +30,7 @@ func TestValuesSchemaRefusesMistakes(t *testing.T) {
 		{"an extra argument that is not a flag", map[string]any{"extraArgs": []any{"leader-elect"}}, "extraArgs"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := render(t, "legate-system", tc.values)
+			_, err := renderChart(t, "legate-system", tc.values)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
@@ -52,7 +52,7 @@ func TestValuesThatContradict(t *testing.T) {
 		{"no PKI, webhooks without a certificate", map[string]any{"pki": map[string]any{"enabled": false, "existingSecret": "xds"}}, "webhooks.certSecret"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := render(t, "legate-system", tc.values)
+			_, err := renderChart(t, "legate-system", tc.values)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
@@ -84,7 +84,7 @@ func TestChartCarriesTheGeneratedFiles(t *testing.T) {
 	}
 	require.NoError(t, yaml.Unmarshal(readFile(t, "..", "..", "config", "rbac", "role.yaml"), &role))
 	require.NotEmpty(t, role.Rules)
-	objs, err := render(t, "legate-system", nil)
+	objs, err := renderChart(t, "legate-system", nil)
 	require.NoError(t, err)
 	cr := find(objs, "ClusterRole", "legate-legate-system")
 	require.NotNil(t, cr, "rendered: %v", kinds(objs))
@@ -104,7 +104,7 @@ func TestChartCarriesTheGeneratedFiles(t *testing.T) {
 func TestDefaultsMatchKustomize(t *testing.T) {
 	built, err := krusty.MakeKustomizer(krusty.MakeDefaultOptions()).Run(filesys.MakeFsOnDisk(), filepath.Join("..", "..", "config", "default"))
 	require.NoError(t, err)
-	objs, err := render(t, "legate-system", nil)
+	objs, err := renderChart(t, "legate-system", nil)
 	require.NoError(t, err)
 
 	var km map[string]any
@@ -139,7 +139,7 @@ func TestDefaultsMatchKustomize(t *testing.T) {
 // The switches turn what they name off: webhooks, leader election, the
 // PKI, cluster scope.
 func TestSwitches(t *testing.T) {
-	objs, err := render(t, "legate-system", map[string]any{
+	objs, err := renderChart(t, "legate-system", map[string]any{
 		"replicas": 1, "leaderElection": map[string]any{"enabled": false},
 		"webhooks": map[string]any{"admission": false, "injection": false},
 		"pki":      map[string]any{"enabled": false, "existingSecret": "legate-xds-files"},
@@ -168,7 +168,7 @@ func TestSwitches(t *testing.T) {
 	slices.Sort(bindings)
 	assert.Equal(t, []string{"legate-system", "team-a"}, bindings, "the role is granted in the watched namespace and the release's")
 
-	objs, err = render(t, "legate-system", map[string]any{"webhooks": map[string]any{"injection": false}})
+	objs, err = renderChart(t, "legate-system", map[string]any{"webhooks": map[string]any{"injection": false}})
 	require.NoError(t, err)
 	assert.NotContains(t, kinds(objs), "MutatingWebhookConfiguration/legate-sidecar-injector")
 	assert.Contains(t, kinds(objs), "ValidatingWebhookConfiguration/legate-validation")
@@ -177,7 +177,7 @@ func TestSwitches(t *testing.T) {
 
 // Scheduling and resources reach the Pod as given.
 func TestSchedulingValues(t *testing.T) {
-	objs, err := render(t, "ops", map[string]any{
+	objs, err := renderChart(t, "ops", map[string]any{
 		"nodeSelector": map[string]any{"kubernetes.io/arch": "arm64"},
 		"tolerations":  []any{map[string]any{"key": "dedicated", "operator": "Exists"}},
 		"affinity":     map[string]any{"nodeAffinity": map[string]any{}},

@@ -27,11 +27,11 @@ func loadChart(t *testing.T) *chart.Chart {
 	return c
 }
 
-// render is helm template: the chart's templates with values over its
+// renderChart is helm template: the chart's templates with values over its
 // defaults, checked against values.schema.json, for a release in
 // namespace. It returns the templates' objects in file order; the CRDs
 // (which helm installs before them) are crds().
-func render(t *testing.T, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
+func renderChart(t *testing.T, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
 	c := loadChart(t)
 	vals, err := chartutil.ToRenderValues(c, values, chartutil.ReleaseOptions{
