@@ -114,6 +114,9 @@ func (c *client) do(ctx context.Context, method, path string, admin bool, out an
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if xdsAnswer(err) {
+			return fmt.Errorf("%s is legate's xDS port (it answered in gRPC/HTTP/2): the read API listens on the --http-addr of legate serve or legate controller (%s by default); point --server there", c.base, standalone.DefaultHTTPAddr)
+		}
 		return fmt.Errorf("cannot reach legate serve at %s (is it running? --server sets its HTTP address): %w", c.base, errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
@@ -261,4 +264,19 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// xdsAnswer reports whether a request failed because the server spoke
+// HTTP/2 without being asked: a gRPC server (legate's xDS port) sends its
+// SETTINGS frame first, which net/http's HTTP/1.1 reader reports as a
+// malformed response starting with that frame's header (a length of
+// 0x0000xx, then type 0x04).
+func xdsAnswer(err error) bool {
+	msg := err.Error()
+	i := strings.Index(msg, `malformed HTTP response "`)
+	if i < 0 {
+		return false
+	}
+	frame := msg[i+len(`malformed HTTP response "`):]
+	return strings.HasPrefix(frame, `\x00\x00`) && strings.Contains(frame[:min(len(frame), 16)], `\x04`)
 }

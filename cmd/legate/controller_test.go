@@ -29,8 +29,10 @@ func TestControllerRefusesAMissingNamespace(t *testing.T) {
 		cmd := newRootCommand()
 		cmd.SetOut(&out)
 		cmd.SetErr(&out)
-		cmd.SetArgs([]string{"controller", "--kubeconfig", kubeconfig, "--controller-namespace", "legate-system",
-			"--xds-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--state-dir", t.TempDir()})
+		cmd.SetArgs([]string{
+			"controller", "--kubeconfig", kubeconfig, "--controller-namespace", "legate-system",
+			"--xds-addr", "127.0.0.1:0", "--http-addr", "127.0.0.1:0", "--state-dir", t.TempDir(),
+		})
 		err := cmd.ExecuteContext(ctx)
 		return out.String(), err
 	}
