@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,4 +43,11 @@ func TestServerNotListening(t *testing.T) {
 	_, err = c.nodes(context.Background())
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "cannot reach legate serve")
+}
+
+// The read API (an HTTP/1.1 server) is not taken for the xDS port.
+func TestReadAPIDoesNotSpeakHTTP2(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	assert.False(t, speaksHTTP2(context.Background(), srv.URL))
 }
