@@ -130,6 +130,8 @@ func TestParseSourceFlag(t *testing.T) {
 		{in: "name=x,git=/r,digest=sha256:00", err: "oci sources only"},
 		{in: "name=x,oci=oci://r/x,branch=main", err: "git sources only"},
 		{in: "name=x,git=/r,colour=blue", err: `unknown key "colour"`},
+		{in: "name=x,git=/r,brnach=main", err: `unknown key "brnach", did you mean branch`},
+		{in: "name=x,gti=/r", err: `unknown key "gti", did you mean git`},
 		{in: "name=x,git=/r,path", err: "not key=value"},
 		{in: "name=x,git=https://u:s3cretpass123@h/r,interval=soon", err: "interval"},
 	}
