@@ -155,7 +155,7 @@ func TestParseSourceFlag(t *testing.T) {
 func TestLoadConfigErrorsPointAtTheField(t *testing.T) {
 	tests := []struct{ doc, want string }{
 		{"sources:\n- name: a\n  git: {url: /r}\n  interval: soon\n", `:4:3: sources[0].interval: duration "soon": time: invalid duration "soon"`},
-		{"sources:\n- name: a\n  gitt:\n    url: /r\n", `:3:3: sources[0].gitt: unknown field "gitt"`},
+		{"sources:\n- name: a\n  gitt:\n    url: /r\n", `:3:3: sources[0].gitt: unknown field "gitt", did you mean git`},
 		{"history: many\n", `:1:1: history: want int, found string`},
 		{"sources:\n- name: a\n  git: {url: [\n", `:3:14: did not find expected node content`},
 	}
