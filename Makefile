@@ -160,6 +160,10 @@ generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and the API 
 	$(CONTROLLER_GEN) crd paths=./config/... output:crd:artifacts:config=config/crd
 	$(CONTROLLER_GEN) rbac:roleName=legate paths=./controller/... output:rbac:artifacts:config=config/rbac
 	go run ./hack/apidocs config/crd docs/api.md
+	@# The Helm chart carries the same CRDs and ClusterRole rules (test/helm checks).
+	rm -f charts/legate/crds/*.yaml && cp config/crd/legate.dev_*.yaml charts/legate/crds/
+	{ printf '# A copy of the rules of config/rbac/role.yaml (make generate writes it);\n# test/helm fails when they differ.\n'; \
+	  awk 'f; /^rules:/ {f = 1}' config/rbac/role.yaml; } > charts/legate/files/role-rules.yaml
 
 .PHONY: verify
 verify: ## Fail when go mod tidy or make generate would change the tree.

@@ -51,7 +51,7 @@ legate: serving the config repository $repo (node "edge")
     envoy -c $work/envoy-bootstrap.yaml
   grpc-go, the runnable client of examples/grpc (node grpc-client), in two shells:
     go run ./examples/grpc/greeter serve
-    GRPC_XDS_BOOTSTRAP=$work/grpc-bootstrap.json go run ./examples/grpc/greeter call
+    GRPC_XDS_BOOTSTRAP=$work/grpc-bootstrap.json go run ./examples/grpc/greeter call -every 2s
 
   Commit to a repository above and legate publishes within 5s; try a broken
   commit to see it rejected.

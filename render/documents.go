@@ -61,6 +61,7 @@ func (r *renderer) classify(file string, doc *yaml.Node, fileNodes []string) {
 		switch {
 		case kindV == "EnvoyConfig" && (apiVersion == "legate.dev/v1alpha1" || apiVersion == "marin3r.3scale.net/v1alpha1"):
 			r.envoyConfig(file, doc)
+		case r.unknownLegateObject(file, doc, apiVersion, kindV):
 		default:
 			// Another Kubernetes object (a Deployment, a kustomization…)
 			// sitting next to the configuration: not ours.
@@ -157,6 +158,10 @@ func (r *renderer) checkKeys(file string, n *yaml.Node, allowed ...string) {
 			if k.Value == a {
 				return nil
 			}
+		}
+		if s := Suggest(k.Value, allowed); s != "" {
+			r.addf(nodePos(file, k), RuleDecode, "unknown field %s, did you mean %s", k.Value, s)
+			return nil
 		}
 		r.addf(nodePos(file, k), RuleDecode, "unknown field %q: want one of %s", k.Value, strings.Join(allowed, ", "))
 		return nil

@@ -19,9 +19,13 @@ func (r *renderer) envoyConfig(file string, doc *yaml.Node) {
 		return
 	}
 	namespace := scalar(mapValue(mapValue(doc, "metadata"), "namespace"))
+	r.checkKeys(file, doc, envoyConfigTopFields...)
+	r.checkKeys(file, spec, envoyConfigSpecFields...)
 	nodeID := scalar(mapValue(spec, "nodeID"))
 	if nodeID == "" {
-		r.addf(nodePos(file, spec), RuleNode, "EnvoyConfig spec.nodeID is required: the node ID of the proxies this configuration is for")
+		if !r.misspelled(spec, "nodeID", envoyConfigSpecFields) {
+			r.addf(nodePos(file, spec), RuleNode, "EnvoyConfig spec.nodeID is required: the node ID of the proxies this configuration is for")
+		}
 		return
 	}
 	name := scalar(mapValue(mapValue(doc, "metadata"), "name"))
@@ -32,7 +36,6 @@ func (r *renderer) envoyConfig(file string, doc *yaml.Node) {
 	}
 	r.envoyConfigs[nodeID] = envoyConfigRef{name: name, pos: nodePos(file, doc)}
 	nodes := []string{nodeID}
-	r.checkKeys(file, spec, "nodeID", "serialization", "envoyAPI", "envoyResources", "resources")
 	if api := scalar(mapValue(spec, "envoyAPI")); api != "" && api != "v3" {
 		r.addf(nodePos(file, mapValue(spec, "envoyAPI")), RuleDocument, "envoyAPI %q: Envoy's v2 API was removed (Envoy 1.18 reads only v3): set envoyAPI: v3 and write v3 resources", api)
 	}
@@ -52,6 +55,8 @@ func (r *renderer) envoyConfig(file string, doc *yaml.Node) {
 			return
 		}
 		r.envoyResources(file, old, nodes, namespace, ser)
+	case r.misspelled(spec, "resources", envoyConfigSpecFields):
+		// The unknown-field diagnostic names the fix.
 	default:
 		r.addf(nodePos(file, spec), RuleDocument, "EnvoyConfig needs spec.resources")
 	}

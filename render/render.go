@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -52,7 +53,10 @@ type renderer struct {
 	items   []*item
 	skipped int
 	src     []byte // the file being classified
-	jw      jsonWriter
+	// docIndex is the 0-based index of the document being classified in
+	// its file, for messages about a whole document.
+	docIndex int
+	jw       jsonWriter
 	// generatedEndpoints are node+"\x00"+cluster keys of load assignments
 	// the home builds (MARIN3R generateFromEndpointSlices), with where
 	// each is asked for; generated are those the home acts on.
@@ -180,7 +184,8 @@ func (r *renderer) document(d Document) {
 		r.unparsed = append(r.unparsed, unparsedFile{file: d.Path, nodes: nodes})
 	}
 	r.src = d.Data
-	for _, root := range roots {
+	for i, root := range roots {
+		r.docIndex = i
 		r.classify(d.Path, root, nodes)
 	}
 	r.src = nil
@@ -202,6 +207,22 @@ func syntaxDiagnostic(file string, data []byte, err error) Diagnostic {
 	d.Message = strings.TrimPrefix(d.Message, "yaml: ")
 	if !strings.HasPrefix(d.Message, "unknown anchor") {
 		d.Pos.Line, d.Pos.Column = syntaxPosition(data, line, d.Message)
+	}
+	if strings.Contains(d.Message, "tab character") {
+		// go.yaml.in/yaml/v3 reports this one at the line before the tab.
+		for l := d.Pos.Line; l <= d.Pos.Line+1 && l > 0; l++ {
+			t := lineText(data, l)
+			if i := bytes.IndexByte(t, '\t'); i >= 0 && tabAt(t, runeColumn(t, i)) {
+				d.Pos.Line, d.Pos.Column = l, runeColumn(t, i)
+				break
+			}
+		}
+	}
+	if t := lineText(data, d.Pos.Line); d.Pos.Line > 0 && d.Pos.Column > 0 && tabAt(t, d.Pos.Column) {
+		// The parser's own words ("found character that cannot start
+		// any token", "found a tab character that violates
+		// indentation") do not say what to change.
+		d.Message = fmt.Sprintf("YAML forbids tabs for indentation: line %d column %d holds a tab; indent with spaces (%s)", d.Pos.Line, d.Pos.Column, d.Message)
 	}
 	return d
 }
@@ -329,6 +350,9 @@ func decodeWith(jw *jsonWriter, it *item, m proto.Message) *Diagnostic {
 		msg = v2Message(m[1])
 	}
 	d := it.diag(at, RuleDecode, msg)
+	if at != nil && strings.HasPrefix(msg, "unknown field") {
+		d.Message += unknownFieldHint(m.ProtoReflect().Descriptor(), it.root, pathTo(it.root, at))
+	}
 	return &d
 }
 

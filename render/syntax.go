@@ -148,3 +148,17 @@ func secondColon(text []byte) int {
 	}
 	return -1
 }
+
+// tabAt reports whether the rune at 1-based column col of text is a tab
+// in the line's indentation (only whitespace before it).
+func tabAt(text []byte, col int) bool {
+	for i, c := range []rune(string(text)) {
+		switch {
+		case i == col-1:
+			return c == '\t'
+		case c != ' ' && c != '\t' && c != '-':
+			return false
+		}
+	}
+	return false
+}

@@ -299,7 +299,7 @@ func checkField(v any, t reflect.Type, path string) (string, error) {
 			for _, k := range keys {
 				ft, ok := jsonField(t, k)
 				if !ok {
-					return joinField(path, k), fmt.Errorf("unknown field %q", k)
+					return joinField(path, k), fmt.Errorf("unknown field %q%s", k, render.DidYouMean(k, jsonFieldNames(t)))
 				}
 				if f, err := checkField(m[k], ft, joinField(path, k)); err != nil {
 					return f, err
@@ -332,6 +332,25 @@ func checkField(v any, t reflect.Type, path string) (string, error) {
 }
 
 // jsonField returns the type of the field of struct t that JSON key k sets.
+// jsonFieldNames are the keys a struct of type t takes, for "did you mean".
+func jsonFieldNames(t reflect.Type) []string {
+	var names []string
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-" || !f.IsExported():
+		case name == "" && f.Anonymous && f.Type.Kind() == reflect.Struct:
+			names = append(names, jsonFieldNames(f.Type)...)
+		case name == "":
+			names = append(names, f.Name)
+		default:
+			names = append(names, name)
+		}
+	}
+	return names
+}
+
 func jsonField(t reflect.Type, k string) (reflect.Type, bool) {
 	for i := 0; i < t.NumField(); i++ {
 		f := t.Field(i)

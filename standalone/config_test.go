@@ -130,6 +130,8 @@ func TestParseSourceFlag(t *testing.T) {
 		{in: "name=x,git=/r,digest=sha256:00", err: "oci sources only"},
 		{in: "name=x,oci=oci://r/x,branch=main", err: "git sources only"},
 		{in: "name=x,git=/r,colour=blue", err: `unknown key "colour"`},
+		{in: "name=x,git=/r,brnach=main", err: `unknown key "brnach", did you mean branch`},
+		{in: "name=x,gti=/r", err: `unknown key "gti", did you mean git`},
 		{in: "name=x,git=/r,path", err: "not key=value"},
 		{in: "name=x,git=https://u:s3cretpass123@h/r,interval=soon", err: "interval"},
 	}
@@ -153,7 +155,7 @@ func TestParseSourceFlag(t *testing.T) {
 func TestLoadConfigErrorsPointAtTheField(t *testing.T) {
 	tests := []struct{ doc, want string }{
 		{"sources:\n- name: a\n  git: {url: /r}\n  interval: soon\n", `:4:3: sources[0].interval: duration "soon": time: invalid duration "soon"`},
-		{"sources:\n- name: a\n  gitt:\n    url: /r\n", `:3:3: sources[0].gitt: unknown field "gitt"`},
+		{"sources:\n- name: a\n  gitt:\n    url: /r\n", `:3:3: sources[0].gitt: unknown field "gitt", did you mean git`},
 		{"history: many\n", `:1:1: history: want int, found string`},
 		{"sources:\n- name: a\n  git: {url: [\n", `:3:14: did not find expected node content`},
 	}

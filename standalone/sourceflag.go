@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
 )
@@ -54,6 +55,11 @@ func ParseSourceFlag(v string) (SourceConfig, error) {
 		sc.OCI = &OCISource{URL: u}
 	}
 	if sc.Git == nil && sc.OCI == nil {
+		for _, k := range order {
+			if s := render.Suggest(k, []string{"git", "oci"}); s != "" {
+				return sc, fmt.Errorf("--source %q: unknown key %q, did you mean %s", redactFlag(v), k, s)
+			}
+		}
 		return sc, fmt.Errorf("--source %q: set git=<url> or oci=<url>", redactFlag(v))
 	}
 	auth := func() *GitAuth {
@@ -181,13 +187,21 @@ func ParseSourceFlag(v string) (SourceConfig, error) {
 		case "forge-token-file", "forge-token-env":
 			setSecret(&frg().Token, k, val)
 		default:
-			err = fmt.Errorf("unknown key %q", k)
+			err = fmt.Errorf("unknown key %q%s", k, render.DidYouMean(k, sourceFlagKeys))
 		}
 		if err != nil {
 			return sc, fmt.Errorf("--source %q: %s: %w", redactFlag(v), k, err)
 		}
 	}
 	return sc, nil
+}
+
+// sourceFlagKeys are the keys --source takes, for "did you mean".
+var sourceFlagKeys = []string{
+	"name", "git", "oci", "path", "secrets", "interval", "timeout", "branch", "tag", "semver", "refname", "commit", "depth",
+	"username", "password-file", "password-env", "bearer-file", "bearer-env", "ssh-key-file", "ssh-key-env",
+	"ssh-passphrase-file", "ssh-passphrase-env", "known-hosts", "digest", "docker-config", "insecure",
+	"forge", "forge-url", "forge-repo", "forge-token-file", "forge-token-env",
 }
 
 func setSecret(s *sources.Secret, key, val string) {

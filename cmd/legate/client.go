@@ -114,6 +114,9 @@ func (c *client) do(ctx context.Context, method, path string, admin bool, out an
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
+		if speaksHTTP2(ctx, c.base) {
+			return fmt.Errorf("%s is legate's xDS port (it answered in gRPC/HTTP/2): the read API listens on the --http-addr of legate serve or legate controller (%s by default); point --server there", c.base, standalone.DefaultHTTPAddr)
+		}
 		return fmt.Errorf("cannot reach legate serve at %s (is it running? --server sets its HTTP address): %w", c.base, errors.Unwrap(err))
 	}
 	defer resp.Body.Close()
@@ -261,4 +264,33 @@ func isLoopback(host string) bool {
 	}
 	ip := net.ParseIP(host)
 	return ip != nil && ip.IsLoopback()
+}
+
+// speaksHTTP2 reports whether the server at base answers the HTTP/2
+// connection preface with a SETTINGS frame, as a gRPC server (legate's xDS
+// port) does and an HTTP/1.1 server (the read API) does not. It is asked
+// only after a request failed, to say what --server points at: whether
+// the failed request saw the gRPC server's bytes depends on timing.
+func speaksHTTP2(ctx context.Context, base string) bool {
+	u, err := url.Parse(base)
+	if err != nil || u.Scheme != "http" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", u.Host)
+	if err != nil {
+		return false
+	}
+	defer conn.Close()
+	deadline, _ := ctx.Deadline()
+	_ = conn.SetDeadline(deadline)
+	if _, err := conn.Write([]byte("PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n")); err != nil {
+		return false
+	}
+	var header [9]byte // length (3 bytes), type, flags, stream (4 bytes)
+	if _, err := io.ReadFull(conn, header[:]); err != nil {
+		return false
+	}
+	return header[3] == 0x04 && header[5]|header[6]|header[7]|header[8] == 0
 }

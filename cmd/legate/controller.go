@@ -98,6 +98,9 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 			if err != nil {
 				return fmt.Errorf("--fetch-allow-networks: %w", err)
 			}
+			if err := controller.CheckNamespace(cmd.Context(), cfg, namespace); err != nil {
+				return err
+			}
 			ctl, err := newController(namespace, controller.Options{
 				Config: cfg, Namespace: namespace, WatchNamespace: watchNamespace, XDSAddr: xdsAddr,
 				HTTPAddr: httpAddr, HTTPAllowedHosts: httpHosts, ProbeAddr: probeAddr, StateDir: stateDir, PolicyDir: policyDir,

@@ -1,7 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/legate-dev/legate/render"
 )
 
 // newRootCommand builds the command tree. Subcommands only parse flags and
@@ -23,6 +29,8 @@ proxies reject it.`,
 		Version:      version,
 		SilenceUsage: true,
 	}
+	// Inherited by every subcommand: an unknown flag gets the closest one.
+	root.SetFlagErrorFunc(flagError)
 	root.SetVersionTemplate("legate {{.Version}} (commit " + commit + ")\n")
 	root.CompletionOptions.HiddenDefaultCmd = false
 	root.AddCommand(newVersionCommand(), newServeCommand(), newControllerCommand(), newStatusCommand(),
@@ -31,4 +39,23 @@ proxies reject it.`,
 		newSuspendCommand(true), newSuspendCommand(false), newPruneCommand(),
 		newBootstrapCommand(), newInjectCommand())
 	return root
+}
+
+// flagError adds "did you mean" to pflag's "unknown flag: --nod" with the
+// closest flag of the command (its own and those it inherits) and says
+// where the list is.
+func flagError(cmd *cobra.Command, err error) error {
+	msg := err.Error()
+	name, ok := strings.CutPrefix(msg, "unknown flag: --")
+	if !ok {
+		return err
+	}
+	var names []string
+	add := func(f *pflag.Flag) { names = append(names, f.Name) }
+	cmd.Flags().VisitAll(add)
+	cmd.InheritedFlags().VisitAll(add)
+	if s := render.Suggest(name, names); s != "" {
+		return fmt.Errorf("%s, did you mean --%s? (%s --help lists the flags)", msg, s, cmd.CommandPath())
+	}
+	return fmt.Errorf("%s (%s --help lists the flags)", msg, cmd.CommandPath())
 }

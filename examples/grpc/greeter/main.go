@@ -20,6 +20,8 @@ import (
 	"io"
 	"net"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"google.golang.org/grpc"
@@ -39,7 +41,7 @@ func main() {
 
 func run(args []string, out io.Writer) error {
 	if len(args) == 0 {
-		return errors.New("usage: greeter serve [-addr 127.0.0.1:8081] | greeter call [-target xds:///greeter] [-n 3]")
+		return errors.New("usage: greeter serve [-addr 127.0.0.1:8081] | greeter call [-target xds:///greeter] [-n 3 | -every 2s]")
 	}
 	fs := flag.NewFlagSet(args[0], flag.ContinueOnError)
 	switch args[0] {
@@ -53,8 +55,14 @@ func run(args []string, out io.Writer) error {
 		target := fs.String("target", "xds:///greeter", "gRPC target; xds:/// asks legate")
 		n := fs.Int("n", 3, "number of calls")
 		timeout := fs.Duration("timeout", 30*time.Second, "how long to wait for legate and the backend")
+		every := fs.Duration("every", 0, "keep calling at this interval until interrupted (-n is then ignored), printing failures instead of stopping: commit to the repository and watch the calls follow")
 		if err := fs.Parse(args[1:]); err != nil {
 			return err
+		}
+		if *every > 0 {
+			ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+			defer stop()
+			return callEvery(ctx, *target, *every, *timeout, out)
 		}
 		return call(*target, *n, *timeout, out)
 	}
@@ -95,4 +103,41 @@ func call(target string, n int, timeout time.Duration, out io.Writer) error {
 		fmt.Fprintf(out, "call %d: %s answered %s\n", i+1, p.Addr, resp.GetStatus())
 	}
 	return nil
+}
+
+// callEvery calls at every interval until ctx ends. A failed call is
+// printed and the next one tried: the point is to watch the calls follow
+// legate's revisions (a rejected commit changes nothing, a rollback
+// restores the last good route).
+func callEvery(ctx context.Context, target string, every, timeout time.Duration, out io.Writer) error {
+	if os.Getenv("GRPC_XDS_BOOTSTRAP") == "" && os.Getenv("GRPC_XDS_BOOTSTRAP_CONFIG") == "" {
+		return errors.New("GRPC_XDS_BOOTSTRAP is not set: write one with `legate bootstrap grpc --node grpc-client -o grpc-bootstrap.json` and export GRPC_XDS_BOOTSTRAP=grpc-bootstrap.json")
+	}
+	conn, err := grpc.NewClient(target, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	client := healthpb.NewHealthClient(conn)
+	tick := time.NewTicker(every)
+	defer tick.Stop()
+	for i := 1; ; i++ {
+		callCtx, cancel := context.WithTimeout(ctx, timeout)
+		var p peer.Peer
+		resp, err := client.Check(callCtx, &healthpb.HealthCheckRequest{}, grpc.WaitForReady(true), grpc.Peer(&p))
+		cancel()
+		switch {
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			fmt.Fprintf(out, "%s call %d through %s failed: %v\n", time.Now().Format(time.TimeOnly), i, target, err)
+		default:
+			fmt.Fprintf(out, "%s call %d: %s answered %s\n", time.Now().Format(time.TimeOnly), i, p.Addr, resp.GetStatus())
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-tick.C:
+		}
+	}
 }

@@ -90,6 +90,25 @@ func TestGreeterThroughLegate(t *testing.T) {
 	assert.Contains(t, string(out), "call 1: "+backend+" answered SERVING")
 	assert.Contains(t, string(out), "call 2: "+backend+" answered SERVING")
 
+	// -every keeps calling until interrupted, and stops cleanly on it.
+	every := exec.CommandContext(runCtx, os.Args[0])
+	every.Env = append(os.Environ(), "GREETER_RUN_MAIN=1", "GREETER_ARGS=call -every 50ms", "GRPC_XDS_BOOTSTRAP="+bsFile)
+	stdout, err := every.StdoutPipe()
+	require.NoError(t, err)
+	require.NoError(t, every.Start())
+	lines := bufio.NewScanner(stdout)
+	calls := 0
+	for calls < 3 && lines.Scan() {
+		if strings.Contains(lines.Text(), "answered SERVING") {
+			calls++
+		}
+	}
+	require.Equal(t, 3, calls, "the client keeps calling")
+	require.NoError(t, every.Process.Signal(os.Interrupt))
+	for lines.Scan() { // drain until it exits
+	}
+	assert.NoError(t, every.Wait(), "an interrupt ends the calls without an error")
+
 	n, ok := srv.Engine().Node("grpc-client")
 	require.True(t, ok)
 	assert.NotNil(t, n.Published, "legate serves node grpc-client")
