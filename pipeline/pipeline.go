@@ -143,6 +143,7 @@ func (p *Pipeline) Sync(ctx context.Context, source string, res *sources.Result)
 	if p.opts.Scope != nil {
 		result.Diagnostics = append(result.Diagnostics, p.opts.Scope(source, result)...)
 	}
+	inObject(origin, res.Files, result)
 	p.metrics.renderDuration.WithLabelValues(source).Observe(time.Since(start).Seconds())
 	p.mu.Lock()
 	st.content, st.last, st.commit = res.Content, result, origin.Commit

@@ -391,3 +391,18 @@ func TestLogSaysWhatWasServed(t *testing.T) {
 	p.Sync(context.Background(), "one", tree("one", "c4", "none"))
 	assert.Equal(t, 1, said("commit applied to no node"))
 }
+
+// An EnvoyConfig object's rejection names the object and the field path,
+// as its status and events show it: the document the renderer read is
+// legate's own, made of the object.
+func TestAnObjectsRejectionNamesItsField(t *testing.T) {
+	h := newHarness(t)
+	doc := "apiVersion: legate.dev/v1alpha1\nkind: EnvoyConfig\nmetadata: {name: edge, namespace: team-a}\nspec:\n  nodeID: edge\n  resources:\n  - type: cluster\n    value:\n      name: backend\n      type: STATIC\n      connect_timeout: -1s\n"
+	res := fetched("envoyconfig/team-a/edge", "", "a", fstest.MapFS{"team-a/edge.yaml": {Data: []byte(doc)}})
+	res.Origin = sources.Origin{Kind: sources.KindKube, Source: "envoyconfig/team-a/edge", Namespace: "team-a", Name: "edge", Generation: 1}
+	st := h.sync(res)
+	require.True(t, st.Invalid)
+	require.NotEmpty(t, st.Diagnostics)
+	assert.Contains(t, st.Diagnostics[0].String(), "EnvoyConfig team-a/edge spec.resources[0].value.connect_timeout")
+	assert.NotContains(t, st.Summary(), "edge.yaml")
+}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"fmt"
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
@@ -43,4 +44,58 @@ func YAMLSyntaxError(data []byte) (line, column int, msg string, bad bool) {
 func mapKey(n *yaml.Node, key string) *yaml.Node {
 	k, _ := mapEntry(n, key)
 	return k
+}
+
+// YAMLFieldPathAt is the inverse of YAMLFieldPosition: the field path
+// ("spec.resources[1].value.name") of the node of the first document of
+// data that starts at line:column, or else of the last node starting
+// before it. A document legate writes itself (an object's spec turned
+// into YAML) has no meaning to its author by line: its field paths do.
+// It returns "" when data does not parse or the position precedes every
+// node.
+func YAMLFieldPathAt(data []byte, line, column int) string {
+	docs, err := parseDocuments(data)
+	if err != nil || len(docs) == 0 || line <= 0 {
+		return ""
+	}
+	before := func(n *yaml.Node) bool {
+		return n.Line < line || (n.Line == line && n.Column <= column)
+	}
+	found, best := false, ""
+	var walk func(n *yaml.Node, path string)
+	walk = func(n *yaml.Node, path string) {
+		switch n.Kind {
+		case yaml.DocumentNode:
+			for _, c := range n.Content {
+				walk(c, path)
+			}
+		case yaml.MappingNode:
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				k, v := n.Content[i], n.Content[i+1]
+				p := k.Value
+				if path != "" {
+					p = path + "." + k.Value
+				}
+				if !before(k) {
+					return
+				}
+				found, best = true, p
+				walk(v, p)
+			}
+		case yaml.SequenceNode:
+			for i, c := range n.Content {
+				if !before(c) {
+					return
+				}
+				p := fmt.Sprintf("%s[%d]", path, i)
+				found, best = true, p
+				walk(c, p)
+			}
+		}
+	}
+	walk(docs[0], "")
+	if !found {
+		return ""
+	}
+	return best
 }

@@ -89,7 +89,7 @@ func (o *Objects) ValidateEnvoyConfig(ctx context.Context, req *admissionv1.Admi
 	if res.OK() {
 		return nil
 	}
-	return refusal(fmt.Sprintf("EnvoyConfig %s/%s", ec.Namespace, ec.Name), res.Diagnostics)
+	return refusal(fmt.Sprintf("EnvoyConfig %s/%s", ec.Namespace, ec.Name), pipeline.InObject("EnvoyConfig", tree, res.Diagnostics))
 }
 
 // ValidateEnvoySource checks an EnvoySource's spec (Source).

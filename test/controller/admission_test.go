@@ -62,7 +62,8 @@ func TestBrokenEnvoyConfigIsRefusedAtApply(t *testing.T) {
 	broken.Spec.Resources[0].Value.Raw = []byte(`{"name":"backend","type":"STRICT_DNS","connect_timeout":"-1s"}`)
 	msg := refusal(t, c.Create(ctx, broken.DeepCopy()))
 	assert.Contains(t, msg, "EnvoyConfig default/broken is refused by validation")
-	assert.Contains(t, msg, "default/broken.yaml:", "the refusal names the document and line")
+	assert.Contains(t, msg, "EnvoyConfig default/broken spec.resources[0].value.connect_timeout:", "the refusal names the object and the field path in it")
+	assert.NotContains(t, msg, "broken.yaml", "no line of a document the author never saw")
 	assert.Contains(t, msg, "connect_timeout", "the refusal names the field")
 
 	dry := refusal(t, c.Create(ctx, broken.DeepCopy(), client.DryRunAll))

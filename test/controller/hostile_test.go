@@ -130,7 +130,7 @@ func TestHostileEnvoyConfigsKeepTheControllerBounded(t *testing.T) {
 	t.Logf("during one apply and four direct reviews: heap peak %d MiB, %d MiB allocated", peak>>20, alloc>>20)
 
 	assert.Contains(t, applied, "EnvoyConfig default/bomb is refused by validation")
-	assert.Contains(t, applied, "default/bomb.yaml:", "the refusal names the document and line")
+	assert.Contains(t, applied, "EnvoyConfig default/bomb spec.", "the refusal names the object and the field path in it")
 	assert.Contains(t, applied, "metadata.filter_metadata.x.", "the refusal names the field")
 	assert.Contains(t, applied, "expands to more than its budget")
 	for i, a := range answers {
