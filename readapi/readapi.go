@@ -143,8 +143,8 @@ func (a *API) routes() http.Handler {
 	mux.HandleFunc("GET /readyz", a.serveReadiness)
 	mux.Handle("GET /metrics", promhttp.HandlerFor(a.o.Metrics, promhttp.HandlerOpts{Registry: a.o.MetricsRegisterer}))
 	mux.HandleFunc("GET /{$}", a.servePage)
-	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, _ *http.Request) {
-		statuspage.WriteJSON(w, http.StatusOK, a.Nodes())
+	mux.HandleFunc("GET /api/v1/nodes", func(w http.ResponseWriter, r *http.Request) {
+		statuspage.WriteJSONIndented(w, http.StatusOK, a.Nodes(), forPeople(r))
 	})
 	mux.HandleFunc("GET /api/v1/nodes/{node}", func(w http.ResponseWriter, r *http.Request) {
 		id := r.PathValue("node")
@@ -169,13 +169,26 @@ func (a *API) routes() http.Handler {
 		}
 		statuspage.WriteJSON(w, http.StatusOK, v)
 	})
-	mux.HandleFunc("GET /api/v1/sources", func(w http.ResponseWriter, _ *http.Request) {
-		statuspage.WriteJSON(w, http.StatusOK, a.Sources())
+	mux.HandleFunc("GET /api/v1/sources", func(w http.ResponseWriter, r *http.Request) {
+		statuspage.WriteJSONIndented(w, http.StatusOK, a.Sources(), forPeople(r))
 	})
 	if a.o.Routes != nil {
 		a.o.Routes(mux)
 	}
 	return mux
+}
+
+// forPeople reports whether a JSON answer to r is indented: for curl and
+// wget, which print it to a person, and for ?pretty (any value but
+// "false"); programs get it compact. Indenting the node list of a large
+// fleet costs more than encoding it (the Kubernetes API server decides the
+// same way, by the same User-Agents).
+func forPeople(r *http.Request) bool {
+	if p, ok := r.URL.Query()["pretty"]; ok {
+		return len(p) == 0 || p[0] != "false"
+	}
+	ua := r.UserAgent()
+	return strings.HasPrefix(ua, "curl/") || strings.HasPrefix(ua, "Wget/")
 }
 
 // Nodes is the content of GET /api/v1/nodes.

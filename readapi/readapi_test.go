@@ -3,6 +3,7 @@ package readapi_test
 import (
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -193,4 +194,24 @@ func TestNewNeedsTheEngineProxiesAndSources(t *testing.T) {
 	assert.ErrorContains(t, err, "Options.Proxies")
 	_, err = readapi.New(readapi.Options{Sources: oneSource})
 	assert.ErrorContains(t, err, "Options.Engine")
+}
+
+// The lists are indented for a person (curl, wget, ?pretty) and compact
+// for programs, and say the same either way.
+func TestListsAreIndentedForPeople(t *testing.T) {
+	api, _ := newAPI(t, homes[0], nil)
+	for _, path := range []string{"/api/v1/nodes", "/api/v1/sources"} {
+		compact := do(api, http.MethodGet, path, "127.0.0.1:8080", http.Header{"User-Agent": {"legate/v0.1.0"}})
+		curl := do(api, http.MethodGet, path, "127.0.0.1:8080", http.Header{"User-Agent": {"curl/8.5.0"}})
+		asked := do(api, http.MethodGet, path+"?pretty", "127.0.0.1:8080", nil)
+		declined := do(api, http.MethodGet, path+"?pretty=false", "127.0.0.1:8080", http.Header{"User-Agent": {"curl/8.5.0"}})
+		for _, rec := range []*httptest.ResponseRecorder{compact, curl, asked, declined} {
+			require.Equal(t, http.StatusOK, rec.Code, path)
+		}
+		assert.NotContains(t, compact.Body.String(), "\n  ", "%s: a program gets compact JSON", path)
+		assert.NotContains(t, declined.Body.String(), "\n  ", "%s: ?pretty=false", path)
+		assert.Contains(t, curl.Body.String(), "\n  ", "%s: curl gets it indented", path)
+		assert.Contains(t, asked.Body.String(), "\n  ", "%s: ?pretty", path)
+		assert.JSONEq(t, compact.Body.String(), curl.Body.String(), path)
+	}
 }

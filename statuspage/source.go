@@ -68,10 +68,18 @@ func SourceOf(ps pipeline.Status) Source {
 // WriteJSON writes v as the indented JSON body of a response with code,
 // never cached: what both homes' APIs answer.
 func WriteJSON(w http.ResponseWriter, code int, v any) {
+	WriteJSONIndented(w, code, v, true)
+}
+
+// WriteJSONIndented is WriteJSON, indented or compact: indenting re-reads
+// the whole encoding, which is most of the cost of a large answer.
+func WriteJSONIndented(w http.ResponseWriter, code int, v any, indent bool) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(code)
 	enc := json.NewEncoder(w)
-	enc.SetIndent("", "  ")
+	if indent {
+		enc.SetIndent("", "  ")
+	}
 	_ = enc.Encode(v)
 }
