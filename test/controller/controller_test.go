@@ -157,7 +157,7 @@ func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
 	}, 60*time.Second, 50*time.Millisecond, "the broken edit is reported")
 	ready := meta.FindStatusCondition(got.Status.Conditions, v1alpha1.ConditionReady)
 	assert.Equal(t, readiness.ReasonValidationFailed, ready.Reason)
-	assert.Contains(t, ready.Message, "default/edge.yaml")
+	assert.Contains(t, ready.Message, "EnvoyConfig default/edge spec.resources[0].value.connect_timeout", "the object and the field path, not a line of legate's own document")
 	assert.Contains(t, ready.Message, "connect_timeout")
 	assert.True(t, meta.IsStatusConditionTrue(got.Status.Conditions, v1alpha1.ConditionStalled))
 	assert.Equal(t, published, *got.Status.PublishedVersion, "the last good revision stays published")
