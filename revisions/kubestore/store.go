@@ -11,8 +11,6 @@
 package kubestore
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -20,10 +18,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"maps"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -81,82 +77,6 @@ func New(c client.Client, namespace string) Store {
 	}
 }
 
-// statusCache holds, per revision object, the status this store last
-// wrote to it. A status is replaced whole without a read, but its
-// conditions keep their lastTransitionTime across writes and say
-// "Untainted" after a taint was cleared: both need the status before.
-// Entries go with the revision objects (Update.Delete), so the cache is
-// as large as the history the engine keeps in memory anyway.
-type statusCache struct {
-	mu     sync.Mutex
-	byName map[string]v1alpha1.EnvoyConfigRevisionStatus
-}
-
-func (c *statusCache) get(name string) (v1alpha1.EnvoyConfigRevisionStatus, bool) {
-	if c == nil {
-		return v1alpha1.EnvoyConfigRevisionStatus{}, false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	st, ok := c.byName[name]
-	return *st.DeepCopy(), ok
-}
-
-func (c *statusCache) put(name string, st v1alpha1.EnvoyConfigRevisionStatus) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.byName[name] = *st.DeepCopy()
-}
-
-func (c *statusCache) forget(name string) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.byName, name)
-}
-
-// recordCache holds, per node, the record ConfigMap as the API server
-// returned it from this store's last write: its resourceVersion makes the
-// next write fail with a conflict if anyone wrote it since, so it is as
-// good a check as a read, one API call cheaper. The engine commits one
-// node at a time, but different nodes concurrently: mu guards the map.
-type recordCache struct {
-	mu     sync.Mutex
-	byNode map[string]*corev1.ConfigMap
-}
-
-func (c *recordCache) get(node string) *corev1.ConfigMap {
-	if c == nil {
-		return nil
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cm := c.byNode[node]; cm != nil {
-		return cm.DeepCopy()
-	}
-	return nil
-}
-
-// put remembers cm as node's record; nil forgets it (the next commit
-// reads it).
-func (c *recordCache) put(node string, cm *corev1.ConfigMap) {
-	if c == nil {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if cm == nil {
-		delete(c.byNode, node)
-		return
-	}
-	c.byNode[node] = cm.DeepCopy()
-}
-
 var (
 	_ revisions.Store     = Store{}
 	_ revisions.SizeLimit = Store{}
@@ -186,38 +106,6 @@ func resourcesOf(cfg *render.NodeConfig) []v1alpha1.RevisionResources {
 		out = append(out, rs)
 	}
 	return out
-}
-
-func compress(rs []v1alpha1.RevisionResources) ([]byte, error) {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	if err := json.NewEncoder(zw).Encode(rs); err != nil {
-		return nil, err
-	}
-	if err := zw.Close(); err != nil {
-		return nil, err
-	}
-	return buf.Bytes(), nil
-}
-
-// decompress reads spec.compressedResources, within maxUncompressed.
-func decompress(data []byte) ([]v1alpha1.RevisionResources, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	raw, err := io.ReadAll(io.LimitReader(zr, maxUncompressed+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(raw) > maxUncompressed {
-		return nil, fmt.Errorf("expands past %d bytes", maxUncompressed)
-	}
-	var rs []v1alpha1.RevisionResources
-	if err := json.Unmarshal(raw, &rs); err != nil {
-		return nil, err
-	}
-	return rs, nil
 }
 
 // nodeHash names a node's objects.
