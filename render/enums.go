@@ -133,24 +133,26 @@ func enumMessage(value string, ed protoreflect.EnumDescriptor) string {
 	return msg
 }
 
-// EditDistance is the Levenshtein distance between a and b, for "did you
-// mean" suggestions.
+// EditDistance is the Levenshtein distance between a and b, counted in
+// runes, for "did you mean" suggestions (enum values, annotation keys,
+// node IDs).
 func EditDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
 	for j := range prev {
 		prev[j] = j
 	}
-	for i := 1; i <= len(a); i++ {
+	for i := 1; i <= len(ra); i++ {
 		cur[0] = i
-		for j := 1; j <= len(b); j++ {
+		for j := 1; j <= len(rb); j++ {
 			cost := 1
-			if a[i-1] == b[j-1] {
+			if ra[i-1] == rb[j-1] {
 				cost = 0
 			}
 			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
 		}
 		prev, cur = cur, prev
 	}
-	return prev[len(b)]
+	return prev[len(rb)]
 }

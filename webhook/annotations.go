@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/legate-dev/legate/pki"
+	"github.com/legate-dev/legate/render"
 )
 
 // Injection is asked for by a Pod label: legate's, or MARIN3R's for pods
@@ -238,33 +239,11 @@ func closest(key string) string {
 	}
 	best, bestDist := "", 3
 	for _, known := range slices.Sorted(maps.Keys(annotations)) {
-		if d := editDistance(key, known); d < bestDist && 2*d < len(key) {
+		if d := render.EditDistance(key, known); d < bestDist && 2*d < len(key) {
 			best, bestDist = known, d
 		}
 	}
 	return best
-}
-
-// editDistance is Levenshtein's distance between a and b. Keys are bounded
-// by closest to the API server's 63 characters, so the table is small.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
 
 // settingName is the annotation that set key, or legate's name of it

@@ -6,6 +6,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/legate-dev/legate/render"
 )
 
 // marin3rKeys are the annotations MARIN3R's injector reads
@@ -103,8 +105,8 @@ func TestEditDistance(t *testing.T) {
 		a, b string
 		want int
 	}{{"", "", 0}, {"abc", "", 3}, {"node-id", "nodeid", 1}, {"ports", "port", 1}, {"kitten", "sitting", 3}} {
-		assert.Equal(t, tc.want, editDistance(tc.a, tc.b), "%q %q", tc.a, tc.b)
-		assert.Equal(t, tc.want, editDistance(tc.b, tc.a), "%q %q", tc.b, tc.a)
+		assert.Equal(t, tc.want, render.EditDistance(tc.a, tc.b), "%q %q", tc.a, tc.b)
+		assert.Equal(t, tc.want, render.EditDistance(tc.b, tc.a), "%q %q", tc.b, tc.a)
 	}
 	assert.Empty(t, closest("ports-extra-long-unrelated"), "no guess when nothing is close")
 }

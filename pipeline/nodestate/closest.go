@@ -3,6 +3,8 @@ package nodestate
 import (
 	"slices"
 	"unicode/utf8"
+
+	"github.com/legate-dev/legate/render"
 )
 
 // maxCompared bounds the runes of a node ID that Closest compares: node
@@ -30,7 +32,7 @@ func Closest(id string, configured []string, n int) []string {
 		if abs(len(a)-len(b)) > limit {
 			continue // cannot be within the limit: skip the quadratic part
 		}
-		if d := distance(a, b); d <= limit {
+		if d := render.EditDistance(string(a), string(b)); d <= limit {
 			found = append(found, cand{c, d})
 		}
 	}
@@ -61,27 +63,6 @@ func clip(s string) []rune {
 		s = s[size:]
 	}
 	return out
-}
-
-// distance is the Levenshtein distance of a and b, in two rows.
-func distance(a, b []rune) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 func abs(x int) int {
