@@ -203,6 +203,9 @@ func TestOwnershipSurvivesARestart(t *testing.T) {
 	assert.Nil(t, got.Status.PublishedVersion, "nothing of team-c's node reaches team-b's status")
 	assert.Empty(t, got.Status.Commit)
 	assert.Empty(t, got.Status.ConfigRevisions)
+	// The new stream is served from the stored revisions once it connects;
+	// then it stays with team-c's configuration.
+	require.Eventually(t, func() bool { return again.Call() == "a" }, 60*time.Second, 50*time.Millisecond, "team-c's configuration is served after the restart")
 	for range 20 {
 		require.Equal(t, "a", again.Call(), "team-c's configuration stays served")
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
@@ -41,11 +42,17 @@ func TestControllerTakesTheSharedTuning(t *testing.T) {
 				got.Status.DesiredVersion != nil && listed(got.Status.ConfigRevisions, *got.Status.DesiredVersion)
 		}, 60*time.Second, 50*time.Millisecond, "content %d is published", i)
 		if i < 2 {
-			got.Spec.Resources[0].Value.Raw = fmt.Appendf(nil, `{"name":"backend","type":"STRICT_DNS","connect_timeout":"%ds"}`, i+1)
-			require.NoError(t, c.Update(ctx, got))
+			// The controller writes the status meanwhile: retry on a conflict
+			// as kubectl edit would.
+			require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+				latest := get(t, c, ec)
+				latest.Spec.Resources[0].Value.Raw = fmt.Appendf(nil, `{"name":"backend","type":"STRICT_DNS","connect_timeout":"%ds"}`, i+1)
+				return c.Update(ctx, latest)
+			}))
 		}
 	}
-	assert.Len(t, get(t, c, ec).Status.ConfigRevisions, 2, "--history 2 keeps two revisions")
+	require.Eventually(t, func() bool { return len(get(t, c, ec).Status.ConfigRevisions) == 2 }, 60*time.Second, 50*time.Millisecond,
+		"--history 2 keeps two revisions in the status")
 	require.Eventually(t, func() bool {
 		var revs v1alpha1.EnvoyConfigRevisionList
 		require.NoError(t, c.List(ctx, &revs))
