@@ -20,64 +20,90 @@ import (
 // counted by the checkout limits but never read.
 // Contents of files whose blob did not change since the previous snapshot
 // are taken from it instead of being decoded again.
-func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, map[plumbing.Hash][]byte, error) {
+func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, map[plumbing.Hash][]byte, map[plumbing.Hash]int64, error) {
 	root, err := commit.Tree()
 	if err != nil {
-		return nil, nil, fmt.Errorf("read tree of commit %s: %w", commit.Hash, err)
+		return nil, nil, nil, fmt.Errorf("read tree of commit %s: %w", commit.Hash, err)
 	}
 	tree := root
 	if s.path != "." {
 		tree, err = root.Tree(s.path)
 		if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
-			return nil, nil, fmt.Errorf("path %q does not exist at commit %s", s.path, commit.Hash)
+			return nil, nil, nil, fmt.Errorf("path %q does not exist at commit %s", s.path, commit.Hash)
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("read path %q at commit %s: %w", s.path, commit.Hash, err)
+			return nil, nil, nil, fmt.Errorf("read path %q at commit %s: %w", s.path, commit.Hash, err)
 		}
 	}
 	charge := s.cfg.Budget.Fetch(s.cfg.Name)
 	defer charge.Drop()
 	files := map[string][]byte{}
 	blobs := map[plumbing.Hash][]byte{}
+	sizes := make(map[plumbing.Hash]int64, len(s.lastSizes))
 	var total int64
-	iter := tree.Files()
-	defer iter.Close()
+	// A tree walk yields each file's hash without reading its blob, so an
+	// unchanged file costs a map lookup: its size and, when the renderer
+	// reads it, its content come from the previous snapshot. Only blobs
+	// new since then are looked up in the pack (tree.Files would decode
+	// every blob of the path on every commit).
+	walker := object.NewTreeWalker(tree, true, nil)
+	defer walker.Close()
 	for {
-		f, err := iter.Next()
+		name, entry, err := walker.Next()
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return nil, nil, fmt.Errorf("read path %q at commit %s: %w", s.path, commit.Hash, err)
+			return nil, nil, nil, fmt.Errorf("read path %q at commit %s: %w", s.path, commit.Hash, err)
 		}
-		if f.Mode == filemode.Symlink {
-			return nil, nil, fmt.Errorf("%s is a symbolic link: links are not followed in a config path, commit the file itself", s.repoPath(f.Name))
+		switch entry.Mode {
+		case filemode.Dir, filemode.Submodule:
+			continue
+		case filemode.Symlink:
+			return nil, nil, nil, fmt.Errorf("%s is a symbolic link: links are not followed in a config path, commit the file itself", s.repoPath(name))
 		}
 		if len(files) >= s.cfg.MaxFiles {
-			return nil, nil, fmt.Errorf("path %q at commit %s has more than %d files, the checkout limit: raise it or point the source at a smaller directory", s.path, commit.Hash, s.cfg.MaxFiles)
+			return nil, nil, nil, fmt.Errorf("path %q at commit %s has more than %d files, the checkout limit: raise it or point the source at a smaller directory", s.path, commit.Hash, s.cfg.MaxFiles)
 		}
-		total += f.Size
-		if total > s.cfg.MaxCheckoutSize {
-			return nil, nil, fmt.Errorf("files under path %q at commit %s exceed the checkout size limit of %s: raise it or point the source at a smaller directory", s.path, commit.Hash, mib(s.cfg.MaxCheckoutSize))
-		}
-		if !sources.Kept(f.Name) {
-			continue
-		}
-		if err := charge.Add(s.repoPath(f.Name), f.Size); err != nil {
-			return nil, nil, fmt.Errorf("commit %s: %w", commit.Hash, err)
-		}
-		data, ok := s.lastBlobs[f.Hash]
-		if !ok {
-			if data, err = readBlob(f); err != nil {
-				return nil, nil, fmt.Errorf("read %s at commit %s: %w", s.repoPath(f.Name), commit.Hash, err)
+		kept := sources.Kept(name)
+		data, known := s.lastBlobs[entry.Hash]
+		size, sized := s.lastSizes[entry.Hash]
+		var blob *object.Blob
+		switch {
+		case sized:
+		case kept && !known:
+			// Read below anyway: its header gives the size.
+			if blob, err = s.repo.BlobObject(entry.Hash); err != nil {
+				return nil, nil, nil, fmt.Errorf("read %s at commit %s: %w", s.repoPath(name), commit.Hash, err)
+			}
+			size = blob.Size
+		default:
+			if size, err = s.repo.Storer.EncodedObjectSize(entry.Hash); err != nil {
+				return nil, nil, nil, fmt.Errorf("read %s at commit %s: %w", s.repoPath(name), commit.Hash, err)
 			}
 		}
-		files[f.Name] = data
-		blobs[f.Hash] = data
+		sizes[entry.Hash] = size
+		total += size
+		if total > s.cfg.MaxCheckoutSize {
+			return nil, nil, nil, fmt.Errorf("files under path %q at commit %s exceed the checkout size limit of %s: raise it or point the source at a smaller directory", s.path, commit.Hash, mib(s.cfg.MaxCheckoutSize))
+		}
+		if !kept {
+			continue
+		}
+		if err := charge.Add(s.repoPath(name), size); err != nil {
+			return nil, nil, nil, fmt.Errorf("commit %s: %w", commit.Hash, err)
+		}
+		if !known {
+			if data, err = s.readBlob(blob, entry.Hash); err != nil {
+				return nil, nil, nil, fmt.Errorf("read %s at commit %s: %w", s.repoPath(name), commit.Hash, err)
+			}
+		}
+		files[name] = data
+		blobs[entry.Hash] = data
 	}
 	fsys, err := sources.NewTree(files)
 	if err != nil {
-		return nil, nil, fmt.Errorf("path %q at commit %s: %w", s.path, commit.Hash, err)
+		return nil, nil, nil, fmt.Errorf("path %q at commit %s: %w", s.path, commit.Hash, err)
 	}
 	origin := sources.Origin{
 		Kind:    sources.KindGit,
@@ -93,21 +119,28 @@ func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, m
 	return &sources.Result{
 		Snapshot: sources.Snapshot{Files: fsys, Origin: origin},
 		Content:  "sha1:" + tree.Hash.String(),
-	}, blobs, nil
+	}, blobs, sizes, nil
 }
 
-func readBlob(f *object.File) ([]byte, error) {
-	r, err := f.Reader()
+// readBlob reads blob b (h, looked up when b is nil).
+func (s *Source) readBlob(b *object.Blob, h plumbing.Hash) ([]byte, error) {
+	if b == nil {
+		var err error
+		if b, err = s.repo.BlobObject(h); err != nil {
+			return nil, err
+		}
+	}
+	r, err := b.Reader()
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
-	data, err := io.ReadAll(io.LimitReader(r, f.Size+1))
+	data, err := io.ReadAll(io.LimitReader(r, b.Size+1))
 	if err != nil {
 		return nil, err
 	}
-	if int64(len(data)) != f.Size {
-		return nil, fmt.Errorf("blob %s is %d bytes, the object header says %d", f.Hash, len(data), f.Size)
+	if int64(len(data)) != b.Size {
+		return nil, fmt.Errorf("blob %s is %d bytes, the object header says %d", h, len(data), b.Size)
 	}
 	return data, nil
 }

@@ -49,6 +49,7 @@ type Source struct {
 	lastContent string
 	last        *sources.Result          // the previous snapshot, reused when the commit did not move
 	lastBlobs   map[plumbing.Hash][]byte // its file contents by blob hash, reused for unchanged files
+	lastSizes   map[plumbing.Hash]int64  // the sizes of all its files by blob hash, kept or not
 }
 
 // New validates cfg, applies defaults and prepares the source. It does not
@@ -202,11 +203,11 @@ func (s *Source) fetch(ctx context.Context, creds credentials) (*sources.Result,
 		prev := *s.last
 		return &prev, nil
 	}
-	res, blobs, err := s.snapshot(commit, tgt)
+	res, blobs, sizes, err := s.snapshot(commit, tgt)
 	if err != nil {
 		return nil, err
 	}
-	s.last, s.lastBlobs = res, blobs
+	s.last, s.lastBlobs, s.lastSizes = res, blobs, sizes
 	copied := *res
 	return &copied, nil
 }
