@@ -164,7 +164,8 @@ func code(s string) string {
 	return "<code>" + escape(s) + "</code>"
 }
 
-// escape makes text from the input literal in markdown and HTML.
+// escape makes text from the input literal in markdown and HTML, on one
+// line.
 func escape(s string) string {
 	var b strings.Builder
 	for _, c := range s {
@@ -179,7 +180,10 @@ func escape(s string) string {
 			b.WriteString("&quot;")
 		case c == '\n' || c == '\r':
 			b.WriteByte(' ')
-		case strings.ContainsRune("\\`*_{}[]()#+-.!|~:", c):
+		case strings.ContainsRune("\\`*_[]|~", c):
+			// Emphasis, code, links, table cells and strikethrough: the
+			// rest of markdown's punctuation matters only at the start of
+			// a line, where escaped text never stands.
 			b.WriteByte('\\')
 			b.WriteRune(c)
 		default:
