@@ -100,10 +100,24 @@ func UnifiedDiff(a, b []string, fromLabel, toLabel string, maxLines int) (string
 	return text, 0
 }
 
-// resourceLines is a resource as YAML with Envoy's field names, split in
-// lines for the diff.
+// resourceLines is a resource as YAML with Envoy's field names (keys
+// sorted, as legate get shows it), split in lines for the diff.
 func resourceLines(url string, body []byte) []string {
-	return difflib.SplitLines(ResourceYAML(url, body))
+	return Lines(ResourceYAML(url, body))
+}
+
+// Lines splits text in lines that keep their "\n", as UnifiedDiff takes
+// them; a last line without one gets it.
+func Lines(text string) []string {
+	if text == "" {
+		return nil
+	}
+	lines := strings.SplitAfter(text, "\n")
+	if lines[len(lines)-1] == "" {
+		return lines[:len(lines)-1]
+	}
+	lines[len(lines)-1] += "\n"
+	return lines
 }
 
 // ResourceYAML is a resource as YAML with Envoy's (protobuf) field names,

@@ -8,8 +8,8 @@ import (
 	"testing/fstest"
 
 	"github.com/stretchr/testify/assert"
-	"google.golang.org/protobuf/encoding/protojson"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/legate-dev/legate/render"
 )
