@@ -18,6 +18,9 @@ type Fleet struct {
 	// Diagnostics are the errors of a render that failed; a fleet with any
 	// is invalid and its Nodes are not compared.
 	Diagnostics []render.Diagnostic
+	// Warnings are what the render accepted but flagged (render.Result's
+	// Warnings); the head's are reported.
+	Warnings []render.Diagnostic
 }
 
 // FleetOf is the fleet a render gave.
@@ -25,7 +28,7 @@ func FleetOf(res *render.Result) Fleet {
 	if res == nil {
 		return Fleet{}
 	}
-	return Fleet{Nodes: res.Nodes, Diagnostics: res.Diagnostics}
+	return Fleet{Nodes: res.Nodes, Diagnostics: res.Diagnostics, Warnings: res.Warnings}
 }
 
 // Default bounds of a report, used when an Options field is zero.
@@ -54,9 +57,13 @@ type Options struct {
 	// MaxBytes bounds the diff text kept over all resources together
 	// (default DefaultMaxBytes); past it resources are listed by name only.
 	MaxBytes int
-	// MaxDiagnostics bounds the diagnostics of an invalid side kept
-	// (default DefaultMaxDiagnostics).
+	// MaxDiagnostics bounds the head's diagnostics kept, and apart its
+	// warnings (default DefaultMaxDiagnostics).
 	MaxDiagnostics int
+	// Dir is the directory inside the repository that both renders read
+	// (a source's path): file names in the report are given from the
+	// repository root, as an author opens them. Empty or "." is the root.
+	Dir string
 	// Notes are printed at the top of the report (for example that a pull
 	// request from a fork was rendered without secrets).
 	Notes []string
@@ -106,6 +113,10 @@ type Report struct {
 	// DiagnosticsOmitted how many more there were.
 	Diagnostics        []render.Diagnostic `json:"diagnostics,omitempty"`
 	DiagnosticsOmitted int                 `json:"diagnosticsOmitted,omitempty"`
+	// Warnings are the head's warnings (at most Options.MaxDiagnostics),
+	// WarningsOmitted how many more there were.
+	Warnings        []render.Diagnostic `json:"warnings,omitempty"`
+	WarningsOmitted int                 `json:"warningsOmitted,omitempty"`
 	// BaseInvalid says the base did not render: the head is compared with
 	// an empty fleet.
 	BaseInvalid bool `json:"baseInvalid,omitempty"`
@@ -176,14 +187,10 @@ func (r *Report) Changed() bool {
 func Compare(base, head Fleet, opts Options) *Report {
 	opts = opts.withDefaults()
 	r := &Report{Base: opts.BaseLabel, Head: opts.HeadLabel, Notes: opts.Notes, Nodes: []NodeChange{}}
+	r.Warnings, r.WarningsOmitted = bounded(head.Warnings, opts)
 	if len(head.Diagnostics) > 0 {
 		r.Invalid = true
-		ds := render.SortDiagnostics(slices.Clone(head.Diagnostics))
-		if len(ds) > opts.MaxDiagnostics {
-			r.DiagnosticsOmitted = len(ds) - opts.MaxDiagnostics
-			ds = ds[:opts.MaxDiagnostics]
-		}
-		r.Diagnostics = ds
+		r.Diagnostics, r.DiagnosticsOmitted = bounded(head.Diagnostics, opts)
 		return r
 	}
 	baseNodes := base.Nodes
@@ -228,6 +235,24 @@ func Compare(base, head Fleet, opts Options) *Report {
 	}
 	r.DiffsOmitted = c.omitted
 	return r
+}
+
+// bounded sorts diagnostics, names their files from the repository root
+// and keeps at most opts.MaxDiagnostics; it returns how many it left out.
+func bounded(ds []render.Diagnostic, opts Options) ([]render.Diagnostic, int) {
+	if len(ds) == 0 {
+		return nil, 0
+	}
+	ds = render.SortDiagnostics(slices.Clone(ds))
+	omitted := 0
+	if len(ds) > opts.MaxDiagnostics {
+		omitted = len(ds) - opts.MaxDiagnostics
+		ds = ds[:opts.MaxDiagnostics]
+	}
+	for i := range ds {
+		ds[i].Pos = ds[i].Pos.InDir(opts.Dir)
+	}
+	return ds, omitted
 }
 
 // comparer carries one comparison's bounds.

@@ -157,3 +157,21 @@ func TestCompareExternalSecretsByName(t *testing.T) {
 	tc := r.Nodes[0].Types[0]
 	assert.Equal(t, TypeChange{Type: "secret reference", Added: []string{"new"}, Removed: []string{"gone"}, Changed: []string{"moved"}}, tc)
 }
+
+func TestCompareNamesFilesFromTheRepositoryRoot(t *testing.T) {
+	head := renderFleet(t, headRepo())
+	head.Warnings = []render.Diagnostic{{Pos: render.Position{File: "nodes/edge/x.yaml", Line: 3}, Message: "odd", Severity: render.SeverityWarning}}
+	r := Compare(renderFleet(t, baseRepo()), head, Options{Dir: "config/envoy"})
+	assert.Equal(t, "config/envoy/nodes/edge/clusters.yaml:2:3", r.Nodes[0].Types[0].Diffs[0].Source)
+	require.Len(t, r.Warnings, 1)
+	assert.Equal(t, "config/envoy/nodes/edge/x.yaml", r.Warnings[0].Pos.File)
+	var text bytes.Buffer
+	require.NoError(t, r.Text(&text))
+	assert.Contains(t, text.String(), "config/envoy/nodes/edge/x.yaml:3: warning: odd\n")
+	assert.Contains(t, r.Markdown(0), "- <code>config/envoy/nodes/edge/x.yaml:3</code>: warning: odd\n")
+
+	bad := Fleet{Diagnostics: []render.Diagnostic{{Pos: render.Position{File: "nodes/a.yaml", Line: 1}, Message: "bad"}}}
+	r = Compare(Fleet{}, bad, Options{Dir: "config/envoy"})
+	assert.Equal(t, "config/envoy/nodes/a.yaml", r.Diagnostics[0].Pos.File)
+	assert.Equal(t, "nodes/a.yaml", bad.Diagnostics[0].Pos.File, "the caller's fleet is not modified")
+}
