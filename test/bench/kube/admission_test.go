@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/controller"
@@ -89,6 +90,20 @@ func BenchmarkAdmission(b *testing.B) {
 // next Pods are admitted. Run it with -benchtime 1x; each iteration is
 // one burst of each kind.
 func BenchmarkAdmissionBurst(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		qps  func(*rest.Config)
+	}{
+		// envtest's config allows 1 000 requests/s; `legate controller
+		// --kubeconfig` gets client-go's defaults (QPS 0: 5/s, burst 10).
+		{"envtest-config", func(*rest.Config) {}},
+		{"kubeconfig-flag", func(cfg *rest.Config) { cfg.QPS, cfg.Burst = 0, 0 }},
+	} {
+		b.Run(tc.name, func(b *testing.B) { admissionBurst(b, tc.qps) })
+	}
+}
+
+func admissionBurst(b *testing.B, qps func(*rest.Config)) {
 	const burst = 30
 	cluster := envtest.StartWithWebhooks(b)
 	scheme, err := controller.Scheme()
@@ -97,7 +112,9 @@ func BenchmarkAdmissionBurst(b *testing.B) {
 	require.NoError(b, err)
 	ctx := context.Background()
 	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	start(b, cluster.Config, func(o *controller.Options) {
+	ctlCfg := rest.CopyConfig(cluster.Config)
+	qps(ctlCfg)
+	start(b, ctlCfg, func(o *controller.Options) {
 		o.WebhookAddr, o.WebhookCertDir = cluster.Webhooks.Addr, cluster.Webhooks.CertDir
 		o.Injector = webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"}
 		o.PKI = &kubepki.Options{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
