@@ -128,9 +128,9 @@ func TestRecordWrittenByOthers(t *testing.T) {
 
 // A rollback taints the revision served and publishes the one before. The
 // tainted revision's state write carries its unpublished flag, and nothing
-// else writes that object in the same commit: the unmarking of the
-// revision served before runs beside the commit's state writes, and on
-// the same object it could land last and erase the taint kubectl shows.
+// else writes that object in the same commit: a separate unmarking of the
+// revision served before could land last and erase the taint kubectl
+// shows.
 func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
 	c := newClient(t)
 	ctx := context.Background()
@@ -165,4 +165,24 @@ func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
 		assert.Equal(t, want.published, obj.Status.Published, "revision %s published", obj.Name)
 		assert.Equal(t, want.tainted, obj.Status.Tainted, "revision %s tainted", obj.Name)
 	}
+}
+
+// Content applied again from the same origin changes nothing a revision's
+// status shows: only the record is written (its revision counter is the
+// check against a stale writer). From another origin, the status is
+// written too.
+func TestSameContentSameOriginWritesOnlyTheRecord(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	n := &callCounter{calls: map[string]int{}}
+	e, err := revisions.New(revisions.Options{Store: kubestore.New(counting(c, n), "default"), Publisher: &recorder{}})
+	require.NoError(t, err)
+	require.NoError(t, e.Restore(ctx))
+	require.NoError(t, e.Apply(ctx, node, config("v1"), origin("sha1")))
+	n.take()
+
+	require.NoError(t, e.Apply(ctx, node, config("v1"), origin("sha1")))
+	assert.Equal(t, map[string]int{"update": 1}, n.take(), "the same content from the same origin")
+	require.NoError(t, e.Apply(ctx, node, config("v1"), origin("sha2")))
+	assert.Equal(t, map[string]int{"update": 1, "status patch": 1}, n.take(), "the same content from another commit: its origin changes")
 }

@@ -20,9 +20,9 @@ import (
 	"fmt"
 	"maps"
 	"slices"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -199,14 +199,10 @@ func (s Store) nodeData(ctx context.Context, cm *corev1.ConfigMap) (revisions.No
 // nothing: the revision's Create, one status write carrying its state and
 // its published flag, the record's Update with the resourceVersion this
 // store last wrote, and a status patch that unmarks the revision served
-// before. The published flags are written before the record that makes
-// them true: they are for kubectl, the record stays the source of truth,
-// and a commit that fails is made again whole by the engine (every
-// revision of the node rewritten), which puts the flags right. So the
-// unmarking, which touches another object, runs beside the new content's
-// two writes instead of after the record: a publication waits for three
-// API calls one after the other, not four (the API server's latency, not
-// its capacity, bounds a commit of many nodes).
+// before. The published flag is written with the state, before the record
+// that makes it true: it is for kubectl, the record stays the source of
+// truth, and a commit that fails is made again whole by the engine (every
+// revision of the node rewritten), which puts the flags right.
 func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	node := u.Record.Node
 	if node == "" {
@@ -222,12 +218,6 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	// flagged are the revisions whose status this commit wrote with their
 	// published flag as the new record has it.
 	flagged := map[string]bool{}
-	var unmarking sync.WaitGroup
-	defer unmarking.Wait() // nothing of a commit outlives it
-	if prev := stored.Published; prev != "" && prev != u.Record.Published && !writesState(u, prev) {
-		unmarking.Go(func() { s.markPublished(ctx, node, prev, false, nil) })
-		flagged[prev] = true
-	}
 	for _, r := range u.Put {
 		st := statusOf(revisions.StateOf(r))
 		st.Published = r.Hash == u.Record.Published
@@ -262,7 +252,6 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		}
 		flagged[rs.Hash] = true
 	}
-	unmarking.Wait()
 	if stored, err = s.writeRecord(ctx, node, cm, stored, u.Record); err != nil {
 		return err
 	}
@@ -278,22 +267,6 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		s.statuses.forget(obj.Name)
 	}
 	return nil
-}
-
-// writesState reports whether the update writes the state of revision
-// hash (new content or a changed state): its published flag goes with it.
-func writesState(u revisions.Update, hash string) bool {
-	for _, r := range u.Put {
-		if r.Hash == hash {
-			return true
-		}
-	}
-	for _, rs := range u.States {
-		if rs.Hash == hash {
-			return true
-		}
-	}
-	return false
 }
 
 // recordFor is a node's record ConfigMap (nil when none) and the record
@@ -372,7 +345,8 @@ func (s Store) record(ctx context.Context, node string) (*corev1.ConfigMap, revi
 // JSON patch that adds /status replaces what is there, so that fields
 // this status leaves out (a taint cleared) are cleared too. The status
 // before is the one this store last wrote; a store that has not written
-// the object since it started reads it once.
+// the object since it started reads it once. A status equal to the one
+// this store last wrote is not written again.
 func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1.EnvoyConfigRevisionStatus) error {
 	obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, hash), Namespace: s.Namespace}}
 	before, ok := s.statuses.get(obj.Name)
@@ -386,6 +360,12 @@ func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1
 		generation = c.ObservedGeneration
 	}
 	setConditions(&st, before.Conditions, node, generation, metav1.Now())
+	if ok && equality.Semantic.DeepEqual(before, st) {
+		// The object holds this status already, as this store wrote it
+		// (content applied again from the same origin): a write would
+		// change nothing kubectl shows.
+		return nil
+	}
 	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": st}})
 	if err != nil {
 		return err
