@@ -19,7 +19,7 @@ func TestUnthrottled(t *testing.T) {
 	assert.Equal(t, plain.Host, got.Host)
 
 	set := &rest.Config{QPS: 50, Burst: 100}
-	assert.Equal(t, float32(50), unthrottled(set).QPS, "a rate the caller set is kept")
+	assert.InDelta(t, 50, unthrottled(set).QPS, 0, "a rate the caller set is kept")
 
 	limiter := flowcontrol.NewTokenBucketRateLimiter(1, 1)
 	withLimiter := &rest.Config{RateLimiter: limiter}

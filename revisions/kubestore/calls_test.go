@@ -149,8 +149,10 @@ func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
 		"two publications of new content: the second unmarks the first")
 
 	tainted := revisions.StateOf(v2)
-	tainted.Taint = &revisions.Taint{At: time.Date(2026, 11, 26, 18, 1, 0, 0, time.UTC), Message: "rejected by grpc-go",
-		Proxies: []revisions.ProxyRejection{{Proxy: "pod-1", Error: "cluster y: unsupported type STATIC"}}}
+	tainted.Taint = &revisions.Taint{
+		At: time.Date(2026, 11, 26, 18, 1, 0, 0, time.UTC), Message: "rejected by grpc-go",
+		Proxies: []revisions.ProxyRejection{{Proxy: "pod-1", Error: "cluster y: unsupported type STATIC"}},
+	}
 	rec.Published, rec.Revision = v1.Hash, 3
 	require.NoError(t, st.Commit(ctx, revisions.Update{Record: rec, States: []revisions.RevisionState{tainted}}))
 	assert.Equal(t, map[string]int{"status patch": 2, "update": 1}, n.take(),
