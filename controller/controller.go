@@ -81,6 +81,7 @@ func New(opts Options) (*Controller, error) {
 	if opts.Config == nil || opts.Namespace == "" {
 		return nil, errors.New("the controller needs a Kubernetes configuration and its namespace")
 	}
+	opts.Config = unthrottled(opts.Config)
 	if opts.XDSAddr == "" {
 		opts.XDSAddr = DefaultXDSAddr
 	}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -123,4 +124,67 @@ func TestRecordWrittenByOthers(t *testing.T) {
 	require.NoError(t, other.Apply(ctx, node, config("v3"), origin("sha3")))
 	err := e.Apply(ctx, node, config("v4"), origin("sha4"))
 	require.ErrorIs(t, err, revisions.ErrConflict)
+}
+
+// A rollback taints the revision served and publishes the one before. The
+// tainted revision's state write carries its unpublished flag, and nothing
+// else writes that object in the same commit: a separate unmarking of the
+// revision served before could land last and erase the taint kubectl
+// shows.
+func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	n := &callCounter{calls: map[string]int{}}
+	st := kubestore.New(counting(c, n), "default")
+	rev := func(body string) *revisions.Revision {
+		cfg := config(body)
+		return &revisions.Revision{Node: node, Hash: cfg.Hash, Config: cfg, Origin: origin(body), CreatedAt: time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)}
+	}
+	v1, v2 := rev("v1"), rev("v2")
+	rec := revisions.NodeRecord{Node: node, History: []string{v1.Hash}, Published: v1.Hash, Revision: 1}
+	require.NoError(t, st.Commit(ctx, revisions.Update{Record: rec, Put: []*revisions.Revision{v1}}))
+	rec.History, rec.Published, rec.Revision = []string{v2.Hash, v1.Hash}, v2.Hash, 2
+	require.NoError(t, st.Commit(ctx, revisions.Update{Record: rec, Put: []*revisions.Revision{v2}}))
+	assert.Equal(t, map[string]int{"get": 1, "create": 3, "status update": 2, "update": 1, "status patch": 1}, n.take(),
+		"two publications of new content: the second unmarks the first")
+
+	tainted := revisions.StateOf(v2)
+	tainted.Taint = &revisions.Taint{
+		At: time.Date(2026, 11, 26, 18, 1, 0, 0, time.UTC), Message: "rejected by grpc-go",
+		Proxies: []revisions.ProxyRejection{{Proxy: "pod-1", Error: "cluster y: unsupported type STATIC"}},
+	}
+	rec.Published, rec.Revision = v1.Hash, 3
+	require.NoError(t, st.Commit(ctx, revisions.Update{Record: rec, States: []revisions.RevisionState{tainted}}))
+	assert.Equal(t, map[string]int{"status patch": 2, "update": 1}, n.take(),
+		"the taint with its unpublished flag, the record, the revision published again")
+
+	for _, want := range []struct {
+		r                  *revisions.Revision
+		published, tainted bool
+	}{{v1, true, false}, {v2, false, true}} {
+		var obj v1alpha1.EnvoyConfigRevision
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: kubestore.RevisionName(node, want.r.Hash)}, &obj))
+		assert.Equal(t, want.published, obj.Status.Published, "revision %s published", obj.Name)
+		assert.Equal(t, want.tainted, obj.Status.Tainted, "revision %s tainted", obj.Name)
+	}
+}
+
+// Content applied again from the same origin changes nothing a revision's
+// status shows: only the record is written (its revision counter is the
+// check against a stale writer). From another origin, the status is
+// written too.
+func TestSameContentSameOriginWritesOnlyTheRecord(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	n := &callCounter{calls: map[string]int{}}
+	e, err := revisions.New(revisions.Options{Store: kubestore.New(counting(c, n), "default"), Publisher: &recorder{}})
+	require.NoError(t, err)
+	require.NoError(t, e.Restore(ctx))
+	require.NoError(t, e.Apply(ctx, node, config("v1"), origin("sha1")))
+	n.take()
+
+	require.NoError(t, e.Apply(ctx, node, config("v1"), origin("sha1")))
+	assert.Equal(t, map[string]int{"update": 1}, n.take(), "the same content from the same origin")
+	require.NoError(t, e.Apply(ctx, node, config("v1"), origin("sha2")))
+	assert.Equal(t, map[string]int{"update": 1, "status patch": 1}, n.take(), "the same content from another commit: its origin changes")
 }

@@ -22,6 +22,7 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -344,7 +345,8 @@ func (s Store) record(ctx context.Context, node string) (*corev1.ConfigMap, revi
 // JSON patch that adds /status replaces what is there, so that fields
 // this status leaves out (a taint cleared) are cleared too. The status
 // before is the one this store last wrote; a store that has not written
-// the object since it started reads it once.
+// the object since it started reads it once. A status equal to the one
+// this store last wrote is not written again.
 func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1.EnvoyConfigRevisionStatus) error {
 	obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, hash), Namespace: s.Namespace}}
 	before, ok := s.statuses.get(obj.Name)
@@ -358,6 +360,12 @@ func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1
 		generation = c.ObservedGeneration
 	}
 	setConditions(&st, before.Conditions, node, generation, metav1.Now())
+	if ok && equality.Semantic.DeepEqual(before, st) {
+		// The object holds this status already, as this store wrote it
+		// (content applied again from the same origin): a write would
+		// change nothing kubectl shows.
+		return nil
+	}
 	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": st}})
 	if err != nil {
 		return err
