@@ -132,7 +132,9 @@ bench: build tools ## Run every benchmark: go test -bench of the packages, then 
 
 .PHONY: bench-kube
 bench-kube: tools ## The Kubernetes home on envtest: EnvoyConfig update-to-ACK, NACK-to-Rollback condition, API server writes per publication, admission latency, proxy certificates at 1 000 node IDs.
-	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench 'EnvoyConfig|WritesPerPublication|Replica|Admission' -benchtime 50x -timeout 30m
+	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench 'EnvoyConfig|WritesPerPublication|Replica|Admission$$' -benchtime 50x -timeout 30m
+	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench 'AdmissionBurst' -benchtime 1x -timeout 30m
+	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench 'RollbackSeenByKubectl' -benchtime 5x -timeout 30m
 	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench ProxyCertificates -benchtime 3x -timeout 30m
 	$(TEST_ENV) $(GO) test ./test/bench/kube -run '^$$' -bench ControllerMemory -benchtime 1x -timeout 60m
 
