@@ -191,7 +191,7 @@ type PrometheusAnalysis struct {
 	// +kubebuilder:validation:MaxLength=2048
 	// +kubebuilder:validation:Pattern=`^https?://[^@/]+(/.*)?$`
 	Address string `json:"address"`
-	// Query is PromQL; {{node}}, {{revision}}, {{commit}} and {{step}} are
+	// Query is PromQL; {{node}}, {{source}}, {{revision}}, {{commit}} and {{step}} are
 	// replaced, escaped for a PromQL string.
 	// +kubebuilder:validation:MinLength=1
 	// +kubebuilder:validation:MaxLength=4096

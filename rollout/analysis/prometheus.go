@@ -19,6 +19,7 @@ const MaxQueryAnswer = 1 << 20
 // placeholders are the names a query may use; Render fills them.
 var placeholders = map[string]func(Subject) string{
 	"node":     func(s Subject) string { return s.Node },
+	"source":   func(s Subject) string { return s.Source },
 	"revision": func(s Subject) string { return s.Revision },
 	"commit":   func(s Subject) string { return s.Commit },
 	"step":     func(s Subject) string { return strconv.Itoa(s.Step) },

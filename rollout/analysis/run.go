@@ -45,11 +45,15 @@ func (p Phase) severity() int {
 // Subject is what is being judged: one node's new revision at one step.
 // It is sent to HTTP checks and fills a Prometheus query's placeholders.
 type Subject struct {
-	Node     string `json:"node"`
+	Node string `json:"node"`
+	// Source is the source that owns the node, when there is one.
+	Source   string `json:"source,omitempty"`
 	Revision string `json:"revision"`
 	Commit   string `json:"commit"`
-	// Step is the 1-based index of the rollout step being judged.
-	Step int `json:"step"`
+	// Step is the 1-based index of the rollout step being judged, of
+	// Steps.
+	Step  int `json:"step"`
+	Steps int `json:"steps,omitempty"`
 }
 
 // Measurement is one check's answer.

@@ -84,8 +84,8 @@ type HTTPCheck struct {
 type PrometheusCheck struct {
 	// Address is the server's base URL, e.g. http://prometheus:9090.
 	Address string `json:"address" yaml:"address"`
-	// Query is PromQL with {{node}}, {{revision}}, {{commit}} and {{step}}
-	// replaced, escaped for a PromQL string literal.
+	// Query is PromQL with {{node}}, {{source}}, {{revision}}, {{commit}}
+	// and {{step}} replaced, escaped for a PromQL string literal.
 	Query   string   `json:"query" yaml:"query"`
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
 	Headers []Header `json:"headers,omitempty" yaml:"headers,omitempty"`
@@ -314,7 +314,7 @@ func validateQuery(path, q string, bad func(string, string, ...any)) {
 	}
 	for _, m := range placeholder.FindAllStringSubmatch(q, -1) {
 		if _, ok := placeholders[m[1]]; !ok {
-			bad(path, "unknown placeholder {{%s}}: want {{node}}, {{revision}}, {{commit}} or {{step}}", textboundCut(m[1], 40))
+			bad(path, "unknown placeholder {{%s}}: want {{node}}, {{source}}, {{revision}}, {{commit}} or {{step}}", textboundCut(m[1], 40))
 		}
 	}
 }
