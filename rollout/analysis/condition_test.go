@@ -112,3 +112,23 @@ func FuzzParseCondition(f *testing.F) {
 		_, _ = c.Eval(nil)
 	})
 }
+
+// BenchmarkCondition measures one parse and one evaluation of a typical
+// condition over a 100-sample vector: the cost a measurement adds to a
+// query.
+func BenchmarkCondition(b *testing.B) {
+	result := make([]float64, 100)
+	for i := range result {
+		result[i] = float64(i) / 1000
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		c, err := ParseCondition("len(result) == 0 || all(result, # < 0.5) && !isNaN(result[0])")
+		if err != nil {
+			b.Fatal(err)
+		}
+		if ok, err := c.Eval(result); err != nil || !ok {
+			b.Fatal(ok, err)
+		}
+	}
+}

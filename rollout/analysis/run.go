@@ -29,19 +29,6 @@ const (
 	PhaseError Phase = "Error"
 )
 
-// severity orders phases as Argo does: the worst metric decides.
-func (p Phase) severity() int {
-	switch p {
-	case PhaseFailed:
-		return 3
-	case PhaseError:
-		return 2
-	case PhaseInconclusive:
-		return 1
-	}
-	return 0
-}
-
 // Subject is what is being judged: one node's new revision at one step.
 // It is sent to HTTP checks and fills a Prometheus query's placeholders.
 type Subject struct {

@@ -353,3 +353,20 @@ func TestHTTPSecretHeaderNeverEchoed(t *testing.T) {
 	assert.Equal(t, PhaseError, got.Phase)
 	assert.Equal(t, "http.headers[0].valueFrom: no secrets are available here", got.Message)
 }
+
+// BenchmarkHTTPMeasurement is one HTTP check over loopback: request,
+// answer, decoding and cleaning.
+func BenchmarkHTTPMeasurement(b *testing.B) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		_, _ = w.Write([]byte(fail))
+	}))
+	b.Cleanup(srv.Close)
+	h := &httpMeasurer{r: NewRunner(Options{}), metric: "m", check: &HTTPCheck{URL: srv.URL}}
+	b.ReportAllocs()
+	for b.Loop() {
+		if m := h.measure(context.Background(), subject); m.Phase != PhaseFailed {
+			b.Fatal(m.Phase, m.Message)
+		}
+	}
+}
