@@ -3,12 +3,15 @@ package analysis_test
 import (
 	"bytes"
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/rollout/analysis"
@@ -65,4 +68,20 @@ func TestAPIAnalysisIsASpec(t *testing.T) {
 	assert.Equal(t, 5*time.Second, m.Prometheus.Timeout.Duration)
 	assert.Equal(t, analysis.Header{Name: "X-Scope-OrgID", Value: "team-a"}, m.Prometheus.Headers[0])
 	assert.Equal(t, &analysis.SecretKeyRef{Name: "check", Key: "token"}, spec.Metrics[1].HTTP.Headers[0].ValueFrom.SecretKeyRef)
+}
+
+// The sample's analysis is one the runner accepts: its conditions parse
+// and its placeholders exist.
+func TestSampleAnalysisValidates(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "..", "config", "samples", "envoyconfig-rollout.yaml"))
+	require.NoError(t, err)
+	var obj v1alpha1.EnvoyConfig
+	require.NoError(t, yaml.UnmarshalStrict(data, &obj))
+	require.NotNil(t, obj.Spec.Rollout)
+	raw, err := json.Marshal(obj.Spec.Rollout.Analysis)
+	require.NoError(t, err)
+	var spec analysis.Spec
+	require.NoError(t, json.Unmarshal(raw, &spec))
+	assert.NoError(t, spec.Validate("spec.rollout.analysis"))
+	assert.Len(t, spec.Metrics, 2)
 }
