@@ -125,6 +125,9 @@ func (h *httpMeasurer) do(ctx context.Context, s Subject) (Phase, string, string
 	case "inconclusive":
 		return PhaseInconclusive, "inconclusive", msg
 	}
+	if a.Result == "" {
+		return PhaseError, "", clean(fmt.Sprintf(`POST %s: the JSON answer has no "result"; want pass, fail or inconclusive`, redactURL(u)), secrets)
+	}
 	return PhaseError, "", clean(fmt.Sprintf("POST %s: answer's result is %q, want pass, fail or inconclusive", redactURL(u), textboundCut(a.Result, 40)), secrets)
 }
 

@@ -144,7 +144,9 @@ func (p *promMeasurer) query(ctx context.Context, s Subject, at int64) ([]float6
 		// the server's data agree; the timeout lets Prometheus give up
 		// when legate does.
 		"time":    {strconv.FormatInt(at, 10)},
-		"timeout": {timeout.String()},
+		// In float seconds, which Prometheus parses whatever the value
+		// ("1.5s" is not a Prometheus duration).
+		"timeout": {strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)},
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u.String(), strings.NewReader(form.Encode()))
 	if err != nil {

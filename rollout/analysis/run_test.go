@@ -227,6 +227,7 @@ func TestHTTPAnswers(t *testing.T) {
 		{"empty 204 is a pass", 204, "", PhaseSuccessful, "status 204"},
 		{"plain text 200 is a pass", 200, "OK", PhaseSuccessful, "status 200"},
 		{"unknown result", 200, `{"result":"maybe"}`, PhaseError, `answer's result is "maybe"`},
+		{"JSON without result", 200, `{"status":"UP"}`, PhaseError, `the JSON answer has no "result"`},
 		{"broken JSON", 200, `{"result":`, PhaseError, "answer is not the JSON of the contract"},
 		{"server error", 500, `{"result":"pass"}`, PhaseError, "status 500"},
 		{"not found", 404, "no such page", PhaseError, "status 404: no such page"},
