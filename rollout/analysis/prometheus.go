@@ -143,7 +143,7 @@ func (p *promMeasurer) query(ctx context.Context, s Subject, at int64) ([]float6
 		// The time is the runner's clock, so that a test's fake clock and
 		// the server's data agree; the timeout lets Prometheus give up
 		// when legate does.
-		"time":    {strconv.FormatInt(at, 10)},
+		"time": {strconv.FormatInt(at, 10)},
 		// In float seconds, which Prometheus parses whatever the value
 		// ("1.5s" is not a Prometheus duration).
 		"timeout": {strconv.FormatFloat(timeout.Seconds(), 'f', -1, 64)},
