@@ -40,6 +40,11 @@ type EnvoyConfigSpec struct {
 	// Resources are the node's resources, or what to generate them from.
 	// +optional
 	Resources []Resource `json:"resources,omitempty"`
+	// Rollout moves a new revision of the node to its proxies step by
+	// step, each step gated (see docs/rollout.md); without it a new
+	// revision goes to every proxy at once.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
 }
 
 // Resource is one resource, given as a value or generated from a Secret or
@@ -179,6 +184,10 @@ type EnvoyConfigStatus struct {
 	// revision.
 	// +optional
 	Rejection string `json:"rejection,omitempty"`
+	// Rollout is where the rollout of the newest revision stands, while
+	// spec.rollout is set.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// Conditions are Ready, Reconciling and Stalled, with reasons from Flux's
 	// github.com/fluxcd/pkg/apis/meta where Flux has one.
 	// +listType=map
@@ -210,6 +219,7 @@ type ProxyCounts struct {
 // +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name=Desired,type=string,JSONPath=`.status.desiredVersion`
 // +kubebuilder:printcolumn:name=Published,type=string,JSONPath=`.status.publishedVersion`
+// +kubebuilder:printcolumn:name=Rollout,type=string,JSONPath=`.status.rollout.phase`,priority=1
 // +kubebuilder:printcolumn:name=Commit,type=string,JSONPath=`.status.commit`,priority=1
 // +kubebuilder:printcolumn:name=Cache,type=string,JSONPath=`.status.cacheState`,priority=1
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`

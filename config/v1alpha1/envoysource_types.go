@@ -30,6 +30,11 @@ type EnvoySourceSpec struct {
 	// CommitStatus reports every commit's outcome on the forge.
 	// +optional
 	CommitStatus *CommitStatus `json:"commitStatus,omitempty"`
+	// Rollout moves each new commit to the proxies of the source's nodes
+	// step by step, each step gated (see docs/rollout.md); without it a
+	// new commit goes to every proxy at once.
+	// +optional
+	Rollout *RolloutSpec `json:"rollout,omitempty"`
 }
 
 // GitSource is a Git repository.
@@ -147,6 +152,10 @@ type EnvoySourceStatus struct {
 	// ArtifactDigest is the digest of the last artifact verified.
 	// +optional
 	ArtifactDigest string `json:"artifactDigest,omitempty"`
+	// Rollout is where the rollout of the newest commit stands, its proxy
+	// counts summed over the source's nodes.
+	// +optional
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// Conditions are Ready, Reconciling and Stalled, with reasons from Flux's
 	// github.com/fluxcd/pkg/apis/meta where Flux has one.
 	// +listType=map
@@ -162,6 +171,7 @@ type EnvoySourceStatus struct {
 // +kubebuilder:printcolumn:name=Ready,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].status`
 // +kubebuilder:printcolumn:name=Reason,type=string,JSONPath=`.status.conditions[?(@.type=="Ready")].reason`
 // +kubebuilder:printcolumn:name=Applied,type=string,JSONPath=`.status.lastAppliedRevision`
+// +kubebuilder:printcolumn:name=Rollout,type=string,JSONPath=`.status.rollout.phase`,priority=1
 // +kubebuilder:printcolumn:name=Suspended,type=boolean,JSONPath=`.spec.suspend`
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type EnvoySource struct {
