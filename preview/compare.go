@@ -206,6 +206,12 @@ func Compare(base, head Fleet, opts Options) *Report {
 			// are unchanged and cost no more than this.
 			r.Summary.Unchanged++
 			continue
+		case len(r.Nodes) >= opts.MaxNodes && b.Hash != "" && h.Hash != "":
+			// Past the nodes listed, different hashes are enough to count
+			// a change: nothing is printed, so nothing is diffed.
+			r.Summary.Changed++
+			r.NodesOmitted++
+			continue
 		default:
 			types := c.node(b, h)
 			if len(types) == 0 {
