@@ -73,3 +73,8 @@ func TestResourceYAMLRedactsSensitiveFields(t *testing.T) {
 	_, err := ResourceJSON(render.SecretType, sds.Body, protojson.MarshalOptions{})
 	require.Error(t, err)
 }
+
+func TestResourceYAMLOfWhatCannotBeShown(t *testing.T) {
+	assert.Equal(t, "# type type.googleapis.com/x.Unknown not known to this build\n", ResourceYAML("type.googleapis.com/x.Unknown", nil))
+	assert.Contains(t, ResourceYAML(render.ClusterType, []byte{0xff, 0xff}), "# cannot decode a Cluster: ")
+}
