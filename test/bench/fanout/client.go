@@ -160,8 +160,12 @@ func runClient(args []string, _ io.Writer) error {
 	addr := fs.String("addr", "", "server address")
 	streams := fs.Int("streams", 100, "ADS streams to open")
 	perConn := fs.Int("streams-per-conn", 1, "streams sharing one connection")
+	grpcClient := fs.Bool("grpc", false, "use grpc-go's client instead of the bare HTTP/2 one")
 	if err := fs.Parse(args); err != nil {
 		return err
+	}
+	if !*grpcClient && *perConn == 1 {
+		return runRawClients(*addr, *streams)
 	}
 	codec := clientCodec{proto: encoding.GetCodecV2(grpcproto.Name)}
 	ctx := context.Background()
@@ -235,5 +239,40 @@ func stream(ctx context.Context, cc *grpc.ClientConn, i int, sem chan struct{}) 
 		if err := s.SendMsg(&discoveryv3.DiscoveryRequest{TypeUrl: h.typeURL, VersionInfo: h.version, ResponseNonce: h.nonce}); err != nil {
 			return fmt.Errorf("stream %d: %w", i, err)
 		}
+	}
+}
+
+// runRawClients runs n streams of rawStream, at most 256 connecting at once.
+func runRawClients(addr string, n int) error {
+	errc := make(chan error, 1)
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 256)
+	for i := range n {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			released := false
+			release := func() {
+				if !released {
+					released = true
+					<-sem
+				}
+			}
+			defer release()
+			if err := rawStream(addr, i, release); err != nil {
+				select {
+				case errc <- err:
+				default:
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	select {
+	case err := <-errc:
+		return err
+	default:
+		return nil
 	}
 }

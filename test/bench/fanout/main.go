@@ -116,7 +116,8 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 	impls := fs.String("impls", "gcp,legate", "implementations: legate, gcp")
 	publishes := fs.Int("publishes", 7, "publishes measured per cell")
 	profiles := fs.String("cpuprofile", "", "write each server's CPU profile of the publishes into this directory")
-	perConn := fs.Int("streams-per-conn", 1, "ADS streams sharing one client connection")
+	perConn := fs.Int("streams-per-conn", 1, "ADS streams sharing one client connection (more than one uses grpc-go's client)")
+	grpcClient := fs.Bool("grpc-client", false, "run grpc-go's client instead of the bare HTTP/2 one")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit for one cell")
 	skip := fs.String("skip", "", "cells to leave out, e.g. gcp/10000/1000")
 	out := fs.String("out", "", "write the results as JSON to this file")
@@ -150,7 +151,7 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 					continue
 				}
 				fmt.Fprintf(stderr, "cell %s streams=%d clusters=%d ... ", impl, n, c)
-				res, err := runCell(self, impl, n, c, *publishes, *perConn, *timeout, *profiles)
+				res, err := runCell(self, impl, n, c, *publishes, *perConn, *grpcClient, *timeout, *profiles)
 				if err != nil {
 					res = &Result{Impl: impl, Streams: n, Clusters: c, Error: err.Error()}
 					fmt.Fprintf(stderr, "error: %v\n", err)
@@ -180,7 +181,7 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 
 // runCell starts a server process, then a client process pointed at it, and
 // returns the server's result.
-func runCell(self, impl string, streams, clusters, publishes, perConn int, timeout time.Duration, profiles string) (*Result, error) {
+func runCell(self, impl string, streams, clusters, publishes, perConn int, grpcClient bool, timeout time.Duration, profiles string) (*Result, error) {
 	args := []string{
 		"server", "-impl", impl, "-streams", strconv.Itoa(streams),
 		"-clusters", strconv.Itoa(clusters), "-publishes", strconv.Itoa(publishes),
@@ -209,7 +210,7 @@ func runCell(self, impl string, streams, clusters, publishes, perConn int, timeo
 		return nil, fmt.Errorf("server printed %q, want its address", lines.Text())
 	}
 	cli := exec.Command(self, "client", "-addr", addr, "-streams", strconv.Itoa(streams),
-		"-streams-per-conn", strconv.Itoa(perConn))
+		"-streams-per-conn", strconv.Itoa(perConn), "-grpc="+strconv.FormatBool(grpcClient))
 	cli.Stderr = os.Stderr
 	if err := cli.Start(); err != nil {
 		return nil, fmt.Errorf("start client: %w", err)
