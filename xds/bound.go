@@ -42,26 +42,22 @@ const (
 	pingTimeout = 20 * time.Second
 )
 
-// HTTP/2 transport settings of the ADS server; see TransportOptions.
-const (
-	// writeBufferSize is the batch of frames one connection writes per
-	// syscall: a response of 1 000 clusters (about 190 KiB) takes three
-	// writes instead of six. grpc-go takes the buffer from a pool shared by
-	// every connection and returns it after each flush, so its size costs
-	// nothing per idle proxy (TestOpenStreamHeapCost).
-	writeBufferSize = 64 << 10
-	// receiveWindow is the HTTP/2 stream and connection window for what
-	// proxies send (discovery requests of a few KiB at most). A fixed
-	// window turns off grpc-go's bandwidth estimation, which answers data
-	// (every ACK of every proxy) with a ping and grows the window to 16 MiB.
-	receiveWindow = 1 << 20
-)
+// receiveWindow is the HTTP/2 stream and connection window for what
+// proxies send (discovery requests of a few KiB at most). A fixed window
+// turns off grpc-go's bandwidth estimation, which answers data (every ACK
+// of every proxy) with a ping and grows the window to 16 MiB.
+//
+// The write buffer stays at grpc-go's 32 KiB: it is taken from a pool
+// shared by every connection and returned after each flush, so it costs
+// nothing per idle proxy (TestOpenStreamHeapCost), but during a push every
+// connection still writing holds one, so a larger one would raise the
+// peak of a push to 10 000 proxies.
+const receiveWindow = 1 << 20
 
 // TransportOptions are the HTTP/2 settings NewGRPCServer uses, exported so
 // that a benchmark can give another xDS server the same transport.
 func TransportOptions() []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.WriteBufferSize(writeBufferSize),
 		grpc.InitialWindowSize(receiveWindow),
 		grpc.InitialConnWindowSize(receiveWindow),
 	}

@@ -243,15 +243,18 @@ func stream(ctx context.Context, cc *grpc.ClientConn, i int, sem chan struct{}) 
 }
 
 // runRawClients runs n streams of rawStream, at most 256 connecting at once.
+// The first stream to fail ends the client: the server would otherwise wait
+// for an ACK that never comes until the cell's timeout.
 func runRawClients(addr string, n int) error {
 	errc := make(chan error, 1)
-	var wg sync.WaitGroup
 	sem := make(chan struct{}, 256)
 	for i := range n {
-		sem <- struct{}{}
-		wg.Add(1)
+		select {
+		case sem <- struct{}{}:
+		case err := <-errc:
+			return err
+		}
 		go func() {
-			defer wg.Done()
 			released := false
 			release := func() {
 				if !released {
@@ -260,19 +263,15 @@ func runRawClients(addr string, n int) error {
 				}
 			}
 			defer release()
-			if err := rawStream(addr, i, release); err != nil {
-				select {
-				case errc <- err:
-				default:
-				}
+			err := rawStream(addr, i, release)
+			if err == nil {
+				err = fmt.Errorf("stream %d: the server ended it", i)
+			}
+			select {
+			case errc <- err:
+			default:
 			}
 		}()
 	}
-	wg.Wait()
-	select {
-	case err := <-errc:
-		return err
-	default:
-		return nil
-	}
+	return <-errc
 }

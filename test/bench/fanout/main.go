@@ -215,7 +215,10 @@ func runCell(self, impl string, streams, clusters, publishes, perConn int, grpcC
 	if err := cli.Start(); err != nil {
 		return nil, fmt.Errorf("start client: %w", err)
 	}
-	defer func() { _ = cli.Process.Kill(); _ = cli.Wait() }()
+	var cliErr error
+	cliDone := make(chan struct{})
+	go func() { cliErr = cli.Wait(); close(cliDone) }()
+	defer func() { _ = cli.Process.Kill(); <-cliDone }()
 
 	done := make(chan *Result, 1)
 	go func() {
@@ -243,6 +246,8 @@ func runCell(self, impl string, streams, clusters, publishes, perConn int, grpcC
 			return r, errors.New(r.Error)
 		}
 		return r, nil
+	case <-cliDone:
+		return nil, fmt.Errorf("the client ended before the result: %w", cliErr)
 	case <-time.After(timeout):
 		return nil, fmt.Errorf("no result within %s", timeout)
 	}
