@@ -42,14 +42,35 @@ const (
 	pingTimeout = 20 * time.Second
 )
 
+// receiveWindow is the HTTP/2 stream and connection window for what
+// proxies send (discovery requests of a few KiB at most). A fixed window
+// turns off grpc-go's bandwidth estimation, which answers data (every ACK
+// of every proxy) with a ping and grows the window to 16 MiB.
+//
+// The write buffer stays at grpc-go's 32 KiB: it is taken from a pool
+// shared by every connection and returned after each flush, so it costs
+// nothing per idle proxy (TestOpenStreamHeapCost), but during a push every
+// connection still writing holds one, so a larger one would raise the
+// peak of a push to 10 000 proxies.
+const receiveWindow = 1 << 20
+
+// TransportOptions are the HTTP/2 settings NewGRPCServer uses, exported so
+// that a benchmark can give another xDS server the same transport.
+func TransportOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.InitialWindowSize(receiveWindow),
+		grpc.InitialConnWindowSize(receiveWindow),
+	}
+}
+
 // serverLimits bounds what one client connection may hold: streams per
 // connection, request size and keepalive ping rate, and drops connections
-// whose peer stopped answering pings.
+// whose peer stopped answering pings. The transport settings come with it.
 func serverLimits() []grpc.ServerOption {
-	return []grpc.ServerOption{
+	return append(TransportOptions(),
 		grpc.MaxConcurrentStreams(maxStreamsPerConn),
 		grpc.MaxRecvMsgSize(maxRequestBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: pingAfter, Timeout: pingTimeout}),
-	}
+	)
 }

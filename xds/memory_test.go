@@ -2,6 +2,7 @@ package xds
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -9,6 +10,9 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/proto"
 )
 
 func heapInUse() uint64 {
@@ -17,6 +21,15 @@ func heapInUse() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse
+}
+
+// heapLive is the bytes of live heap objects after a full collection.
+func heapLive() uint64 {
+	runtime.GC()
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.HeapAlloc
 }
 
 // TestStreamStateIsDroppedOnClose connects and disconnects 10 000 streams,
@@ -69,4 +82,56 @@ func TestStreamStateIsDroppedOnClose(t *testing.T) {
 	assert.Empty(t, ts.nodes["n"].streams)
 	assert.Len(t, ts.nodes, 1)
 	ts.mu.Unlock()
+}
+
+// TestOpenStreamHeapCost pushes a response larger than a write buffer to
+// 100 streams, each on its own connection, and checks what the open, idle
+// streams keep on the heap: 36 KiB a stream for the server and grpc-go
+// client sides of this test together. A connection that kept its own write
+// buffer after writing would hold 32 KiB more; a copy of the response per
+// stream, 90 KiB.
+func TestOpenStreamHeapCost(t *testing.T) {
+	if testing.Short() {
+		t.Skip("100 connections")
+	}
+	const streams = 100
+	ts := startServer(t, Options{Observer: ObserverFunc(func(Event) {})})
+	// About 90 KiB per response: more than the write buffer, so a
+	// connection's own buffer would be filled, and kept.
+	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v1", 1000, 1)))
+	var before uint64
+	// Stream 0 warms up what every later one shares (protobuf descriptors,
+	// codecs, pools): only what the others add is counted.
+	for i := range streams + 1 {
+		if i == 1 {
+			before = heapLive()
+		}
+		cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cc.Close() })
+		ctx, cancel := context.WithCancel(context.Background())
+		t.Cleanup(cancel)
+		st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(ctx)
+		require.NoError(t, err)
+		require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode("n", fmt.Sprintf("pod-%d", i)), TypeUrl: resourcev3.ClusterType}))
+		resp, err := st.Recv()
+		require.NoError(t, err)
+		require.Greater(t, proto.Size(resp), 64<<10)
+		require.NoError(t, st.Send(ack(resp)))
+	}
+	require.Eventually(t, func() bool {
+		ps := ts.Proxies("n")
+		if len(ps) != streams+1 {
+			return false
+		}
+		for _, p := range ps {
+			if p.Outstanding != 0 || len(p.Types) != 1 || p.Types[0].AckedVersion != "v1" {
+				return false
+			}
+		}
+		return true
+	}, waitFor, pollEvery)
+	perStream := (int64(heapLive()) - int64(before)) / streams
+	t.Logf("heap per open stream, server and client: %d KiB", perStream/1024)
+	assert.Less(t, perStream, int64(48<<10))
 }

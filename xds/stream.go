@@ -6,6 +6,7 @@ import (
 	"io"
 	"slices"
 	"strconv"
+	"sync"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -28,6 +29,12 @@ type streamBase struct {
 	ss   grpc.ServerStream
 	kind string
 	wake chan struct{}
+
+	// mu is held while a request or a wake-up is handled: everything below
+	// belongs to whoever holds it, and only its holder sends on ss.
+	mu sync.Mutex
+	// closed is set when the stream's handler returned.
+	closed bool
 
 	nodeID string
 	ns     *nodeState
@@ -241,39 +248,57 @@ func (b *streamBase) settle(types []string) {
 	b.srv.emit(ev)
 }
 
-// serveStream is the loop of one ADS stream, state-of-the-world or delta:
-// requests and snapshot wake-ups are handled one at a time on the stream's
-// goroutine, and after each the stream settles what it owes the engine for
-// its subscribed types (order returns them in ADS order).
+// serveStream is the loop of one ADS stream, state-of-the-world or delta.
+// Requests are handled on the goroutine that receives them and snapshot
+// wake-ups on the stream's own goroutine, one at a time under b.mu; after
+// each the stream settles what it owes the engine for its subscribed types
+// (order returns them in ADS order). Handling a request where it is read
+// spares every ACK a hand-over between goroutines: with thousands of
+// streams answering one push, that hop was a scheduler wake-up per proxy.
 func serveStream[Req any](b *streamBase, recv func() (Req, error), handle func(Req) error, pushAll func() error, order func() []string) error {
-	reqs := make(chan Req)
 	errc := make(chan error, 1)
-	go receive(b.ctx, recv, reqs, errc)
+	defer func() {
+		// Once the handler returns, gRPC forbids sending on the stream:
+		// wait for a request being handled and stop the receiver from
+		// handling more.
+		b.mu.Lock()
+		b.closed = true
+		b.mu.Unlock()
+	}()
+	go receive(b, recv, handle, order, errc)
 	for {
 		select {
 		case <-b.ctx.Done():
 			return nil
 		case err := <-errc:
 			return err
-		case req := <-reqs:
-			if err := handle(req); err != nil {
-				return err
-			}
 		case <-b.wake:
-			if err := b.recheck(b.snapshot()); err != nil {
-				return err
-			}
-			if err := pushAll(); err != nil {
+			if err := b.pushLocked(pushAll, order); err != nil {
 				return err
 			}
 		}
-		b.settle(order())
 	}
 }
 
-// receive runs recv until it fails, handing requests to out. The error is
-// delivered on errc; io.EOF (the client closed its side) becomes nil.
-func receive[T any](ctx context.Context, recv func() (T, error), out chan<- T, errc chan<- error) {
+// pushLocked sends what a new snapshot changed, after checking that the
+// stream may still receive its node.
+func (b *streamBase) pushLocked(pushAll func() error, order func() []string) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if err := b.recheck(b.snapshot()); err != nil {
+		return err
+	}
+	if err := pushAll(); err != nil {
+		return err
+	}
+	b.settle(order())
+	return nil
+}
+
+// receive reads and handles requests until recv or handle fails, or the
+// stream's handler has returned. The error is delivered on errc; io.EOF
+// (the client closed its side) becomes nil.
+func receive[T any](b *streamBase, recv func() (T, error), handle func(T) error, order func() []string, errc chan<- error) {
 	for {
 		req, err := recv()
 		if err != nil {
@@ -283,9 +308,18 @@ func receive[T any](ctx context.Context, recv func() (T, error), out chan<- T, e
 			errc <- err
 			return
 		}
-		select {
-		case out <- req:
-		case <-ctx.Done():
+		b.mu.Lock()
+		if b.closed {
+			b.mu.Unlock()
+			return
+		}
+		err = handle(req)
+		if err == nil {
+			b.settle(order())
+		}
+		b.mu.Unlock()
+		if err != nil {
+			errc <- err
 			return
 		}
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"bytes"
+	"net"
 	"testing"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
@@ -43,4 +46,32 @@ func TestWriteTableAndSVG(t *testing.T) {
 	assert.Contains(t, svg.String(), "<svg")
 	assert.Equal(t, 4, bytes.Count(svg.Bytes(), []byte("<rect x=")), "two bars and two legend boxes")
 	assert.Error(t, writeSVG(&svg, &Run{}))
+}
+
+// TestRawClientACKs runs the bare HTTP/2 client against legate's server:
+// every publish must come back as an ACK of its version.
+func TestRawClientACKs(t *testing.T) {
+	clusterCount = 50
+	counter := &acks{}
+	var gs *grpc.Server
+	publish, err := startLegate(&gs, counter)
+	require.NoError(t, err)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = gs.Serve(lis) }()
+	t.Cleanup(gs.Stop)
+	for i, v := range []string{"v0", "v1"} {
+		reached := counter.expect(v, 2)
+		require.NoError(t, publish(v, i))
+		if i == 0 {
+			for s := range 2 {
+				go func() { _ = rawStream(lis.Addr().String(), s, nil) }()
+			}
+		}
+		select {
+		case <-reached:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s: %d of 2 streams ACKed", v, len(counter.latencies()))
+		}
+	}
 }

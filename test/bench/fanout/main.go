@@ -21,6 +21,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -55,14 +56,33 @@ type Result struct {
 	Clusters  int    `json:"clusters"`
 	Publishes int    `json:"publishes"`
 	// PublishToACKedMs is, per publish, the time from the publish call to
-	// the last stream's ACK of the new version.
+	// the last stream's ACK of the new version; P50Ms and P99Ms are over
+	// the publishes.
 	PublishToACKedMs []float64 `json:"publishToAckedMs"`
 	P50Ms            float64   `json:"p50Ms"`
 	P99Ms            float64   `json:"p99Ms"`
+	// PublishToFirstMs is, per publish, the time to the first stream's ACK.
+	PublishToFirstMs []float64 `json:"publishToFirstMs,omitempty"`
+	FirstP50Ms       float64   `json:"firstP50Ms,omitempty"`
+	// StreamP50Ms and StreamP99Ms are over every stream's ACK of every
+	// publish (time from the publish call).
+	StreamP50Ms float64 `json:"streamP50Ms,omitempty"`
+	StreamP99Ms float64 `json:"streamP99Ms,omitempty"`
 	// CPUSeconds is the server's user+system CPU over the publishes.
 	CPUSeconds float64 `json:"cpuSeconds"`
-	// PeakRSSBytes is the server's peak resident set (VmHWM) over the run.
-	PeakRSSBytes int64 `json:"peakRssBytes"`
+	// ClientCPUSeconds is the client process's over the same publishes:
+	// near the publishes' wall time × cores, the client is the bottleneck.
+	ClientCPUSeconds float64 `json:"clientCpuSeconds,omitempty"`
+	// PeakRSSBytes is the server's peak resident set (VmHWM) over the run;
+	// ConnectedRSSBytes its resident set once every stream had its first
+	// snapshot.
+	PeakRSSBytes      int64 `json:"peakRssBytes"`
+	ConnectedRSSBytes int64 `json:"connectedRssBytes,omitempty"`
+	// Goroutines, HeapBytes and StackBytes are the server's once every
+	// stream is connected (runtime/metrics' heap objects and stacks).
+	Goroutines int   `json:"goroutines,omitempty"`
+	HeapBytes  int64 `json:"heapBytes,omitempty"`
+	StackBytes int64 `json:"stackBytes,omitempty"`
 	// ConnectSeconds is the time until every stream had ACKed the first
 	// snapshot.
 	ConnectSeconds float64 `json:"connectSeconds"`
@@ -95,7 +115,9 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 	clusters := fs.String("clusters", "100,1000", "comma-separated cluster counts")
 	impls := fs.String("impls", "gcp,legate", "implementations: legate, gcp")
 	publishes := fs.Int("publishes", 7, "publishes measured per cell")
-	perConn := fs.Int("streams-per-conn", 1, "ADS streams sharing one client connection")
+	profiles := fs.String("cpuprofile", "", "write each server's CPU profile of the publishes into this directory")
+	perConn := fs.Int("streams-per-conn", 1, "ADS streams sharing one client connection (more than one uses grpc-go's client)")
+	grpcClient := fs.Bool("grpc-client", false, "run grpc-go's client instead of the bare HTTP/2 one")
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit for one cell")
 	skip := fs.String("skip", "", "cells to leave out, e.g. gcp/10000/1000")
 	out := fs.String("out", "", "write the results as JSON to this file")
@@ -129,13 +151,14 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 					continue
 				}
 				fmt.Fprintf(stderr, "cell %s streams=%d clusters=%d ... ", impl, n, c)
-				res, err := runCell(self, impl, n, c, *publishes, *perConn, *timeout)
+				res, err := runCell(self, impl, n, c, *publishes, *perConn, *grpcClient, *timeout, *profiles)
 				if err != nil {
 					res = &Result{Impl: impl, Streams: n, Clusters: c, Error: err.Error()}
 					fmt.Fprintf(stderr, "error: %v\n", err)
 				} else {
-					fmt.Fprintf(stderr, "p50 %.1f ms, p99 %.1f ms, cpu %.2f s, peak rss %d MiB\n",
-						res.P50Ms, res.P99Ms, res.CPUSeconds, res.PeakRSSBytes>>20)
+					fmt.Fprintf(stderr, "last p50 %.1f p99 %.1f ms, first p50 %.1f ms, stream p50 %.1f p99 %.1f ms, cpu %.2f s (client %.2f s), rss %d MiB connected (heap %d MiB, stacks %d MiB, %d goroutines), %d MiB peak\n",
+						res.P50Ms, res.P99Ms, res.FirstP50Ms, res.StreamP50Ms, res.StreamP99Ms, res.CPUSeconds, res.ClientCPUSeconds,
+						res.ConnectedRSSBytes>>20, res.HeapBytes>>20, res.StackBytes>>20, res.Goroutines, res.PeakRSSBytes>>20)
 				}
 				run.Results = append(run.Results, res)
 			}
@@ -158,9 +181,16 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 
 // runCell starts a server process, then a client process pointed at it, and
 // returns the server's result.
-func runCell(self, impl string, streams, clusters, publishes, perConn int, timeout time.Duration) (*Result, error) {
-	srv := exec.Command(self, "server", "-impl", impl, "-streams", strconv.Itoa(streams),
-		"-clusters", strconv.Itoa(clusters), "-publishes", strconv.Itoa(publishes))
+func runCell(self, impl string, streams, clusters, publishes, perConn int, grpcClient bool, timeout time.Duration, profiles string) (*Result, error) {
+	args := []string{
+		"server", "-impl", impl, "-streams", strconv.Itoa(streams),
+		"-clusters", strconv.Itoa(clusters), "-publishes", strconv.Itoa(publishes),
+	}
+	if profiles != "" {
+		args = append(args, "-cpuprofile", filepath.Join(profiles, fmt.Sprintf("%s-%d-%d.pprof", impl, streams, clusters)),
+			"-heapprofile", filepath.Join(profiles, fmt.Sprintf("%s-%d-%d.heap", impl, streams, clusters)))
+	}
+	srv := exec.Command(self, args...)
 	srv.Stderr = os.Stderr
 	srvOut, err := srv.StdoutPipe()
 	if err != nil {
@@ -180,18 +210,27 @@ func runCell(self, impl string, streams, clusters, publishes, perConn int, timeo
 		return nil, fmt.Errorf("server printed %q, want its address", lines.Text())
 	}
 	cli := exec.Command(self, "client", "-addr", addr, "-streams", strconv.Itoa(streams),
-		"-streams-per-conn", strconv.Itoa(perConn))
+		"-streams-per-conn", strconv.Itoa(perConn), "-grpc="+strconv.FormatBool(grpcClient))
 	cli.Stderr = os.Stderr
 	if err := cli.Start(); err != nil {
 		return nil, fmt.Errorf("start client: %w", err)
 	}
-	defer func() { _ = cli.Process.Kill(); _ = cli.Wait() }()
+	var cliErr error
+	cliDone := make(chan struct{})
+	go func() { cliErr = cli.Wait(); close(cliDone) }()
+	defer func() { _ = cli.Process.Kill(); <-cliDone }()
 
 	done := make(chan *Result, 1)
 	go func() {
+		var cpu0 float64
 		for lines.Scan() {
+			if lines.Text() == "measure" {
+				cpu0 = procCPUSeconds(cli.Process.Pid)
+				continue
+			}
 			var r Result
 			if err := json.Unmarshal(lines.Bytes(), &r); err == nil {
+				r.ClientCPUSeconds = procCPUSeconds(cli.Process.Pid) - cpu0
 				done <- &r
 				return
 			}
@@ -207,7 +246,30 @@ func runCell(self, impl string, streams, clusters, publishes, perConn int, timeo
 			return r, errors.New(r.Error)
 		}
 		return r, nil
+	case <-cliDone:
+		return nil, fmt.Errorf("the client ended before the result: %w", cliErr)
 	case <-time.After(timeout):
 		return nil, fmt.Errorf("no result within %s", timeout)
 	}
+}
+
+// procCPUSeconds is the user+system CPU time of process pid so far, from
+// /proc/pid/stat (fields 14 and 15, in clock ticks of 1/100 s on Linux).
+func procCPUSeconds(pid int) float64 {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces: count from its ")".
+	i := strings.LastIndexByte(string(b), ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseFloat(f[11], 64)
+	stime, _ := strconv.ParseFloat(f[12], 64)
+	return (utime + stime) / 100
 }

@@ -9,6 +9,9 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"runtime/metrics"
+	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -35,32 +38,44 @@ import (
 
 const benchNode = "bench"
 
-// acks counts, per version, the streams that have ACKed it.
+// acks counts, per version, the streams that have ACKed it, and when each
+// ACK arrived after the publish began.
 type acks struct {
 	mu      sync.Mutex
 	want    string
 	n       int
 	target  int
 	reached chan struct{}
+	t0      time.Time
+	lat     []float64 // ms after t0, in arrival order
 }
 
 func (a *acks) expect(version string, target int) chan struct{} {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.want, a.n, a.target, a.reached = version, 0, target, make(chan struct{})
+	a.t0, a.lat = time.Now(), make([]float64, 0, target)
 	return a.reached
 }
 
 func (a *acks) ack(version string) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if version != a.want || a.reached == nil {
+	if version != a.want || a.reached == nil || a.n >= a.target {
 		return
 	}
 	a.n++
+	a.lat = append(a.lat, float64(time.Since(a.t0).Microseconds())/1000)
 	if a.n == a.target {
 		close(a.reached)
 	}
+}
+
+// latencies returns the ACK times of the last expected version.
+func (a *acks) latencies() []float64 {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return slices.Clone(a.lat)
 }
 
 // publisher publishes generation gen of the cluster set under version.
@@ -91,10 +106,11 @@ func makeClusters(n, gen int) []*clusterv3.Cluster {
 	return out
 }
 
-// grpcOptions are the transport settings both servers get, so the
-// comparison isolates what the xDS layers do.
+// grpcOptions are the transport settings both servers get (legate's
+// defaults for buffers and windows), so the comparison isolates what the
+// xDS layers do.
 func grpcOptions() []grpc.ServerOption {
-	return []grpc.ServerOption{grpc.MaxConcurrentStreams(1 << 20)}
+	return append(xds.TransportOptions(), grpc.MaxConcurrentStreams(1<<20))
 }
 
 func startLegate(gs **grpc.Server, counter *acks) (publisher, error) {
@@ -158,6 +174,8 @@ func runServer(args []string, stdout io.Writer) error {
 	streams := fs.Int("streams", 100, "streams to wait for")
 	fs.IntVar(&clusterCount, "clusters", 100, "clusters per snapshot")
 	publishes := fs.Int("publishes", 7, "publishes to measure")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the publishes to this file")
+	heapProfile := fs.String("heapprofile", "", "write a heap profile, once every stream is connected, to this file")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -193,20 +211,48 @@ func runServer(args []string, stdout io.Writer) error {
 	<-reached
 	res.ConnectSeconds = time.Since(start).Seconds()
 
+	res.ConnectedRSSBytes = currentRSS()
+	res.Goroutines = runtime.NumGoroutine()
+	res.HeapBytes, res.StackBytes = memoryClasses()
+	if *heapProfile != "" {
+		if err := writeHeapProfile(*heapProfile); err != nil {
+			return err
+		}
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	// The driver samples the client's CPU time between these two lines.
+	fmt.Fprintln(stdout, "measure")
 	cpu0 := cpuSeconds()
+	var all []float64
 	for i := 1; i <= *publishes; i++ {
 		version := "v" + strconv.Itoa(i)
 		reached := counter.expect(version, *streams)
-		t0 := time.Now()
 		if err := publish(version, i); err != nil {
 			return err
 		}
 		<-reached
-		res.PublishToACKedMs = append(res.PublishToACKedMs, float64(time.Since(t0).Microseconds())/1000)
+		lat := counter.latencies()
+		res.PublishToFirstMs = append(res.PublishToFirstMs, lat[0])
+		res.PublishToACKedMs = append(res.PublishToACKedMs, lat[len(lat)-1])
+		all = append(all, lat...)
 	}
 	res.CPUSeconds = cpuSeconds() - cpu0
+	if *cpuProfile != "" {
+		pprof.StopCPUProfile()
+	}
 	res.PeakRSSBytes = peakRSS()
 	res.P50Ms, res.P99Ms = stats.Percentile(res.PublishToACKedMs, 50), stats.Percentile(res.PublishToACKedMs, 99)
+	res.FirstP50Ms = stats.Percentile(res.PublishToFirstMs, 50)
+	res.StreamP50Ms, res.StreamP99Ms = stats.Percentile(all, 50), stats.Percentile(all, 99)
 	b, err := json.Marshal(res)
 	if err != nil {
 		return err
@@ -225,13 +271,19 @@ func cpuSeconds() float64 {
 }
 
 // peakRSS reads VmHWM from /proc/self/status.
-func peakRSS() int64 {
+func peakRSS() int64 { return procStatus("VmHWM:") }
+
+// currentRSS reads VmRSS from /proc/self/status.
+func currentRSS() int64 { return procStatus("VmRSS:") }
+
+// procStatus reads a size in kB from /proc/self/status, in bytes.
+func procStatus(field string) int64 {
 	b, err := os.ReadFile("/proc/self/status")
 	if err != nil {
 		return 0
 	}
 	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, "VmHWM:"); ok {
+		if v, ok := strings.CutPrefix(line, field); ok {
 			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")), 10, 64)
 			if err == nil {
 				return kb * 1024
@@ -242,3 +294,24 @@ func peakRSS() int64 {
 }
 
 func numCPU() int { return runtime.NumCPU() }
+
+// memoryClasses reads the heap objects' and the goroutine stacks' bytes
+// from runtime/metrics: where a stream's memory goes.
+func memoryClasses() (heap, stacks int64) {
+	ms := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}, {Name: "/memory/classes/heap/stacks:bytes"}}
+	metrics.Read(ms)
+	return int64(ms[0].Value.Uint64()), int64(ms[1].Value.Uint64())
+}
+
+func writeHeapProfile(path string) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	runtime.GC()
+	if err := pprof.WriteHeapProfile(f); err != nil {
+		_ = f.Close()
+		return err
+	}
+	return f.Close()
+}
