@@ -1,7 +1,6 @@
 package readapi
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"slices"
@@ -9,10 +8,9 @@ import (
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protoreflect"
-	"google.golang.org/protobuf/reflect/protoregistry"
 
+	"github.com/legate-dev/legate/preview"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/sources"
 )
@@ -123,28 +121,16 @@ func ResolveRevision(e Engine, node, prefix string) string {
 	return match
 }
 
-// resourceJSON is a resource as Envoy's JSON, or a note when its type is
-// not known to this build.
+// resourceJSON is a resource as Envoy's JSON with the fields Envoy marks
+// sensitive cleared (preview prints resources the same way), or a note
+// saying why it cannot be shown.
 func resourceJSON(typeURL string, body []byte) json.RawMessage {
-	mt, err := protoregistry.GlobalTypes.FindMessageByURL(typeURL)
+	out, err := preview.ResourceJSON(typeURL, body, protojson.MarshalOptions{})
 	if err != nil {
-		return json.RawMessage(`{"note": "type not known to this build"}`)
+		note, _ := json.Marshal(map[string]string{"note": err.Error()})
+		return note
 	}
-	msg := mt.New().Interface()
-	if err := proto.Unmarshal(body, msg); err != nil {
-		return json.RawMessage(`{"note": "cannot decode"}`)
-	}
-	redactSensitive(msg.ProtoReflect())
-	out, err := protojson.MarshalOptions{Resolver: protoregistry.GlobalTypes}.Marshal(msg)
-	if err != nil {
-		return json.RawMessage(`{"note": "cannot encode"}`)
-	}
-	// protojson's output is deliberately unstable in whitespace: compact it.
-	var b bytes.Buffer
-	if err := json.Compact(&b, out); err != nil {
-		return out
-	}
-	return b.Bytes()
+	return out
 }
 
 // shortTypeName is the message name of a type URL ("Cluster").

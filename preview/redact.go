@@ -1,4 +1,4 @@
-package readapi
+package preview
 
 import (
 	"github.com/cncf/xds/go/udpa/annotations"
