@@ -2,6 +2,7 @@ package preview
 
 import (
 	"bytes"
+	"cmp"
 	"slices"
 	"sort"
 	"strings"
@@ -18,6 +19,9 @@ type Fleet struct {
 	// Diagnostics are the errors of a render that failed; a fleet with any
 	// is invalid and its Nodes are not compared.
 	Diagnostics []render.Diagnostic
+	// Warnings are what the render accepted but flagged (render.Result's
+	// Warnings); the head's are reported.
+	Warnings []render.Diagnostic
 }
 
 // FleetOf is the fleet a render gave.
@@ -25,7 +29,7 @@ func FleetOf(res *render.Result) Fleet {
 	if res == nil {
 		return Fleet{}
 	}
-	return Fleet{Nodes: res.Nodes, Diagnostics: res.Diagnostics}
+	return Fleet{Nodes: res.Nodes, Diagnostics: res.Diagnostics, Warnings: res.Warnings}
 }
 
 // Default bounds of a report, used when an Options field is zero.
@@ -54,32 +58,28 @@ type Options struct {
 	// MaxBytes bounds the diff text kept over all resources together
 	// (default DefaultMaxBytes); past it resources are listed by name only.
 	MaxBytes int
-	// MaxDiagnostics bounds the diagnostics of an invalid side kept
-	// (default DefaultMaxDiagnostics).
+	// MaxDiagnostics bounds the head's diagnostics kept, and apart its
+	// warnings (default DefaultMaxDiagnostics).
 	MaxDiagnostics int
+	// Dir is the directory inside the repository that both renders read
+	// (a source's path): file names in the report are given from the
+	// repository root, as an author opens them. Empty or "." is the root.
+	Dir string
 	// Notes are printed at the top of the report (for example that a pull
 	// request from a fork was rendered without secrets).
 	Notes []string
 }
 
 func (o Options) withDefaults() Options {
-	if o.BaseLabel == "" {
-		o.BaseLabel = "base"
-	}
-	if o.HeadLabel == "" {
-		o.HeadLabel = "head"
-	}
-	if o.MaxNodes <= 0 {
-		o.MaxNodes = DefaultMaxNodes
-	}
-	if o.MaxDiffLines <= 0 {
-		o.MaxDiffLines = DefaultMaxDiffLines
-	}
-	if o.MaxBytes <= 0 {
-		o.MaxBytes = DefaultMaxBytes
-	}
-	if o.MaxDiagnostics <= 0 {
-		o.MaxDiagnostics = DefaultMaxDiagnostics
+	o.BaseLabel = cmp.Or(o.BaseLabel, "base")
+	o.HeadLabel = cmp.Or(o.HeadLabel, "head")
+	for _, b := range []struct {
+		v   *int
+		def int
+	}{{&o.MaxNodes, DefaultMaxNodes}, {&o.MaxDiffLines, DefaultMaxDiffLines}, {&o.MaxBytes, DefaultMaxBytes}, {&o.MaxDiagnostics, DefaultMaxDiagnostics}} {
+		if *b.v <= 0 {
+			*b.v = b.def
+		}
 	}
 	return o
 }
@@ -106,6 +106,10 @@ type Report struct {
 	// DiagnosticsOmitted how many more there were.
 	Diagnostics        []render.Diagnostic `json:"diagnostics,omitempty"`
 	DiagnosticsOmitted int                 `json:"diagnosticsOmitted,omitempty"`
+	// Warnings are the head's warnings (at most Options.MaxDiagnostics),
+	// WarningsOmitted how many more there were.
+	Warnings        []render.Diagnostic `json:"warnings,omitempty"`
+	WarningsOmitted int                 `json:"warningsOmitted,omitempty"`
 	// BaseInvalid says the base did not render: the head is compared with
 	// an empty fleet.
 	BaseInvalid bool `json:"baseInvalid,omitempty"`
@@ -176,14 +180,10 @@ func (r *Report) Changed() bool {
 func Compare(base, head Fleet, opts Options) *Report {
 	opts = opts.withDefaults()
 	r := &Report{Base: opts.BaseLabel, Head: opts.HeadLabel, Notes: opts.Notes, Nodes: []NodeChange{}}
+	r.Warnings, r.WarningsOmitted = bounded(head.Warnings, opts)
 	if len(head.Diagnostics) > 0 {
 		r.Invalid = true
-		ds := render.SortDiagnostics(slices.Clone(head.Diagnostics))
-		if len(ds) > opts.MaxDiagnostics {
-			r.DiagnosticsOmitted = len(ds) - opts.MaxDiagnostics
-			ds = ds[:opts.MaxDiagnostics]
-		}
-		r.Diagnostics = ds
+		r.Diagnostics, r.DiagnosticsOmitted = bounded(head.Diagnostics, opts)
 		return r
 	}
 	baseNodes := base.Nodes
@@ -205,6 +205,12 @@ func Compare(base, head Fleet, opts Options) *Report {
 			// Equal hashes are equal content: most nodes of a large fleet
 			// are unchanged and cost no more than this.
 			r.Summary.Unchanged++
+			continue
+		case len(r.Nodes) >= opts.MaxNodes && b.Hash != "" && h.Hash != "":
+			// Past the nodes listed, different hashes are enough to count
+			// a change: nothing is printed, so nothing is diffed.
+			r.Summary.Changed++
+			r.NodesOmitted++
 			continue
 		default:
 			types := c.node(b, h)
@@ -228,6 +234,24 @@ func Compare(base, head Fleet, opts Options) *Report {
 	}
 	r.DiffsOmitted = c.omitted
 	return r
+}
+
+// bounded sorts diagnostics, names their files from the repository root
+// and keeps at most opts.MaxDiagnostics; it returns how many it left out.
+func bounded(ds []render.Diagnostic, opts Options) ([]render.Diagnostic, int) {
+	if len(ds) == 0 {
+		return nil, 0
+	}
+	ds = render.SortDiagnostics(slices.Clone(ds))
+	omitted := 0
+	if len(ds) > opts.MaxDiagnostics {
+		omitted = len(ds) - opts.MaxDiagnostics
+		ds = ds[:opts.MaxDiagnostics]
+	}
+	for i := range ds {
+		ds[i].Pos = ds[i].Pos.InDir(opts.Dir)
+	}
+	return ds, omitted
 }
 
 // comparer carries one comparison's bounds.
@@ -269,10 +293,12 @@ func (c *comparer) node(b, h *render.NodeConfig) []TypeChange {
 			out = append(out, tc)
 		}
 	}
-	if tc, ok := secretRefs(b, h); ok {
+	secrets := func(nc *render.NodeConfig) []render.ExternalSecret { return nc.ExternalSecrets }
+	if tc, ok := byName("secret reference", b, h, secrets, secretRef); ok {
 		out = append(out, tc)
 	}
-	if tc, ok := endpointRefs(b, h); ok {
+	endpoints := func(nc *render.NodeConfig) []render.ExternalEndpoints { return nc.ExternalEndpoints }
+	if tc, ok := byName("endpoint slices", b, h, endpoints, endpointRef); ok {
 		out = append(out, tc)
 	}
 	return out
@@ -309,45 +335,34 @@ func (c *comparer) typeSet(url string, bs, hs []render.Resource) (TypeChange, bo
 	return tc, true
 }
 
-// secretRefs compares the secrets the home supplies, by name only: what
-// they refer to is shown, never what they hold.
-func secretRefs(b, h *render.NodeConfig) (TypeChange, bool) {
-	key := func(s render.ExternalSecret) string { return s.Kind + "\x00" + s.Ref + "\x00" + s.Key }
-	bm, hm := map[string]string{}, map[string]string{}
-	if b != nil {
-		for _, s := range b.ExternalSecrets {
-			bm[s.Name] = key(s)
-		}
-	}
-	if h != nil {
-		for _, s := range h.ExternalSecrets {
-			hm[s.Name] = key(s)
-		}
-	}
-	return nameChanges("secret reference", bm, hm)
+// secretRef identifies a secret the home supplies by its name and what
+// it refers to: a change of reference is shown, never what a secret holds.
+func secretRef(s render.ExternalSecret) (string, string) {
+	return s.Name, s.Kind + "\x00" + s.Ref + "\x00" + s.Key
 }
 
-// endpointRefs compares the load assignments the home builds from
-// EndpointSlices, by cluster name.
-func endpointRefs(b, h *render.NodeConfig) (TypeChange, bool) {
-	key := func(e render.ExternalEndpoints) string {
-		return e.Namespace + "\x00" + e.Selector + "\x00" + e.TargetPort
-	}
-	bm, hm := map[string]string{}, map[string]string{}
-	if b != nil {
-		for _, e := range b.ExternalEndpoints {
-			bm[e.ClusterName] = key(e)
-		}
-	}
-	if h != nil {
-		for _, e := range h.ExternalEndpoints {
-			hm[e.ClusterName] = key(e)
-		}
-	}
-	return nameChanges("endpoint slices", bm, hm)
+// endpointRef identifies a load assignment the home builds from
+// EndpointSlices by its cluster name and selection.
+func endpointRef(e render.ExternalEndpoints) (string, string) {
+	return e.ClusterName, e.Namespace + "\x00" + e.Selector + "\x00" + e.TargetPort
 }
 
-func nameChanges(typ string, bm, hm map[string]string) (TypeChange, bool) {
+// byName compares what the home supplies to two node configurations
+// (either may be nil), as list gives it, by the name and identity that id
+// gives each entry.
+func byName[T any](typ string, b, h *render.NodeConfig, list func(*render.NodeConfig) []T, id func(T) (name, key string)) (TypeChange, bool) {
+	index := func(nc *render.NodeConfig) map[string]string {
+		m := map[string]string{}
+		if nc == nil {
+			return m
+		}
+		for _, e := range list(nc) {
+			n, k := id(e)
+			m[n] = k
+		}
+		return m
+	}
+	bm, hm := index(b), index(h)
 	tc := TypeChange{Type: typ}
 	for _, n := range unionKeys(bm, hm) {
 		bv, inB := bm[n]

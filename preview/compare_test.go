@@ -3,6 +3,7 @@ package preview
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 	"testing/fstest"
 
@@ -12,26 +13,25 @@ import (
 	"github.com/legate-dev/legate/render"
 )
 
+// baseRepo has three nodes: same and edge run the quickstart with more
+// clusters, retired has one cluster.
 func baseRepo() fstest.MapFS {
-	return fstest.MapFS{
-		"nodes/same/clusters.yaml":    clusters("1s", "api"),
-		"nodes/same/listener.yaml":    listener("http", "api"),
-		"nodes/edge/clusters.yaml":    clusters("1s", "api", "old"),
-		"nodes/edge/listener.yaml":    listener("http", "api"),
+	fsys := fstest.MapFS{
+		"nodes/same/more.yaml":        clusters("1s", "api"),
+		"nodes/edge/more.yaml":        clusters("1s", "api", "old"),
 		"nodes/retired/clusters.yaml": clusters("1s", "api"),
 	}
+	return withQuickstart(withQuickstart(fsys, "same"), "edge")
 }
 
 // headRepo changes edge (a timeout, a cluster added, one removed), drops
 // retired and adds fresh.
 func headRepo() fstest.MapFS {
-	return fstest.MapFS{
-		"nodes/same/clusters.yaml":  clusters("1s", "api"),
-		"nodes/same/listener.yaml":  listener("http", "api"),
-		"nodes/edge/clusters.yaml":  clusters("2s", "api", "new"),
-		"nodes/edge/listener.yaml":  listener("http", "api"),
-		"nodes/fresh/clusters.yaml": clusters("1s", "api"),
-	}
+	fsys := baseRepo()
+	fsys["nodes/edge/more.yaml"] = clusters("2s", "api", "new")
+	delete(fsys, "nodes/retired/clusters.yaml")
+	fsys["nodes/fresh/clusters.yaml"] = clusters("1s", "api")
+	return fsys
 }
 
 func proxies(counts map[string]int) func(string) int {
@@ -61,7 +61,7 @@ func TestCompareListsNodesTypesAndNames(t *testing.T) {
 	require.NotNil(t, edge.Proxies)
 	assert.Equal(t, 3, *edge.Proxies)
 	assert.Nil(t, r.Nodes[1].Proxies, "fresh: proxies unknown")
-	require.Len(t, edge.Types, 1, "the listener did not change")
+	require.Len(t, edge.Types, 1, "the listener, routes and endpoints did not change")
 	tc := edge.Types[0]
 	assert.Equal(t, "Cluster", tc.Type)
 	assert.Equal(t, []string{"api"}, tc.Changed)
@@ -70,7 +70,7 @@ func TestCompareListsNodesTypesAndNames(t *testing.T) {
 	require.Len(t, tc.Diffs, 3)
 	assert.Equal(t, []string{"api", "new", "old"}, []string{tc.Diffs[0].Name, tc.Diffs[1].Name, tc.Diffs[2].Name})
 	api := tc.Diffs[0]
-	assert.Equal(t, "nodes/edge/clusters.yaml:2:3", api.Source)
+	assert.Equal(t, "nodes/edge/more.yaml:2:3", api.Source)
 	// Envoy's field names, as the author wrote them.
 	assert.Contains(t, api.Diff, "-connect_timeout: 1s\n")
 	assert.Contains(t, api.Diff, "+connect_timeout: 2s\n")
@@ -98,16 +98,19 @@ func TestCompareIsStable(t *testing.T) {
 	b, h := renderFleet(t, baseRepo()), renderFleet(t, headRepo())
 	var first bytes.Buffer
 	require.NoError(t, Compare(b, h, Options{}).JSON(&first))
+	md := Compare(b, h, Options{}).Markdown(0)
 	for range 5 {
 		var again bytes.Buffer
 		require.NoError(t, Compare(b, h, Options{}).JSON(&again))
 		require.Equal(t, first.String(), again.String())
-		require.Equal(t, Compare(b, h, Options{}).Markdown(0), Compare(b, h, Options{}).Markdown(0))
+		require.Equal(t, md, Compare(b, h, Options{}).Markdown(0))
 	}
 }
 
 func TestCompareInvalidHeadCarriesDiagnostics(t *testing.T) {
-	head := fstest.MapFS{"nodes/edge/listener.yaml": listener("http", "missing")}
+	head := withQuickstart(fstest.MapFS{}, "edge")
+	head["nodes/edge/routes.yaml"].Data = []byte(strings.Replace(string(quickstart["routes.yaml"]), "name: edge-routes\n", "name: edge-routes\n  validate_clusters: true\n", 1))
+	delete(head, "nodes/edge/clusters.yaml")
 	res := render.Render(head, render.Options{})
 	require.NotEmpty(t, res.Diagnostics)
 	r := Compare(renderFleet(t, baseRepo()), FleetOf(res), Options{HeadLabel: "pr-7", MaxDiagnostics: 1})
@@ -119,10 +122,10 @@ func TestCompareInvalidHeadCarriesDiagnostics(t *testing.T) {
 	var text bytes.Buffer
 	require.NoError(t, r.Text(&text))
 	assert.Contains(t, text.String(), "pr-7 is invalid")
-	assert.Contains(t, text.String(), "nodes/edge/listener.yaml:")
-	assert.Contains(t, text.String(), `"missing"`)
+	assert.Contains(t, text.String(), "nodes/edge/routes.yaml:")
+	assert.Contains(t, text.String(), `"backend" is not defined`)
 	md := r.Markdown(0)
-	assert.Contains(t, md, "<code>nodes/edge/listener.yaml:")
+	assert.Contains(t, md, "<code>nodes/edge/routes.yaml:")
 	var js struct {
 		Invalid     bool
 		Diagnostics []render.Diagnostic
@@ -131,7 +134,7 @@ func TestCompareInvalidHeadCarriesDiagnostics(t *testing.T) {
 	require.NoError(t, r.JSON(&buf))
 	require.NoError(t, json.Unmarshal(buf.Bytes(), &js))
 	assert.True(t, js.Invalid)
-	assert.Equal(t, "nodes/edge/listener.yaml", js.Diagnostics[0].Pos.File)
+	assert.Equal(t, "nodes/edge/routes.yaml", js.Diagnostics[0].Pos.File)
 	assert.Positive(t, js.Diagnostics[0].Pos.Line)
 }
 
@@ -156,4 +159,22 @@ func TestCompareExternalSecretsByName(t *testing.T) {
 	require.Len(t, r.Nodes[0].Types, 1)
 	tc := r.Nodes[0].Types[0]
 	assert.Equal(t, TypeChange{Type: "secret reference", Added: []string{"new"}, Removed: []string{"gone"}, Changed: []string{"moved"}}, tc)
+}
+
+func TestCompareNamesFilesFromTheRepositoryRoot(t *testing.T) {
+	head := renderFleet(t, headRepo())
+	head.Warnings = []render.Diagnostic{{Pos: render.Position{File: "nodes/edge/x.yaml", Line: 3}, Message: "odd", Severity: render.SeverityWarning}}
+	r := Compare(renderFleet(t, baseRepo()), head, Options{Dir: "config/envoy"})
+	assert.Equal(t, "config/envoy/nodes/edge/more.yaml:2:3", r.Nodes[0].Types[0].Diffs[0].Source)
+	require.Len(t, r.Warnings, 1)
+	assert.Equal(t, "config/envoy/nodes/edge/x.yaml", r.Warnings[0].Pos.File)
+	var text bytes.Buffer
+	require.NoError(t, r.Text(&text))
+	assert.Contains(t, text.String(), "config/envoy/nodes/edge/x.yaml:3: warning: odd\n")
+	assert.Contains(t, r.Markdown(0), "- <code>config/envoy/nodes/edge/x.yaml:3</code>: warning: odd\n")
+
+	bad := Fleet{Diagnostics: []render.Diagnostic{{Pos: render.Position{File: "nodes/a.yaml", Line: 1}, Message: "bad"}}}
+	r = Compare(Fleet{}, bad, Options{Dir: "config/envoy"})
+	assert.Equal(t, "config/envoy/nodes/a.yaml", r.Diagnostics[0].Pos.File)
+	assert.Equal(t, "nodes/a.yaml", bad.Diagnostics[0].Pos.File, "the caller's fleet is not modified")
 }

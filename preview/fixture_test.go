@@ -1,7 +1,8 @@
 package preview
 
 import (
-	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -11,50 +12,48 @@ import (
 	"github.com/legate-dev/legate/render"
 )
 
-// cluster is a filesystem-xDS file holding one cluster per name, with the
-// given connect timeout.
+// quickstart holds the files of the quickstart example's node (a listener,
+// its routes, the cluster "backend" and its endpoints), read once.
+var quickstart = func() map[string][]byte {
+	dir := "../examples/quickstart/nodes/edge"
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		panic(err)
+	}
+	files := map[string][]byte{}
+	for _, e := range entries {
+		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		if err != nil {
+			panic(err)
+		}
+		files[e.Name()] = data
+	}
+	return files
+}()
+
+// withQuickstart adds the quickstart node's files under nodes/<node>/.
+func withQuickstart(fsys fstest.MapFS, node string) fstest.MapFS {
+	for name, data := range quickstart {
+		fsys["nodes/"+node+"/"+name] = &fstest.MapFile{Data: data}
+	}
+	return fsys
+}
+
+// clusters is a filesystem-xDS file holding, for each name, the
+// quickstart's cluster under that name with the given connect timeout,
+// its endpoints found by DNS rather than EDS (a node needs no load
+// assignment for it).
 func clusters(timeout string, names ...string) *fstest.MapFile {
+	one := strings.TrimPrefix(string(quickstart["clusters.yaml"]), "resources:\n")
+	one, _, _ = strings.Cut(one, "  eds_cluster_config:")
+	one = strings.Replace(one, "type: EDS", "type: STRICT_DNS", 1)
 	var b strings.Builder
 	b.WriteString("resources:\n")
 	for _, n := range names {
-		fmt.Fprintf(&b, `- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
-  name: %s
-  type: STATIC
-  connect_timeout: %s
-  load_assignment:
-    cluster_name: %s
-    endpoints:
-    - lb_endpoints:
-      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8080}}}
-`, n, timeout, n)
+		r := strings.Replace(one, "name: backend", "name: "+n, 1)
+		b.WriteString(strings.Replace(r, "connect_timeout: 1s", "connect_timeout: "+timeout, 1))
 	}
 	return &fstest.MapFile{Data: []byte(b.String())}
-}
-
-// listener is a filesystem-xDS file with one listener routing / to
-// cluster.
-func listener(name, cluster string) *fstest.MapFile {
-	return &fstest.MapFile{Data: []byte(fmt.Sprintf(`resources:
-- "@type": type.googleapis.com/envoy.config.listener.v3.Listener
-  name: %s
-  address: {socket_address: {address: 127.0.0.1, port_value: 10000}}
-  filter_chains:
-  - filters:
-    - name: envoy.filters.network.http_connection_manager
-      typed_config:
-        "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
-        stat_prefix: http
-        route_config:
-          virtual_hosts:
-          - name: all
-            domains: ["*"]
-            routes:
-            - match: {prefix: /}
-              route: {cluster: %s}
-        http_filters:
-        - name: envoy.filters.http.router
-          typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
-`, name, cluster))}
 }
 
 // renderFleet renders fsys as legate validate does without CUE, and

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"html"
 	"strings"
+
+	"github.com/legate-dev/legate/render"
 )
 
 // openLines is how many diff lines a report may hold in all for its node
@@ -19,7 +21,7 @@ func (r *Report) Markdown(limit int) string {
 	var rows, sections []string
 	if r.Invalid {
 		for _, d := range r.Diagnostics {
-			rows = append(rows, "- "+code(d.Pos.String())+": "+escape(strings.TrimPrefix(d.String(), d.Pos.String()+": "))+"\n")
+			rows = append(rows, diagnosticItem(d))
 		}
 	} else if len(r.Nodes) > 0 {
 		open := r.diffLines() <= openLines
@@ -35,9 +37,20 @@ func (r *Report) Markdown(limit int) string {
 	return assemble(head, tableHead, rows, sections, limit)
 }
 
+func diagnosticItem(d render.Diagnostic) string {
+	return "- " + code(d.Pos.String()) + ": " + escape(strings.TrimPrefix(d.String(), d.Pos.String()+": ")) + "\n"
+}
+
 func (r *Report) markdownHead() string {
 	var b strings.Builder
 	b.WriteString("### legate preview: " + escape(r.headline()) + "\n\n")
+	if len(r.Warnings) > 0 {
+		b.WriteString("Warnings (accepted, but likely not meant):\n\n")
+		for _, d := range r.Warnings {
+			b.WriteString(diagnosticItem(d))
+		}
+		b.WriteString("\n")
+	}
 	for _, n := range r.Notes {
 		b.WriteString("> " + escape(n) + "\n\n")
 	}

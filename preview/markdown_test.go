@@ -26,7 +26,7 @@ func TestMarkdownSections(t *testing.T) {
 	md := r.Markdown(0)
 	assert.True(t, strings.HasPrefix(md, "### legate preview: head against base: 1 node(s) changed, 1 added, 1 removed, 1 unchanged\n"))
 	assert.Contains(t, md, "| node | change | proxies | resources |\n| --- | --- | --- | --- |\n| <code>edge</code> | changed | 3 | Cluster (1 changed, 1 added, 1 removed) |\n")
-	assert.Contains(t, md, "<details><summary>node <code>edge</code>: changed, 3 proxies connected</summary>\n")
+	assert.Contains(t, md, "<details open><summary>node <code>edge</code>: changed, 3 proxies connected</summary>\n")
 	assert.Contains(t, md, "- **Cluster**: changed <code>api</code>; added <code>new</code>; removed <code>old</code>\n")
 	assert.Contains(t, md, "```diff\n--- base Cluster api\n")
 	assert.Equal(t, strings.Count(md, "<details"), strings.Count(md, "</details>"))
@@ -48,7 +48,7 @@ func TestMarkdownLimitCutsWholeSections(t *testing.T) {
 		assert.LessOrEqual(t, len(md), limit)
 		assert.Contains(t, md, "not shown; `legate diff` prints the whole report")
 		assert.Equal(t, strings.Count(md, "<details"), strings.Count(md, "</details>"), "no section cut in half")
-		assert.Equal(t, strings.Count(md, "```")%2, 0, "no code block cut in half")
+		assert.Zero(t, strings.Count(md, "```")%2, "no code block cut in half")
 	}
 	assert.Equal(t, full, r.Markdown(len(full)+1000), "a report within the limit is whole")
 	assert.NotContains(t, full, "not shown;")

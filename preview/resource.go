@@ -26,11 +26,11 @@ func (c *comparer) diff(url string, b, h *render.Resource) ResourceDiff {
 	d := ResourceDiff{}
 	switch {
 	case b == nil:
-		d.Name, d.Change, d.Source = h.Name, Added, sourceOf(h)
+		d.Name, d.Change, d.Source = h.Name, Added, c.sourceOf(h)
 	case h == nil:
-		d.Name, d.Change, d.Source = b.Name, Removed, sourceOf(b)
+		d.Name, d.Change, d.Source = b.Name, Removed, c.sourceOf(b)
 	default:
-		d.Name, d.Change, d.Source = h.Name, Changed, sourceOf(h)
+		d.Name, d.Change, d.Source = h.Name, Changed, c.sourceOf(h)
 	}
 	if url == render.SecretType {
 		d.Note = "secret: key material not shown"
@@ -64,8 +64,8 @@ func (c *comparer) diff(url string, b, h *render.Resource) ResourceDiff {
 	return d
 }
 
-func sourceOf(r *render.Resource) string {
-	if p := r.Source.String(); p != "-" {
+func (c *comparer) sourceOf(r *render.Resource) string {
+	if p := r.Source.InDir(c.opts.Dir).String(); p != "-" {
 		return p
 	}
 	return ""

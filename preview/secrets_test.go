@@ -25,21 +25,12 @@ func keyed(key string) fstest.MapFS {
     certificate_chain: {inline_string: "CERT-%[1]s"}
     private_key: {inline_string: "SDS-KEY-%[1]s"}
 `, key))},
-		"nodes/edge/cds.yaml": &fstest.MapFile{Data: []byte(fmt.Sprintf(`resources:
-- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
-  name: upstream
-  type: STATIC
-  connect_timeout: 1s
-  transport_socket:
-    name: envoy.transport_sockets.tls
-    typed_config:
-      "@type": type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext
-      sni: upstream-%[1]s
-      common_tls_context:
-        tls_certificates:
-        - certificate_chain: {inline_string: "CERT-%[1]s"}
-          private_key: {inline_bytes: "%[2]s"}
-`, key, base64.StdEncoding.EncodeToString([]byte("INLINE-KEY-"+key))))},
+		// The quickstart's cluster with an inline client certificate.
+		"nodes/edge/cds.yaml": &fstest.MapFile{Data: append(clusters("1s", "upstream").Data, fmt.Sprintf(
+			"  transport_socket: {name: envoy.transport_sockets.tls, typed_config: {\"@type\": %s, sni: upstream-%s,"+
+				" common_tls_context: {tls_certificates: [{certificate_chain: {inline_string: CERT-%[2]s}, private_key: {inline_bytes: %q}}]}}}\n",
+			"type.googleapis.com/envoy.extensions.transport_sockets.tls.v3.UpstreamTlsContext", key,
+			base64.StdEncoding.EncodeToString([]byte("INLINE-KEY-"+key)))...)},
 	}
 }
 

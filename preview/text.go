@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/legate-dev/legate/render"
@@ -30,6 +31,9 @@ func (r *Report) omissions() []string {
 	}
 	if r.DiagnosticsOmitted > 0 {
 		out = append(out, fmt.Sprintf("%d more problem(s) not listed", r.DiagnosticsOmitted))
+	}
+	if r.WarningsOmitted > 0 {
+		out = append(out, fmt.Sprintf("%d more warning(s) not listed", r.WarningsOmitted))
 	}
 	if r.NodesOmitted > 0 {
 		out = append(out, fmt.Sprintf("%d more node(s) differ but are not listed", r.NodesOmitted))
@@ -76,10 +80,8 @@ func (r *Report) Text(w io.Writer) error {
 	for _, n := range r.Notes {
 		b.WriteString("note: " + n + "\n")
 	}
-	if r.Invalid {
-		for _, d := range r.Diagnostics {
-			b.WriteString(d.String() + "\n")
-		}
+	for _, d := range append(slices.Clone(r.Diagnostics), r.Warnings...) {
+		b.WriteString(d.String() + "\n")
 	}
 	for _, o := range r.omissions() {
 		b.WriteString("note: " + o + "\n")
