@@ -110,7 +110,7 @@ func previewFleet(s *Server) map[string]string {
 	return out
 }
 
-func legateComments(t *testing.T, srv *gitea.Server, repo *gitea.Repository, n int64) []gitea.Comment {
+func legateComments(t testing.TB, srv *gitea.Server, repo *gitea.Repository, n int64) []gitea.Comment {
 	t.Helper()
 	all, err := srv.Comments(repo, n)
 	require.NoError(t, err)
