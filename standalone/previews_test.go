@@ -253,3 +253,11 @@ func TestPreviewsConfigChecks(t *testing.T) {
 		})
 	}
 }
+
+func TestPreviewsSourceFlag(t *testing.T) {
+	sc, err := ParseSourceFlag("name=edge,git=https://gitea.example/org/cfg.git,branch=main,forge=gitea,forge-token-file=/t,previews=true,preview-concurrency=3")
+	require.NoError(t, err)
+	assert.Equal(t, &PreviewsConfig{Enabled: true, Concurrency: 3}, sc.Previews)
+	_, err = ParseSourceFlag("name=edge,git=https://gitea.example/org/cfg.git,previews=yes-please")
+	assert.ErrorContains(t, err, "previews")
+}
