@@ -145,6 +145,9 @@ func (d *Dispatcher) loadLocked(ctx context.Context) error {
 		return fmt.Errorf("read commit status outbox: %w", err)
 	}
 	for _, e := range entries {
+		if e.Comment != nil {
+			continue
+		}
 		d.latest[dedupeKey{e.Target, e.Status.Commit, e.Status.Context}] = e.Status
 	}
 	d.loaded = true
@@ -175,7 +178,7 @@ func (d *Dispatcher) Flush(ctx context.Context) (time.Time, error) {
 			continue
 		}
 		if err == nil {
-			err = rep.Post(ctx, e.Status)
+			err = deliver(ctx, rep, e)
 		}
 		switch {
 		case err == nil:
@@ -194,6 +197,45 @@ func (d *Dispatcher) Flush(ctx context.Context) (time.Time, error) {
 		}
 	}
 	return d.nextRetry(), nil
+}
+
+// EnqueueComment stores c for delivery to target's pull request, replacing
+// a body of the same comment still queued. Target's Reporter must be a
+// Commenter.
+func (d *Dispatcher) EnqueueComment(ctx context.Context, target string, c Comment) error {
+	rep, err := d.reporter(target)
+	if errors.Is(err, ErrUnknownTarget) {
+		return fmt.Errorf("target %q: %w", target, err)
+	}
+	limit := GitLabCommentLimit
+	if cm, ok := rep.(Commenter); ok {
+		limit = cm.CommentLimit()
+	} else if err == nil {
+		return fmt.Errorf("target %q: its forge client cannot comment on pull requests", target)
+	}
+	if c, err = prepareComment(c, limit); err != nil {
+		return err
+	}
+	if _, err := d.outbox.put(ctx, Entry{Target: target, Comment: &c}); err != nil {
+		return fmt.Errorf("store comment on pull request %d: %w", c.Number, err)
+	}
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+// deliver posts one entry: a comment or a commit status.
+func deliver(ctx context.Context, rep Reporter, e Entry) error {
+	if e.Comment == nil {
+		return rep.Post(ctx, e.Status)
+	}
+	cm, ok := rep.(Commenter)
+	if !ok {
+		return &PermanentError{fmt.Errorf("target %q cannot comment on pull requests", e.Target)}
+	}
+	return cm.UpsertComment(ctx, *e.Comment)
 }
 
 // reporter is target's Reporter: from the static map, else from Lookup.

@@ -18,6 +18,11 @@
 //     TokenFunc, asked on every post (a file or the environment in
 //     standalone, a Kubernetes Secret in the Kubernetes home), so that a
 //     rotated token takes effect at the next post.
+//   - A Commenter (the three reporters are) keeps one comment per pull
+//     request, found by a marker that opens its body and edited in place;
+//     Dispatcher.EnqueueComment queues it in the same outbox, a newer body
+//     replacing a queued one. Bodies are scrubbed and cut at the forge's
+//     limit; answers from the forge are read up to a bound.
 //
 // The package imports revisions (for outcomes and the outbox) and sources;
 // it must not import a home (standalone, the Kubernetes controller), the

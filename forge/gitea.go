@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"code.gitea.io/sdk/gitea"
 )
@@ -61,6 +62,65 @@ func (g *Gitea) Post(ctx context.Context, st Status) error {
 			code = resp.StatusCode
 		}
 		return postError(g.cfg.Repository, code, err, tok)
+	}
+	return nil
+}
+
+// CommentLimit implements Commenter.
+func (g *Gitea) CommentLimit() int { return GiteaCommentLimit }
+
+// UpsertComment implements Commenter through the issue comments API (a
+// pull request is an issue to Gitea).
+func (g *Gitea) UpsertComment(ctx context.Context, c Comment) error {
+	tok, err := g.cfg.token(ctx)
+	if err != nil {
+		return err
+	}
+	if c, err = prepareComment(c, GiteaCommentLimit, tok); err != nil {
+		return err
+	}
+	client, err := gitea.NewClient(g.cfg.BaseURL,
+		gitea.SetHTTPClient(boundedClient(g.cfg.httpClient())),
+		gitea.SetToken(tok),
+		gitea.SetContext(ctx),
+		gitea.SetGiteaVersion(""),
+	)
+	if err != nil {
+		return commentError(g.cfg.Repository, c.Number, 0, err, tok)
+	}
+	fail := func(resp *gitea.Response, err error) error {
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		return commentError(g.cfg.Repository, c.Number, code, err, tok)
+	}
+	for page := 1; page <= maxCommentPages; page++ {
+		list, resp, err := client.ListIssueComments(g.owner, g.name, c.Number, gitea.ListIssueCommentOptions{
+			ListOptions: gitea.ListOptions{Page: page, PageSize: commentPageSize},
+		})
+		if err != nil {
+			return fail(resp, err)
+		}
+		for _, old := range list {
+			if strings.HasPrefix(old.Body, c.Marker) {
+				if old.Body == c.Body {
+					return nil
+				}
+				_, resp, err := client.EditIssueComment(g.owner, g.name, old.ID, gitea.EditIssueCommentOption{Body: c.Body})
+				if err != nil {
+					return fail(resp, err)
+				}
+				return nil
+			}
+		}
+		if len(list) < commentPageSize {
+			break
+		}
+	}
+	_, resp, err := client.CreateIssueComment(g.owner, g.name, c.Number, gitea.CreateIssueCommentOption{Body: c.Body})
+	if err != nil {
+		return fail(resp, err)
 	}
 	return nil
 }

@@ -66,3 +66,58 @@ func optional(s string) *string {
 	}
 	return &s
 }
+
+// CommentLimit implements Commenter.
+func (g *GitHub) CommentLimit() int { return GitHubCommentLimit }
+
+// UpsertComment implements Commenter through the issue comments API (a
+// pull request's conversation is its issue's).
+func (g *GitHub) UpsertComment(ctx context.Context, c Comment) error {
+	tok, err := g.cfg.token(ctx)
+	if err != nil {
+		return err
+	}
+	if c, err = prepareComment(c, GitHubCommentLimit, tok); err != nil {
+		return err
+	}
+	client := github.NewClient(boundedClient(g.cfg.httpClient())).WithAuthToken(tok)
+	if g.base != nil {
+		client.BaseURL = g.base
+	}
+	fail := func(resp *github.Response, err error) error {
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		return commentError(g.cfg.Repository, c.Number, code, err, tok)
+	}
+	number := int(c.Number)
+	for page := 1; page <= maxCommentPages; page++ {
+		list, resp, err := client.Issues.ListComments(ctx, g.owner, g.name, number, &github.IssueListCommentsOptions{
+			ListOptions: github.ListOptions{Page: page, PerPage: commentPageSize},
+		})
+		if err != nil {
+			return fail(resp, err)
+		}
+		for _, old := range list {
+			if strings.HasPrefix(old.GetBody(), c.Marker) {
+				if old.GetBody() == c.Body {
+					return nil
+				}
+				_, resp, err := client.Issues.EditComment(ctx, g.owner, g.name, old.GetID(), &github.IssueComment{Body: github.Ptr(c.Body)})
+				if err != nil {
+					return fail(resp, err)
+				}
+				return nil
+			}
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+	}
+	_, resp, err := client.Issues.CreateComment(ctx, g.owner, g.name, number, &github.IssueComment{Body: github.Ptr(c.Body)})
+	if err != nil {
+		return fail(resp, err)
+	}
+	return nil
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strconv"
+	"strings"
 
 	gitlab "gitlab.com/gitlab-org/api/client-go"
 )
@@ -60,6 +61,64 @@ func (g *GitLab) Post(ctx context.Context, st Status) error {
 			code = resp.StatusCode
 		}
 		return postError(g.cfg.Repository, code, err, tok)
+	}
+	return nil
+}
+
+// CommentLimit implements Commenter.
+func (g *GitLab) CommentLimit() int { return GitLabCommentLimit }
+
+// UpsertComment implements Commenter through the merge request notes API.
+func (g *GitLab) UpsertComment(ctx context.Context, c Comment) error {
+	tok, err := g.cfg.token(ctx)
+	if err != nil {
+		return err
+	}
+	if c, err = prepareComment(c, GitLabCommentLimit, tok); err != nil {
+		return err
+	}
+	opts := []gitlab.ClientOptionFunc{gitlab.WithHTTPClient(boundedClient(g.cfg.httpClient())), gitlab.WithoutRetries()}
+	if g.cfg.BaseURL != "" {
+		opts = append(opts, gitlab.WithBaseURL(g.cfg.BaseURL))
+	}
+	client, err := gitlab.NewClient(tok, opts...)
+	if err != nil {
+		return commentError(g.cfg.Repository, c.Number, 0, err, tok)
+	}
+	fail := func(resp *gitlab.Response, err error) error {
+		code := 0
+		if resp != nil {
+			code = resp.StatusCode
+		}
+		return commentError(g.cfg.Repository, c.Number, code, err, tok)
+	}
+	for page := int64(1); page <= maxCommentPages; page++ {
+		list, resp, err := client.Notes.ListMergeRequestNotes(g.project, c.Number, &gitlab.ListMergeRequestNotesOptions{
+			ListOptions: gitlab.ListOptions{Page: page, PerPage: commentPageSize},
+		}, gitlab.WithContext(ctx))
+		if err != nil {
+			return fail(resp, err)
+		}
+		for _, old := range list {
+			if old.System || !strings.HasPrefix(old.Body, c.Marker) {
+				continue
+			}
+			if old.Body == c.Body {
+				return nil
+			}
+			_, resp, err := client.Notes.UpdateMergeRequestNote(g.project, c.Number, old.ID, &gitlab.UpdateMergeRequestNoteOptions{Body: gitlab.Ptr(c.Body)}, gitlab.WithContext(ctx))
+			if err != nil {
+				return fail(resp, err)
+			}
+			return nil
+		}
+		if resp == nil || resp.NextPage == 0 {
+			break
+		}
+	}
+	_, resp, err := client.Notes.CreateMergeRequestNote(g.project, c.Number, &gitlab.CreateMergeRequestNoteOptions{Body: gitlab.Ptr(c.Body)}, gitlab.WithContext(ctx))
+	if err != nil {
+		return fail(resp, err)
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -18,6 +19,9 @@ type Entry struct {
 	// Target names the Reporter the status goes to (see Dispatcher).
 	Target string `json:"target"`
 	Status Status `json:"status"`
+	// Comment, when set, makes the entry a pull-request comment instead
+	// of a commit status (Status is then zero).
+	Comment *Comment `json:"comment,omitempty"`
 }
 
 // statusKeyPrefix starts the outbox key of every commit status, so that
@@ -33,6 +37,10 @@ const statusKeyPrefix = "forge-status\x00"
 type statusQueue struct{ outbox revisions.Outbox }
 
 func statusKey(e Entry) string {
+	if c := e.Comment; c != nil {
+		// Only the newest body of a comment is worth posting.
+		return statusKeyPrefix + e.Target + "\x00#" + strconv.FormatInt(c.Number, 10) + "\x00" + c.Marker
+	}
 	return statusKeyPrefix + e.Target + "\x00" + e.Status.Commit + "\x00" + e.Status.Context
 }
 

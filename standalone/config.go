@@ -140,6 +140,10 @@ type SourceConfig struct {
 	// Forge, when set, posts a commit status per node on every commit this
 	// source delivers.
 	Forge *ForgeConfig `json:"forge,omitempty"`
+	// Previews, when enabled, previews the pull requests whose target is
+	// this source's branch (a git source with a forge): see
+	// docs/previews.md.
+	Previews *PreviewsConfig `json:"previews,omitempty"`
 	// Secrets grants the source external secrets outside its own
 	// directory: refs (or path.Match patterns such as "shared/*") relative
 	// to secretsDir. Without a grant, a ref NAME resolves to
@@ -220,6 +224,17 @@ type ForgeConfig struct {
 	Repository string `json:"repository,omitempty"`
 	// Token may write commit statuses.
 	Token sources.Secret `json:"token"`
+}
+
+// PreviewsConfig turns on pull-request previews for a source.
+type PreviewsConfig struct {
+	// Enabled previews every pull request into the source's branch that
+	// a webhook announces.
+	Enabled bool `json:"enabled,omitempty"`
+	// Concurrency is how many of the source's previews render at once
+	// (default 2); the others wait, each request keeping only its newest
+	// head.
+	Concurrency int `json:"concurrency,omitempty"`
 }
 
 // Duration is a time.Duration written as "30s" in YAML.

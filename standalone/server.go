@@ -74,6 +74,11 @@ type Server struct {
 	// files (a test replaces it).
 	secretTicks func(time.Duration) (<-chan time.Time, func())
 
+	// previews are the pull-request previews (buildPreviews).
+	previews *previews
+	// renderLimit bounds one render from outside (Options.renderLimit).
+	renderLimit time.Duration
+
 	// suspendMu serializes writes of the suspended sources' file.
 	suspendMu sync.Mutex
 }
@@ -89,7 +94,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if log.GetSink() == nil {
 		log = logr.Discard()
 	}
-	s = &Server{cfg: cfg, log: log, render: opts.Render}
+	s = &Server{cfg: cfg, log: log, render: opts.Render, renderLimit: opts.renderLimit}
 	if s.render == nil {
 		s.render = func() render.Options { return render.Options{} }
 	}
@@ -174,6 +179,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		return nil, err
 	}
 	s.engine, s.pipeline, s.xds, s.feedback = s.core.Engine(), s.core.Pipeline(), s.core.XDS(), s.core.Feedback()
+	s.buildPreviews(reporters)
 	if err := s.loadSuspended(); err != nil {
 		return nil, err
 	}
@@ -265,6 +271,7 @@ func (s *Server) Run(ctx context.Context) error {
 	_ = s.http.Shutdown(shutdownCtx)
 	// ADS streams live as long as the proxies: do not wait for them.
 	s.grpc.Stop()
+	s.previews.shutdown()
 	wg.Wait()
 	s.log.Info("stopped")
 	return err

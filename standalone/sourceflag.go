@@ -23,7 +23,8 @@ keys: name, git|oci, path, interval, secrets (granted secret refs
   ssh-passphrase-file|ssh-passphrase-env, known-hosts; timeout, depth;
   oci: tag, semver, digest, docker-config, insecure, timeout;
   commit statuses: forge=gitea|github|gitlab, forge-url, forge-repo,
-  forge-token-file|forge-token-env.
+  forge-token-file|forge-token-env;
+  pull-request previews: previews=true, preview-concurrency=N.
 Values cannot contain commas.`
 
 // ParseSourceFlag reads one `--source` value (see SourceFlagHelp).
@@ -186,6 +187,16 @@ func ParseSourceFlag(v string) (SourceConfig, error) {
 			frg().Repository = val
 		case "forge-token-file", "forge-token-env":
 			setSecret(&frg().Token, k, val)
+		case "previews":
+			if sc.Previews == nil {
+				sc.Previews = &PreviewsConfig{}
+			}
+			sc.Previews.Enabled, err = strconv.ParseBool(val)
+		case "preview-concurrency":
+			if sc.Previews == nil {
+				sc.Previews = &PreviewsConfig{}
+			}
+			sc.Previews.Concurrency, err = strconv.Atoi(val)
 		default:
 			err = fmt.Errorf("unknown key %q%s", k, render.DidYouMean(k, sourceFlagKeys))
 		}
@@ -201,7 +212,7 @@ var sourceFlagKeys = []string{
 	"name", "git", "oci", "path", "secrets", "interval", "timeout", "branch", "tag", "semver", "refname", "commit", "depth",
 	"username", "password-file", "password-env", "bearer-file", "bearer-env", "ssh-key-file", "ssh-key-env",
 	"ssh-passphrase-file", "ssh-passphrase-env", "known-hosts", "digest", "docker-config", "insecure",
-	"forge", "forge-url", "forge-repo", "forge-token-file", "forge-token-env",
+	"forge", "forge-url", "forge-repo", "forge-token-file", "forge-token-env", "previews", "preview-concurrency",
 }
 
 func setSecret(s *sources.Secret, key, val string) {

@@ -108,6 +108,21 @@ func (s SourceConfig) validate(where string) []error {
 	if s.Forge != nil {
 		errs = append(errs, s.validateForge(where+".forge")...)
 	}
+	if p := s.Previews; p != nil {
+		if p.Concurrency < 0 || p.Concurrency > 64 {
+			add(where+".previews.concurrency", "%d is outside 0..64", p.Concurrency)
+		}
+		if p.Enabled {
+			switch {
+			case s.Git == nil:
+				add(where+".previews", "pull-request previews need a git source")
+			case s.Forge == nil:
+				add(where+".previews", "pull-request previews need a forge to post their status and comment to: set forge")
+			case s.Git.gitRef().Branch == "" || s.Git.gitRef().Commit != "" || s.Git.gitRef().Name != "" || s.Git.gitRef().Tag != "" || s.Git.gitRef().SemVer != "":
+				add(where+".previews", "pull-request previews need a source that follows a branch: set git.branch (pull requests target a branch)")
+			}
+		}
+	}
 	return errs
 }
 

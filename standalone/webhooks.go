@@ -42,7 +42,7 @@ func (s *Server) hookRoutes(mux *http.ServeMux, secrets hooks.Secrets) {
 	for _, l := range s.loops {
 		w.Watch(l.status.URL, l.trigger)
 	}
-	hooks.Register(mux, secrets, func(repoURLs []string, ref string) {
+	hooks.RegisterReceivers(mux, secrets, hooks.Receivers{PullRequest: s.onPullRequest, Push: func(repoURLs []string, ref string) {
 		shown := make([]string, 0, len(repoURLs))
 		for _, u := range repoURLs {
 			shown = append(shown, sources.Redact(u))
@@ -54,5 +54,5 @@ func (s *Server) hookRoutes(mux *http.ServeMux, secrets hooks.Secrets) {
 		} else {
 			s.log.V(1).Info("push webhook", "repository", shown, "ref", ref, "sourcesTriggered", n)
 		}
-	})
+	}})
 }

@@ -5,5 +5,8 @@
 // wrongly signed request gets 401 and triggers nothing. A valid push calls
 // the Trigger with every repository URL the payload names and the pushed
 // ref; Watcher turns that into fetches of the configured sources that
-// follow that repository.
+// follow that repository. Pull-request events (GitHub and Gitea
+// pull_request, Gitea pull_request_sync, GitLab Merge Request Hook) go to a
+// PRTrigger instead, as a validated PullRequest: opened, head moved or
+// closed, with the ref the target repository keeps its head under.
 package hooks

@@ -82,3 +82,65 @@ func asDecoded(body []byte) string {
 	}
 	return b.String()
 }
+
+// FuzzPullRequestPayloads sends arbitrary, correctly signed pull-request
+// events to every forge's handler: no body may crash a handler or earn a
+// server error, and an event acted on always carries a valid number, a
+// full hex SHA (for an open request) and the ref the forge keeps it under.
+func FuzzPullRequestPayloads(f *testing.F) {
+	f.Add(githubPR("opened", "org/cfg"))
+	f.Add(giteaPR("synchronized", 2))
+	f.Add(gitlabMR("update", 11))
+	f.Add([]byte(`{"action":"closed","number":9223372036854775807,"pull_request":{"base":{"ref":"main"}}}`))
+	f.Add([]byte(`{"object_attributes":{"iid":1,"action":"open","target_branch":"` + strings.Repeat("x", 300) + `"}}`))
+	f.Add([]byte(`{"pull_request":` + strings.Repeat("{", 5000) + `}`))
+	secret := []byte("fuzz-secret")
+	sign := func(body []byte) string {
+		m := hmac.New(sha256.New, secret)
+		m.Write(body)
+		return hex.EncodeToString(m.Sum(nil))
+	}
+	f.Fuzz(func(t *testing.T, body []byte) {
+		for _, p := range []struct {
+			name    string
+			handler func(Receivers) http.Handler
+			headers map[string]string
+			refPre  string
+		}{
+			{"gitea", func(r Receivers) http.Handler { return giteaHandler(secret, r) }, map[string]string{"X-Gitea-Event": "pull_request", "X-Gitea-Event-Type": "pull_request_sync", "X-Gitea-Signature": sign(body)}, "refs/pull/"},
+			{"github", func(r Receivers) http.Handler { return gitHub(secret, r) }, map[string]string{"X-GitHub-Event": "pull_request", "X-Hub-Signature-256": "sha256=" + sign(body)}, "refs/pull/"},
+			{"gitlab", func(r Receivers) http.Handler { return gitLab(secret, r) }, map[string]string{"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": string(secret)}, "refs/merge-requests/"},
+		} {
+			var got []PullRequest
+			h := p.handler(Receivers{Push: func([]string, string) { t.Fatalf("%s: a pull-request event triggered a fetch", p.name) }, PullRequest: func(pr PullRequest) { got = append(got, pr) }})
+			req := httptest.NewRequest(http.MethodPost, "/hooks/"+p.name, bytes.NewReader(body))
+			for k, v := range p.headers {
+				req.Header.Set(k, v)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			if rec.Code >= 500 {
+				t.Fatalf("%s: status %d for a signed body", p.name, rec.Code)
+			}
+			if rec.Code != http.StatusAccepted && len(got) > 0 {
+				t.Fatalf("%s: answered %d but acted on %v", p.name, rec.Code, got)
+			}
+			for _, pr := range got {
+				if pr.Number <= 0 || pr.Number > maxPRNumber {
+					t.Fatalf("%s: acted on number %d", p.name, pr.Number)
+				}
+				if !pr.Closed && !isHexSHA(pr.HeadSHA) {
+					t.Fatalf("%s: acted on head %q", p.name, pr.HeadSHA)
+				}
+				if !strings.HasPrefix(pr.HeadRef, p.refPre) || !strings.HasSuffix(pr.HeadRef, "/head") {
+					t.Fatalf("%s: head ref %q", p.name, pr.HeadRef)
+				}
+				for _, u := range pr.RepoURLs {
+					if u == "" {
+						t.Fatalf("%s: an empty repository URL", p.name)
+					}
+				}
+			}
+		}
+	})
+}

@@ -45,10 +45,23 @@ type Secrets struct {
 // Register adds POST /hooks/gitea, /hooks/github, /hooks/gitlab and
 // /hooks/generic to mux.
 func Register(mux *http.ServeMux, s Secrets, trigger Trigger) {
-	mux.Handle("/hooks/gitea", Gitea(s.Gitea, trigger))
-	mux.Handle("/hooks/github", GitHub(s.GitHub, trigger))
-	mux.Handle("/hooks/gitlab", GitLab(s.GitLab, trigger))
-	mux.Handle("/hooks/generic", Generic(s.Generic, trigger))
+	RegisterReceivers(mux, s, Receivers{Push: trigger})
+}
+
+// Receivers are what the handlers call with a verified event. Push is
+// required; a nil PullRequest acknowledges pull-request events and does
+// nothing with them.
+type Receivers struct {
+	Push        Trigger
+	PullRequest PRTrigger
+}
+
+// RegisterReceivers is Register with pull-request events as well.
+func RegisterReceivers(mux *http.ServeMux, s Secrets, r Receivers) {
+	mux.Handle("/hooks/gitea", giteaHandler(s.Gitea, r))
+	mux.Handle("/hooks/github", gitHub(s.GitHub, r))
+	mux.Handle("/hooks/gitlab", gitLab(s.GitLab, r))
+	mux.Handle("/hooks/generic", Generic(s.Generic, r.Push))
 }
 
 // push is what a handler extracts from a payload.
@@ -67,6 +80,10 @@ type handler struct {
 	// parse returns ok false for events that are not pushes.
 	parse   func(r *http.Request, body []byte) (push, bool, error)
 	trigger Trigger
+	// parsePR returns ok false for events that are not pull-request
+	// events legate acts on; nil (or a nil onPR) ignores them all.
+	parsePR func(r *http.Request, body []byte) (PullRequest, bool, error)
+	onPR    PRTrigger
 }
 
 func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -96,6 +113,19 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		_, _ = io.WriteString(w, "duplicate delivery, ignored\n")
 		return
 	}
+	if h.parsePR != nil && h.onPR != nil {
+		pr, ok, err := h.parsePR(r, body)
+		if err != nil {
+			http.Error(w, fmt.Sprintf("cannot parse pull-request event: %v", err), http.StatusBadRequest)
+			return
+		}
+		if ok {
+			pr.RepoURLs = compact(pr.RepoURLs)
+			h.onPR(pr)
+			w.WriteHeader(http.StatusAccepted)
+			return
+		}
+	}
 	p, ok, err := h.parse(r, body)
 	if err != nil {
 		http.Error(w, fmt.Sprintf("cannot parse push event: %v", err), http.StatusBadRequest)
@@ -108,16 +138,21 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A payload names one repository in several forms (clone, ssh, web
 	// URLs): hand them all over at once, so that a source matching one
 	// form is fetched once and the others are not "unknown repositories".
+	if urls := compact(p.urls); len(urls) > 0 {
+		h.trigger(urls, p.ref)
+	}
+	w.WriteHeader(http.StatusAccepted)
+}
+
+// compact drops empty and repeated URLs.
+func compact(in []string) []string {
 	var urls []string
-	for _, u := range p.urls {
+	for _, u := range in {
 		if u != "" && !slices.Contains(urls, u) {
 			urls = append(urls, u)
 		}
 	}
-	if len(urls) > 0 {
-		h.trigger(urls, p.ref)
-	}
-	w.WriteHeader(http.StatusAccepted)
+	return urls
 }
 
 // validHMAC checks a hex HMAC-SHA256 of body, optionally after a prefix
@@ -160,6 +195,10 @@ func decode(body []byte, v any) error {
 // Gitea handles Gitea (and Forgejo) push webhooks signed with
 // X-Gitea-Signature (hex HMAC-SHA256 of the body).
 func Gitea(secret []byte, trigger Trigger) http.Handler {
+	return giteaHandler(secret, Receivers{Push: trigger})
+}
+
+func giteaHandler(secret []byte, rc Receivers) http.Handler {
 	return handler{
 		deliveryHeader: "X-Gitea-Delivery",
 		seen:           newDeliveries(),
@@ -167,12 +206,18 @@ func Gitea(secret []byte, trigger Trigger) http.Handler {
 			return validHMAC(secret, body, r.Header.Get("X-Gitea-Signature"), "")
 		},
 		parse:   githubStylePush("X-Gitea-Event"),
-		trigger: trigger,
+		trigger: rc.Push,
+		parsePR: giteaPullRequest,
+		onPR:    rc.PullRequest,
 	}
 }
 
 // GitHub handles GitHub push webhooks signed with X-Hub-Signature-256.
 func GitHub(secret []byte, trigger Trigger) http.Handler {
+	return gitHub(secret, Receivers{Push: trigger})
+}
+
+func gitHub(secret []byte, rc Receivers) http.Handler {
 	return handler{
 		deliveryHeader: "X-GitHub-Delivery",
 		seen:           newDeliveries(),
@@ -180,7 +225,9 @@ func GitHub(secret []byte, trigger Trigger) http.Handler {
 			return validHMAC(secret, body, r.Header.Get("X-Hub-Signature-256"), "sha256=")
 		},
 		parse:   githubStylePush("X-GitHub-Event"),
-		trigger: trigger,
+		trigger: rc.Push,
+		parsePR: githubPullRequest,
+		onPR:    rc.PullRequest,
 	}
 }
 
@@ -212,6 +259,10 @@ func githubStylePush(eventHeader string) func(*http.Request, []byte) (push, bool
 // GitLab handles GitLab push and tag push webhooks authenticated with the
 // X-Gitlab-Token shared token.
 func GitLab(secret []byte, trigger Trigger) http.Handler {
+	return gitLab(secret, Receivers{Push: trigger})
+}
+
+func gitLab(secret []byte, rc Receivers) http.Handler {
 	return handler{
 		deliveryHeader: "X-Gitlab-Event-UUID",
 		seen:           newDeliveries(),
@@ -241,7 +292,9 @@ func GitLab(secret []byte, trigger Trigger) http.Handler {
 			}
 			return push{urls: []string{p.Project.HTTPURL, p.Project.SSHURL, p.Project.WebURL, p.Repository.HTTPURL, p.Repository.SSHURL}, ref: p.Ref}, true, nil
 		},
-		trigger: trigger,
+		trigger: rc.Push,
+		parsePR: gitlabMergeRequest,
+		onPR:    rc.PullRequest,
 	}
 }
 

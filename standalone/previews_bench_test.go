@@ -1,0 +1,115 @@
+package standalone
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/preview/prs"
+	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/test/gitea"
+)
+
+// BenchmarkPullRequestFeedback measures, on a real Gitea in one run, the
+// time from a push to a pull request's branch until its legate/preview
+// status and its edited comment are on Gitea, against the time from a push
+// to the served branch until that commit's first commit status (the node's
+// pending: published, waiting for proxies) is. Both go through Gitea's
+// signed webhooks; the figures include Gitea's own webhook delay.
+//
+//	LEGATE_GITEA=$PWD/bin/gitea LEGATE_GITEA_ROOT="$(cat bin/gitea.root)" \
+//	  go test ./standalone/ -run '^$' -bench PullRequestFeedback -benchtime 30x
+func BenchmarkPullRequestFeedback(b *testing.B) {
+	srv := gitea.Start(b, gitea.Options{})
+	repo := srv.CreateRepo("preview-bench")
+	secrets := b.TempDir()
+	tokenFile := filepath.Join(secrets, "token")
+	require.NoError(b, os.WriteFile(tokenFile, []byte(srv.Token), 0o600))
+	hookFile := filepath.Join(secrets, "hook")
+	require.NoError(b, os.WriteFile(hookFile, []byte("bench-hook-secret"), 0o600))
+
+	w := giteaWork{t: b, dir: b.TempDir(), push: srv.PushURL(repo)}
+	w.git("init", "-q", "-b", "main")
+	w.commit("main", "base", map[string]string{
+		"nodes/edge/clusters.yaml": previewClusters("1s", "api"),
+		"nodes/edge/listener.yaml": previewListener("api"),
+		"nodes/east/clusters.yaml": previewClusters("1s", "api"),
+	})
+	s, err := New(Config{
+		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: b.TempDir(),
+		Sources: []SourceConfig{{
+			Name: "cfg", Interval: Duration{time.Hour},
+			Git:      &GitSource{URL: repo.CloneURL, Branch: "main", Auth: &GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
+			Forge:    &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
+			Previews: &PreviewsConfig{Enabled: true},
+		}},
+		Webhooks: WebhookConfig{Gitea: sources.Secret{File: hookFile}},
+	}, Options{})
+	require.NoError(b, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	b.Cleanup(func() { cancel(); require.NoError(b, <-done) })
+	require.Eventually(b, func() bool { return len(s.engine.Nodes()) == 2 }, time.Minute, 10*time.Millisecond)
+	require.NoError(b, srv.API(http.MethodPost, "api/v1/repos/"+repo.FullName+"/hooks", map[string]any{
+		"type": "gitea", "active": true, "events": []string{"push", "pull_request"},
+		"config": map[string]string{"url": "http://" + s.HTTPAddr() + "/hooks/gitea", "content_type": "json", "secret": "bench-hook-secret"},
+	}, nil))
+
+	w.git("checkout", "-q", "-b", "change")
+	head := w.commit("change", "first", map[string]string{"nodes/edge/clusters.yaml": previewClusters("2s", "api")})
+	pr := srv.OpenPullRequest(repo, "change", "main", "bench")
+	waitFor := func(what string, ok func() bool) {
+		deadline := time.Now().Add(2 * time.Minute)
+		for !ok() {
+			if time.Now().After(deadline) {
+				b.Fatalf("%s never happened", what)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	previewed := func(sha string) func() bool {
+		return func() bool {
+			if srv.LatestStatus(repo, sha, prs.StatusContext).State != "success" {
+				return false
+			}
+			cs := legateComments(b, srv, repo, pr.Number)
+			return len(cs) == 1 && strings.Contains(cs[0].Body, sha)
+		}
+	}
+	waitFor("the first preview", previewed(head))
+
+	var prTimes, mainTimes []time.Duration
+	b.ResetTimer()
+	for i := range b.N {
+		w.git("checkout", "-q", "change")
+		start := time.Now()
+		sha := w.commit("change", "pr push", map[string]string{"nodes/edge/clusters.yaml": previewClusters(fmt.Sprintf("%ds", i+3), "api")})
+		waitFor("the preview of "+sha, previewed(sha))
+		prTimes = append(prTimes, time.Since(start))
+
+		w.git("checkout", "-q", "main")
+		start = time.Now()
+		sha = w.commit("main", "served push", map[string]string{"nodes/east/clusters.yaml": previewClusters(fmt.Sprintf("%ds", i+3), "api")})
+		waitFor("the status of "+sha, func() bool { return srv.LatestStatus(repo, sha, forge.ContextFor("east")).State != "" })
+		mainTimes = append(mainTimes, time.Since(start))
+	}
+	b.StopTimer()
+	report := func(name string, ds []time.Duration) {
+		slices.Sort(ds)
+		pct := func(p float64) float64 { return float64(ds[int(p*float64(len(ds)-1))].Microseconds()) / 1000 }
+		b.ReportMetric(pct(0.5), name+"-p50-ms")
+		b.ReportMetric(pct(0.99), name+"-p99-ms")
+	}
+	report("pr", prTimes)
+	report("main", mainTimes)
+}

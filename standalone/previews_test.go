@@ -1,0 +1,263 @@
+package standalone
+
+import (
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/preview/prs"
+	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/test/gitea"
+)
+
+// previewClusters is a filesystem-xDS file of clusters with timeout.
+func previewClusters(timeout string, names ...string) string {
+	var b strings.Builder
+	b.WriteString("resources:\n")
+	for _, n := range names {
+		fmt.Fprintf(&b, `- "@type": type.googleapis.com/envoy.config.cluster.v3.Cluster
+  name: %s
+  type: STATIC
+  connect_timeout: %s
+  load_assignment:
+    cluster_name: %s
+    endpoints:
+    - lb_endpoints:
+      - endpoint: {address: {socket_address: {address: 127.0.0.1, port_value: 8080}}}
+`, n, timeout, n)
+	}
+	return b.String()
+}
+
+// previewListener routes / to cluster.
+func previewListener(cluster string) string {
+	return `resources:
+- "@type": type.googleapis.com/envoy.config.listener.v3.Listener
+  name: http
+  address: {socket_address: {address: 127.0.0.1, port_value: 10000}}
+  filter_chains:
+  - filters:
+    - name: envoy.filters.network.http_connection_manager
+      typed_config:
+        "@type": type.googleapis.com/envoy.extensions.filters.network.http_connection_manager.v3.HttpConnectionManager
+        stat_prefix: http
+        route_config:
+          virtual_hosts:
+          - name: all
+            domains: ["*"]
+            routes:
+            - match: {prefix: /}
+              route: {cluster: ` + cluster + `}
+        http_filters:
+        - name: envoy.filters.http.router
+          typed_config: {"@type": type.googleapis.com/envoy.extensions.filters.http.router.v3.Router}
+`
+}
+
+// giteaWork is a work tree pushing to a Gitea repository.
+type giteaWork struct {
+	t    testing.TB
+	dir  string
+	push string
+}
+
+func (w giteaWork) git(args ...string) string {
+	w.t.Helper()
+	cmd := exec.Command("git", append([]string{"-c", "user.name=Ada", "-c", "user.email=ada@legate.invalid", "-c", "commit.gpgsign=false"}, args...)...)
+	cmd.Dir = w.dir
+	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0", "GIT_CONFIG_NOSYSTEM=1", "HOME="+w.dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(w.t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+// commit writes files (path -> content) on the current branch, commits,
+// pushes it and returns the commit.
+func (w giteaWork) commit(branch, msg string, files map[string]string) string {
+	w.t.Helper()
+	for p, content := range files {
+		full := filepath.Join(w.dir, filepath.FromSlash(p))
+		require.NoError(w.t, os.MkdirAll(filepath.Dir(full), 0o755))
+		require.NoError(w.t, os.WriteFile(full, []byte(content), 0o600))
+	}
+	w.git("add", "-A")
+	w.git("commit", "-q", "-m", msg)
+	w.git("push", "-q", "-f", w.push, "HEAD:refs/heads/"+branch)
+	return w.git("rev-parse", "HEAD")
+}
+
+// previewFleet is the engine's served state: per node, its published
+// version and hash, and the number of revisions it keeps.
+func previewFleet(s *Server) map[string]string {
+	out := map[string]string{}
+	for _, n := range s.engine.Nodes() {
+		v := "none"
+		if n.Published != nil {
+			v = n.Published.Version + "/" + n.Published.Hash + "/" + n.Published.Commit
+		}
+		out[n.NodeID] = v + " revisions=" + strconv.Itoa(len(n.History))
+	}
+	return out
+}
+
+func legateComments(t testing.TB, srv *gitea.Server, repo *gitea.Repository, n int64) []gitea.Comment {
+	t.Helper()
+	all, err := srv.Comments(repo, n)
+	require.NoError(t, err)
+	var out []gitea.Comment
+	for _, c := range all {
+		if strings.HasPrefix(c.Body, prs.Marker("cfg")) {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+// TestPullRequestPreviewsOnGitea is the reviewer's loop on a real Gitea:
+// pull requests reach legate through the signed webhook, each gets the
+// legate/preview status on its head and one comment edited in place, a
+// closed one loses its work area, and the served fleet never moves.
+func TestPullRequestPreviewsOnGitea(t *testing.T) {
+	srv := gitea.Start(t, gitea.Options{})
+	repo := srv.CreateRepo("previews")
+	secrets := t.TempDir()
+	tokenFile := filepath.Join(secrets, "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(srv.Token+"\n"), 0o600))
+	hookSecret := "preview-hook-secret-0123"
+	hookFile := filepath.Join(secrets, "hook")
+	require.NoError(t, os.WriteFile(hookFile, []byte(hookSecret), 0o600))
+
+	w := giteaWork{t: t, dir: t.TempDir(), push: srv.PushURL(repo)}
+	w.git("init", "-q", "-b", "main")
+	base := map[string]string{
+		"nodes/edge/clusters.yaml": previewClusters("1s", "api"),
+		"nodes/edge/listener.yaml": previewListener("api"),
+		"nodes/west/clusters.yaml": previewClusters("1s", "api"),
+		"nodes/east/clusters.yaml": previewClusters("1s", "api"),
+	}
+	served := w.commit("main", "base", base)
+
+	stateDir := t.TempDir()
+	s := newServer(t, Config{
+		StateDir: stateDir,
+		Sources: []SourceConfig{{
+			Name: "cfg", Interval: Duration{time.Hour},
+			Git:      &GitSource{URL: repo.CloneURL, Branch: "main", Auth: &GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
+			Forge:    &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
+			Previews: &PreviewsConfig{Enabled: true},
+		}},
+		Webhooks: WebhookConfig{Gitea: sources.Secret{File: hookFile}},
+	}, Options{})
+	runServer(t, s)
+	require.Eventually(t, func() bool { return s.Sources()[0].AppliedRevision != "" && len(s.engine.Nodes()) == 3 }, time.Minute, 20*time.Millisecond)
+	require.Equal(t, served, s.Sources()[0].Commit)
+	before := previewFleet(s)
+	require.NoError(t, srv.API(http.MethodPost, "api/v1/repos/"+repo.FullName+"/hooks", map[string]any{
+		"type": "gitea", "active": true, "events": []string{"pull_request"},
+		"config": map[string]string{"url": "http://" + s.HTTPAddr() + "/hooks/gitea", "content_type": "json", "secret": hookSecret},
+	}, nil))
+	const wait = time.Minute
+
+	// Two nodes change: success, one comment naming exactly them.
+	w.git("checkout", "-q", "-b", "two-nodes")
+	h1 := w.commit("two-nodes", "edge and west", map[string]string{
+		"nodes/edge/clusters.yaml": previewClusters("2s", "api"),
+		"nodes/west/clusters.yaml": previewClusters("1s", "api", "extra"),
+	})
+	pr := srv.OpenPullRequest(repo, "two-nodes", "main", "two nodes")
+	st := srv.WaitStatus(t, repo, h1, prs.StatusContext, "success", wait)
+	assert.Equal(t, "valid; would change 2 node(s): edge, west", st.Description)
+	var comment gitea.Comment
+	require.Eventually(t, func() bool {
+		cs := legateComments(t, srv, repo, pr.Number)
+		if len(cs) == 1 {
+			comment = cs[0]
+		}
+		return len(cs) == 1 && strings.Contains(cs[0].Body, h1)
+	}, wait, 50*time.Millisecond)
+	for _, want := range []string{"<code>edge</code>", "<code>west</code>", "extra", "connect_timeout"} {
+		assert.Contains(t, comment.Body, want)
+	}
+	assert.NotContains(t, comment.Body, "<code>east</code>", "an unchanged node is not listed")
+	assert.NotContains(t, comment.Body, srv.Token)
+
+	// A second push: the status on the new head, the same comment edited.
+	h2 := w.commit("two-nodes", "west only", map[string]string{"nodes/edge/clusters.yaml": previewClusters("1s", "api")})
+	st = srv.WaitStatus(t, repo, h2, prs.StatusContext, "success", wait)
+	assert.Equal(t, "valid; would change 1 node(s): west", st.Description)
+	require.Eventually(t, func() bool {
+		cs := legateComments(t, srv, repo, pr.Number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, h2)
+	}, wait, 50*time.Millisecond, "the comment is edited for the new head")
+	cs := legateComments(t, srv, repo, pr.Number)
+	assert.Equal(t, comment.ID, cs[0].ID, "the same comment, edited in place")
+	assert.NotContains(t, cs[0].Body, "<code>edge</code>")
+
+	// A broken route: failure with file:line, the comment says why.
+	w.git("checkout", "-q", "main")
+	w.git("checkout", "-q", "-b", "broken")
+	h3 := w.commit("broken", "route to nowhere", map[string]string{"nodes/edge/listener.yaml": previewListener("missing")})
+	broken := srv.OpenPullRequest(repo, "broken", "main", "broken route")
+	st = srv.WaitStatus(t, repo, h3, prs.StatusContext, "failure", wait)
+	assert.Contains(t, st.Description, "nodes/edge/listener.yaml:")
+	assert.Contains(t, st.Description, "missing")
+	require.Eventually(t, func() bool {
+		cs := legateComments(t, srv, repo, broken.Number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, "nodes/edge/listener.yaml:")
+	}, wait, 50*time.Millisecond)
+
+	// Closed: its work area goes.
+	area := filepath.Join(stateDir, "previews", "cfg", strconv.FormatInt(pr.Number, 10))
+	require.DirExists(t, area)
+	srv.ClosePullRequest(repo, pr.Number)
+	require.Eventually(t, func() bool { _, err := os.Stat(area); return os.IsNotExist(err) }, wait, 50*time.Millisecond, "the closed request's work area is removed")
+	assert.DirExists(t, filepath.Join(stateDir, "previews", "cfg", strconv.FormatInt(broken.Number, 10)), "the open one keeps its own")
+
+	assert.Equal(t, before, previewFleet(s), "nothing was stored or published")
+	assert.Equal(t, served, s.Sources()[0].Commit)
+	for _, st := range srv.Statuses(t, repo, served) {
+		assert.NotEqual(t, prs.StatusContext, st.Context, "the served commit got no preview status")
+	}
+}
+
+func TestPreviewsConfigChecks(t *testing.T) {
+	tok := sources.Secret{File: "/run/token"}
+	gitForge := &ForgeConfig{Provider: forge.ProviderGitea, BaseURL: "https://gitea.example/", Repository: "org/cfg", Token: tok}
+	for name, tt := range map[string]struct {
+		src  SourceConfig
+		want string
+	}{
+		"no forge":         {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a forge"},
+		"oci":              {SourceConfig{Name: "a", OCI: &OCISource{URL: "oci://r.example/cfg"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a git source"},
+		"no branch":        {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a source that follows a branch"},
+		"wild concurrency": {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true, Concurrency: 1000}}, "sources[0].previews.concurrency: 1000 is outside 0..64"},
+		"valid":            {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true, Concurrency: 3}}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			err := Config{Sources: []SourceConfig{tt.src}}.Validate()
+			if tt.want == "" {
+				assert.NoError(t, err)
+				return
+			}
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestPreviewsSourceFlag(t *testing.T) {
+	sc, err := ParseSourceFlag("name=edge,git=https://gitea.example/org/cfg.git,branch=main,forge=gitea,forge-token-file=/t,previews=true,preview-concurrency=3")
+	require.NoError(t, err)
+	assert.Equal(t, &PreviewsConfig{Enabled: true, Concurrency: 3}, sc.Previews)
+	_, err = ParseSourceFlag("name=edge,git=https://gitea.example/org/cfg.git,previews=yes-please")
+	assert.ErrorContains(t, err, "previews")
+}
