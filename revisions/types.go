@@ -122,6 +122,12 @@ type Publication struct {
 	// ExternalEndpoints are the load assignments the home builds
 	// (render.NodeConfig.ExternalEndpoints, shared: do not modify).
 	ExternalEndpoints []render.ExternalEndpoints
+	// Candidate, during a progressive rollout, is the publication of the
+	// candidate revision: the xDS server serves it instead of this one to
+	// the proxies whose bucket (rollout.ProxyBucket) is below
+	// CandidateShare, in basis points. nil without a rollout.
+	Candidate      *Publication
+	CandidateShare int
 }
 
 // PublishedType is the resource set of one type in a publication.
@@ -161,6 +167,9 @@ type ProxyEvent struct {
 	SnapshotVersion string `json:"snapshotVersion,omitempty"`
 	// Error is the proxy's own error text (NACK only).
 	Error string `json:"error,omitempty"`
+	// Bucket is the proxy's rollout bucket (rollout.ProxyBucket), set on
+	// Connected: which side of a rollout's split the proxy is served.
+	Bucket int `json:"bucket,omitempty"`
 	// Outstanding counts responses sent to the proxy not answered yet.
 	Outstanding int       `json:"outstanding"`
 	Time        time.Time `json:"time"`
