@@ -26,10 +26,13 @@ const (
 	// StateRollbackFailed: every revision in the history is tainted; the
 	// publication in place is left as it is.
 	StateRollbackFailed State = "RollbackFailed"
+	// StateProgressing: a progressive rollout of the newest revision is
+	// under way; part of the node's proxies are served it.
+	StateProgressing State = "Progressing"
 )
 
 // allStates lists every state, for the per-node state gauge.
-var allStates = []State{StatePending, StateInSync, StateDegraded, StateRollback, StateRollbackFailed}
+var allStates = []State{StatePending, StateInSync, StateDegraded, StateRollback, StateRollbackFailed, StateProgressing}
 
 // Revision is one rendered configuration of one node ID. Equal content gives
 // an equal Hash and so the same revision, whatever commit produced it.
@@ -173,4 +176,8 @@ type ProxyEvent struct {
 	// Outstanding counts responses sent to the proxy not answered yet.
 	Outstanding int       `json:"outstanding"`
 	Time        time.Time `json:"time"`
+
+	// analysis carries a rollout analysis's verdict to the engine's loop
+	// (kind analysisDone); never set by the xDS server.
+	analysis *analysisDoneEvent
 }
