@@ -24,6 +24,10 @@ pause, an inconclusive analysis, a held failure) and goes to the next;
 pause holds it at its step; resume lets it go on; abort serves the old
 revision to every proxy again and taints the new one. Steering needs the
 admin token.`,
+		Example: `  legate rollout status edge
+  # an untimed pause (pause: {}) waits for this
+  legate rollout promote edge
+  legate rollout abort edge`,
 	}
 	root.AddCommand(newRolloutStatusCommand())
 	for _, c := range []struct {
