@@ -17,6 +17,7 @@ import (
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/xds"
 )
@@ -54,6 +55,11 @@ type Options struct {
 	Tenant      func(source string) string
 	Rerender    func(source string)
 	RenderLimit time.Duration
+	// Rollouts returns a source's progressive rollout plan (nil: none);
+	// Analyzer runs the analyses of those that have one. See
+	// revisions.Options.
+	Rollouts func(source string) *rollout.Plan
+	Analyzer rollout.Analyzer
 
 	// Reporters posts the commit statuses of the sources it names (a home
 	// whose sources are fixed at start); ReporterOf finds the reporter of
@@ -139,6 +145,8 @@ func New(opts Options) (*Core, error) {
 		History:    c.tuning.History,
 		Threshold:  c.tuning.TaintThreshold,
 		Timeout:    c.tuning.AnswerTimeout,
+		Rollouts:   opts.Rollouts,
+		Analyzer:   opts.Analyzer,
 		Registerer: opts.Registerer,
 		Log:        log.WithName("revisions"),
 	}

@@ -28,6 +28,14 @@ type Engine interface {
 	Revision(node, hash string) (rev revisions.Revision, served, ok bool)
 }
 
+// Rollouts is what an Engine may also answer (*revisions.Engine does): the
+// progressive rollouts, under way or last, for GET /api/v1/rollouts and
+// GET /api/v1/nodes/{node}/rollout.
+type Rollouts interface {
+	Rollouts() []revisions.RolloutView
+	Rollout(node string) (revisions.RolloutView, bool)
+}
+
 // Proxies lists the proxies connected for a node (*xds.Server); safe for
 // concurrent use.
 type Proxies interface {
@@ -172,6 +180,24 @@ func (a *API) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/sources", func(w http.ResponseWriter, r *http.Request) {
 		statuspage.WriteJSONIndented(w, http.StatusOK, a.Sources(), forPeople(r))
 	})
+	if ro, ok := a.o.Engine.(Rollouts); ok {
+		mux.HandleFunc("GET /api/v1/rollouts", func(w http.ResponseWriter, r *http.Request) {
+			views := ro.Rollouts()
+			slices.SortFunc(views, func(a, b revisions.RolloutView) int { return strings.Compare(a.Node, b.Node) })
+			if views == nil {
+				views = []revisions.RolloutView{}
+			}
+			statuspage.WriteJSONIndented(w, http.StatusOK, views, forPeople(r))
+		})
+		mux.HandleFunc("GET /api/v1/nodes/{node}/rollout", func(w http.ResponseWriter, r *http.Request) {
+			v, ok := ro.Rollout(r.PathValue("node"))
+			if !ok {
+				WriteError(w, http.StatusNotFound, "node "+quote(r.PathValue("node"))+" has no rollout")
+				return
+			}
+			statuspage.WriteJSONIndented(w, http.StatusOK, v, forPeople(r))
+		})
+	}
 	if a.o.Routes != nil {
 		a.o.Routes(mux)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -40,6 +41,14 @@ type Options struct {
 	Timeout time.Duration
 	// TickInterval is how often Run checks answer timeouts (default 1s).
 	TickInterval time.Duration
+	// Rollouts returns the progressive rollout plan of a source (the
+	// pipeline's source name, NodeRecord.Owner); nil publishes its nodes'
+	// new revisions to every proxy at once, as without this option. It is
+	// called under the engine's lock and must only look up.
+	Rollouts func(source string) *rollout.Plan
+	// Analyzer runs the analysis of rollout steps whose plan has one; nil
+	// makes such an analysis inconclusive, which pauses the rollout.
+	Analyzer rollout.Analyzer
 	// Registerer receives the engine's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
 	Log        logr.Logger
@@ -70,6 +79,8 @@ type Engine struct {
 	timeout   time.Duration
 	tick      time.Duration
 	metrics   *metrics
+	rollouts  func(source string) *rollout.Plan
+	analyzer  rollout.Analyzer
 
 	// phase is held by Restore, Follow and Lead for as long as they take
 	// the store's word, and shared by the decisions (Apply, ClearTaint,
@@ -148,6 +159,11 @@ type nodeState struct {
 	// ownerChanged: the record's owner changed since the publication in
 	// place was made, so it is published again under the new owner.
 	ownerChanged bool
+	// ro is what is live of a rollout under way (rollout.go); nil
+	// otherwise. Its stored part is rec.Rollout.
+	ro *liveRollout
+	// mirroredSplit is the rollout split a follower serves (splitOf).
+	mirroredSplit string
 }
 
 // New returns an Engine. Call Restore before anything else.
@@ -164,6 +180,8 @@ func New(opts Options) (*Engine, error) {
 		threshold: opts.Threshold,
 		timeout:   opts.Timeout,
 		tick:      opts.TickInterval,
+		rollouts:  opts.Rollouts,
+		analyzer:  opts.Analyzer,
 		nodes:     map[string]*nodeState{},
 	}
 	e.notifyCond = sync.NewCond(&e.notifyMu)

@@ -749,7 +749,7 @@ func TestNodeStateGauge(t *testing.T) {
 			got[labels["state"]] = m.GetGauge().GetValue()
 		}
 	}
-	assert.Equal(t, map[string]float64{"Pending": 0, "InSync": 0, "Degraded": 0, "Rollback": 0, "RollbackFailed": 1}, got)
+	assert.Equal(t, map[string]float64{"Pending": 0, "InSync": 0, "Degraded": 0, "Rollback": 0, "RollbackFailed": 1, "Progressing": 0}, got)
 }
 
 func TestRemovedTypeIsPublishedEmpty(t *testing.T) {

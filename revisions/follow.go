@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // ErrNotLeader is returned by the methods that decide (Apply, ClearTaint)
@@ -170,22 +171,42 @@ func (e *Engine) mirrorNode(n *nodeState, d NodeData) error {
 		e.settle(n)
 		return nil
 	}
-	if n.track.version == n.rec.Version && !n.mirrorPending {
+	split := splitOf(n.rec)
+	if n.track.version == n.rec.Version && n.mirroredSplit == split && !n.mirrorPending {
 		e.settle(n)
 		return nil
 	}
 	pub, err := PublicationOf(n.rec, n.revs[n.rec.Published])
+	if rr := n.rec.Rollout; err == nil && rr.Active() && rr.Status.Share > 0 && n.revs[rr.Status.Candidate] != nil {
+		// The leader's rollout: serve the same split.
+		cp := publication(n.rec.Owner, n.revs[rr.Status.Candidate].Config, rr.Version, rr.Types)
+		pub.Candidate, pub.CandidateShare = &cp, rr.Status.Share
+	}
 	if err == nil {
 		err = e.publish(n.rec.Node, pub)
 	}
+	n.mirroredSplit = split
 	n.mirrorPending = err != nil
 	if err != nil {
 		return fmt.Errorf("serve node %q as the leader published it: %w", n.rec.Node, err)
 	}
-	n.track.reset(n.rec.Version, now)
-	n.verdict = verdictPending
+	if n.track.version != n.rec.Version {
+		n.track.reset(n.rec.Version, now)
+		n.verdict = verdictPending
+	}
+	if rr := n.rec.Rollout; rr.Active() && n.track.candidate != rr.Version {
+		n.track.startCandidate(rr.Version)
+	}
 	e.settle(n)
 	return nil
+}
+
+// splitOf names the rollout split a record asks to serve ("" for none).
+func splitOf(rec NodeRecord) string {
+	if rr := rec.Rollout; rr.Active() && rr.Status.Share > 0 {
+		return rr.Version + "/" + strconv.Itoa(rr.Status.Share)
+	}
+	return ""
 }
 
 // retryMirror serves again, on a follower's tick, a publication it could

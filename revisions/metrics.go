@@ -18,6 +18,8 @@ type metrics struct {
 	taints             *prometheus.CounterVec
 	validationFailures *prometheus.CounterVec
 	state              *prometheus.GaugeVec
+	rollouts           *prometheus.CounterVec
+	steps              *prometheus.CounterVec
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -36,11 +38,13 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Namespace: "legate", Subsystem: "revisions", Name: "node_state",
 			Help: "1 for the state each node is in, 0 for the others.",
 		}, []string{"node", "state"}),
+		rollouts: counter("rollouts_total", "Progressive rollouts ended, per node and result (Succeeded, Failed, Aborted, superseded).", "node", "result"),
+		steps:    counter("rollout_steps_total", "Rollout steps ended, per node, step (from 1) and result (passed, failed).", "node", "step", "result"),
 	}
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.revisions, m.publishes, m.rollbacks, m.taints, m.validationFailures, m.state} {
+	for _, c := range []prometheus.Collector{m.revisions, m.publishes, m.rollbacks, m.taints, m.validationFailures, m.state, m.rollouts, m.steps} {
 		if err := reg.Register(c); err != nil {
 			if are := (prometheus.AlreadyRegisteredError{}); errors.As(err, &are) {
 				return nil, fmt.Errorf("revisions metrics are already registered; create one Engine per registry: %w", err)

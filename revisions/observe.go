@@ -139,6 +139,15 @@ func (e *Engine) drain(ctx context.Context) {
 func (e *Engine) observe(ctx context.Context, n *nodeState, evs []ProxyEvent) {
 	touched := false
 	for _, ev := range evs {
+		switch {
+		case ev.Kind == analysisDone:
+			if n.analysisIn(ev) {
+				touched = true
+			}
+			continue
+		case ev.Kind == ProxyConnected && n.ro != nil:
+			n.countConnect(ev)
+		}
 		if n.track.observe(ev) {
 			touched = true
 		}
@@ -165,6 +174,12 @@ const maxTaintProxies = 50
 // mu held.
 func (e *Engine) evaluate(ctx context.Context, n *nodeState, now time.Time) {
 	if n.track.version == "" {
+		return
+	}
+	if n.rec.Rollout.Active() {
+		// The stable revision was judged before the rollout began; what
+		// is judged now is the candidate, step by step.
+		e.advanceRollout(ctx, n, now)
 		return
 	}
 	t, rej := n.answers()

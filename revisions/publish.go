@@ -34,6 +34,14 @@ func (e *Engine) reconcile(n *nodeState, now time.Time, force, announce bool) {
 	retaken, report := force, announce
 	for {
 		c := choose(n.candidates(notReady))
+		if e.rollouts != nil || n.rec.Rollout != nil {
+			handled, end := e.reconcileRollout(n, c, now)
+			if handled {
+				return
+			}
+			// A split that ends without promotion is not left served.
+			retaken = retaken || end
+		}
 		served := n.revs[n.rec.Published]
 		plan := planPublish(c, n.rec.Published, served != nil && served.Taint != nil, retaken)
 		n.base = c.State

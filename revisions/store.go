@@ -5,6 +5,7 @@ import (
 	"errors"
 	"time"
 
+	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -41,7 +42,25 @@ type NodeRecord struct {
 	// the stored record has plus one, and a store refuses it with
 	// ErrConflict otherwise (0 for a record never written).
 	Revision uint64 `json:"revision,omitempty"`
+	// Rollout is the node's progressive rollout: under way, or the last
+	// one (nil when its source has no rollout policy). It is stored with
+	// the record so that a restarted or new leader continues it at its
+	// step and a follower serves the same split.
+	Rollout *RolloutRecord `json:"rollout,omitempty"`
 }
+
+// RolloutRecord is a rollout's state with the versions its candidate is
+// served under.
+type RolloutRecord struct {
+	Status rollout.Status `json:"status"`
+	// Version and Types are the candidate's Publication.Version and
+	// per-type versions.
+	Version string                 `json:"version,omitempty"`
+	Types   map[string]TypeVersion `json:"types,omitempty"`
+}
+
+// Active reports whether the rollout is under way.
+func (r *RolloutRecord) Active() bool { return r != nil && !r.Status.Phase.Done() }
 
 // NodeData is everything stored for one node ID.
 type NodeData struct {

@@ -4,6 +4,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/legate-dev/legate/rollout"
 )
 
 // tracker keeps, for one node ID, which proxies are connected and how each
@@ -18,6 +20,9 @@ type tracker struct {
 	// since is when that publication was made, for the answer timeout.
 	since   time.Time
 	proxies map[string]*proxyAnswer
+	// candidate is the Publication.Version of a rollout's candidate; ""
+	// without a rollout. Answers to it are kept apart (proxyAnswer.cand*).
+	candidate string
 	// gone counts proxies kept only for their rejection (no stream open);
 	// it is capped at maxGone so that a crash-looping proxy with a new
 	// identity per stream cannot grow the map without bound.
@@ -35,6 +40,12 @@ type proxyAnswer struct {
 	acked       bool
 	rejected    bool
 	err         string
+	// bucket is the proxy's rollout bucket; candAcked, candRejected and
+	// candErr its answers to the rollout's candidate.
+	bucket       int
+	candAcked    bool
+	candRejected bool
+	candErr      string
 }
 
 func newTracker() *tracker {
@@ -69,6 +80,7 @@ func (t *tracker) observe(ev ProxyEvent) bool {
 			t.gone--
 		}
 		p.conns++
+		p.bucket = ev.Bucket
 		return true
 	case ProxyDisconnected:
 		if p == nil {
@@ -95,8 +107,14 @@ func (t *tracker) observe(ev ProxyEvent) bool {
 		if ev.SnapshotVersion == t.version && t.version != "" {
 			p.acked = true
 		}
+		if ev.SnapshotVersion == t.candidate && t.candidate != "" {
+			p.candAcked = true
+		}
 		return true
 	case ProxyNACK:
+		if ev.SnapshotVersion == t.candidate && t.candidate != "" {
+			return t.candidateNACK(ev)
+		}
 		if ev.SnapshotVersion != t.version || t.version == "" {
 			if p != nil {
 				p.outstanding = ev.Outstanding
@@ -161,4 +179,68 @@ func (t *tracker) connected() int {
 		}
 	}
 	return n
+}
+
+// candidateNACK records a rejection of the rollout's candidate.
+func (t *tracker) candidateNACK(ev ProxyEvent) bool {
+	p := t.proxies[ev.Proxy]
+	if p == nil {
+		if t.gone >= maxGone {
+			return false
+		}
+		p = &proxyAnswer{bucket: -1}
+		t.proxies[ev.Proxy] = p
+		t.gone++
+	}
+	p.outstanding = ev.Outstanding
+	if !p.candRejected {
+		p.candRejected, p.candErr = true, ev.Error
+	}
+	return true
+}
+
+// startCandidate starts judging a rollout's candidate served under
+// version: earlier answers to a candidate are forgotten.
+func (t *tracker) startCandidate(version string) {
+	t.candidate = version
+	for _, p := range t.proxies {
+		p.candAcked, p.candRejected, p.candErr = false, false, ""
+	}
+}
+
+// promote makes the candidate the publication judged, keeping the answers
+// the proxies gave it: a canary that ACKed it is not sent it again, so it
+// would not answer again.
+func (t *tracker) promote(since time.Time) {
+	t.version, t.since = t.candidate, since
+	t.candidate = ""
+	for id, p := range t.proxies {
+		if p.conns == 0 && !p.candRejected {
+			delete(t.proxies, id)
+			continue
+		}
+		p.acked, p.rejected, p.err = p.candAcked, p.candRejected, p.candErr
+		p.candAcked, p.candRejected, p.candErr = false, false, ""
+	}
+}
+
+// canaries counts the connected proxies a share serves the candidate, and
+// how many ACKed it with nothing outstanding; it names one that has not
+// (the first by name) and the first rejection of the candidate.
+func (t *tracker) canaries(share int) (inStep, acked int, waiting string, rej *rollout.Rejection) {
+	for id, p := range t.proxies {
+		if p.candRejected && (rej == nil || id < rej.Proxy) {
+			rej = &rollout.Rejection{Proxy: id, Error: p.candErr}
+		}
+		if p.conns == 0 || p.bucket < 0 || !rollout.InShare(p.bucket, share) {
+			continue
+		}
+		inStep++
+		if p.candAcked && p.outstanding == 0 {
+			acked++
+		} else if waiting == "" || id < waiting {
+			waiting = id
+		}
+	}
+	return inStep, acked, waiting, rej
 }

@@ -26,10 +26,13 @@ const (
 	// StateRollbackFailed: every revision in the history is tainted; the
 	// publication in place is left as it is.
 	StateRollbackFailed State = "RollbackFailed"
+	// StateProgressing: a progressive rollout of the newest revision is
+	// under way; part of the node's proxies are served it.
+	StateProgressing State = "Progressing"
 )
 
 // allStates lists every state, for the per-node state gauge.
-var allStates = []State{StatePending, StateInSync, StateDegraded, StateRollback, StateRollbackFailed}
+var allStates = []State{StatePending, StateInSync, StateDegraded, StateRollback, StateRollbackFailed, StateProgressing}
 
 // Revision is one rendered configuration of one node ID. Equal content gives
 // an equal Hash and so the same revision, whatever commit produced it.
@@ -122,6 +125,12 @@ type Publication struct {
 	// ExternalEndpoints are the load assignments the home builds
 	// (render.NodeConfig.ExternalEndpoints, shared: do not modify).
 	ExternalEndpoints []render.ExternalEndpoints
+	// Candidate, during a progressive rollout, is the publication of the
+	// candidate revision: the xDS server serves it instead of this one to
+	// the proxies whose bucket (rollout.ProxyBucket) is below
+	// CandidateShare, in basis points. nil without a rollout.
+	Candidate      *Publication
+	CandidateShare int
 }
 
 // PublishedType is the resource set of one type in a publication.
@@ -161,7 +170,14 @@ type ProxyEvent struct {
 	SnapshotVersion string `json:"snapshotVersion,omitempty"`
 	// Error is the proxy's own error text (NACK only).
 	Error string `json:"error,omitempty"`
+	// Bucket is the proxy's rollout bucket (rollout.ProxyBucket), set on
+	// Connected: which side of a rollout's split the proxy is served.
+	Bucket int `json:"bucket,omitempty"`
 	// Outstanding counts responses sent to the proxy not answered yet.
 	Outstanding int       `json:"outstanding"`
 	Time        time.Time `json:"time"`
+
+	// analysis carries a rollout analysis's verdict to the engine's loop
+	// (kind analysisDone); never set by the xDS server.
+	analysis *analysisDoneEvent
 }

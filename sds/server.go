@@ -80,6 +80,10 @@ func externals(pub revisions.Publication) []external {
 	for _, x := range pub.ExternalEndpoints {
 		out = append(out, external{eps: x, endpoint: true})
 	}
+	if pub.Candidate != nil {
+		// A rollout serves both revisions: both need their material read.
+		out = append(out, externals(*pub.Candidate)...)
+	}
 	return out
 }
 
@@ -410,8 +414,24 @@ func (s *Server) pushLocked() {
 // snapshotLocked is pub with its secrets and endpoints as last read,
 // without reading.
 func (s *Server) snapshotLocked(pub revisions.Publication) (xds.Snapshot, error) {
+	snap, err := s.sideLocked(pub)
+	if err != nil || pub.Candidate == nil {
+		return snap, err
+	}
+	cand, err := s.sideLocked(*pub.Candidate)
+	if err != nil {
+		return xds.Snapshot{}, fmt.Errorf("candidate %s: %w", pub.Candidate.Version, err)
+	}
+	snap.Candidate, snap.CandidateShare = &cand, pub.CandidateShare
+	return snap, nil
+}
+
+// sideLocked is one side of a rollout's split (or the whole publication
+// without one).
+func (s *Server) sideLocked(pub revisions.Publication) (xds.Snapshot, error) {
 	var secrets, endpoints []render.Resource
 	var errs []error
+	pub.Candidate = nil
 	for _, x := range externals(pub) {
 		r, known := s.read[x]
 		switch {

@@ -1,12 +1,16 @@
 package standalone
 
 import (
+	"errors"
 	"net/http"
 	"time"
 
 	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/readapi"
+	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/statuspage"
+	"github.com/legate-dev/legate/textbound"
 )
 
 // FetchResponse is the answer to POST /api/v1/sources/{name}/fetch.
@@ -101,4 +105,26 @@ func (s *Server) servePrune(w http.ResponseWriter, r *http.Request) {
 	}
 	logging.Warn(s.log, "orphaned node pruned: no longer served", "node", node)
 	statuspage.WriteJSON(w, http.StatusOK, map[string]string{"node": node, "status": "pruned"})
+}
+
+// serveRolloutCommand carries out promote, pause, resume or abort on the
+// rollout of a node and answers with the rollout after it.
+func (s *Server) serveRolloutCommand(w http.ResponseWriter, r *http.Request) {
+	node, cmd := r.PathValue("node"), rollout.Command(r.PathValue("command"))
+	switch cmd {
+	case rollout.CommandPromote, rollout.CommandPause, rollout.CommandResume, rollout.CommandAbort:
+	default:
+		readapi.WriteError(w, http.StatusNotFound, "no rollout command "+quote(textbound.Prefix(string(cmd), 64))+": use promote, pause, resume or abort")
+		return
+	}
+	if _, err := s.engine.RolloutCommand(r.Context(), node, cmd); err != nil {
+		code := http.StatusConflict
+		if errors.Is(err, revisions.ErrNotFound) {
+			code = http.StatusNotFound
+		}
+		readapi.WriteError(w, code, err.Error())
+		return
+	}
+	v, _ := s.engine.Rollout(node)
+	statuspage.WriteJSON(w, http.StatusOK, v)
 }

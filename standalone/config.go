@@ -16,6 +16,7 @@ import (
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
 )
@@ -150,6 +151,11 @@ type SourceConfig struct {
 	// <secretsDir>/<source name>/NAME and a ref NAMESPACE/NAME is allowed
 	// only when NAMESPACE is the source's name.
 	Secrets []string `json:"secrets,omitempty"`
+	// Rollout, when set, rolls each new revision of the source's nodes out
+	// progressively (steps of proxies, nodes and pauses, with gates); see
+	// docs/rollout.md. Without it a new revision reaches every proxy at
+	// once.
+	Rollout *rollout.Policy `json:"rollout,omitempty"`
 }
 
 // GitSource is a Git repository to follow.

@@ -64,6 +64,7 @@ func (s *Server) writeRoutes(mux *http.ServeMux) {
 	mux.HandleFunc("POST /api/v1/sources/{name}/resume", s.admin(s.serveSuspend(false)))
 	mux.HandleFunc("DELETE /api/v1/nodes/{node}/revisions/{hash}/taint", s.admin(s.serveUntaint))
 	mux.HandleFunc("POST /api/v1/nodes/{node}/prune", s.admin(s.servePrune))
+	mux.HandleFunc("POST /api/v1/nodes/{node}/rollout/{command}", s.admin(s.serveRolloutCommand))
 }
 
 // Nodes is the content of GET /api/v1/nodes.

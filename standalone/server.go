@@ -24,6 +24,7 @@ import (
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/revisions/boltstore"
+	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
@@ -38,6 +39,10 @@ type Options struct {
 	// nil renders with the defaults. DefaultNode is taken from Config.
 	Render func() render.Options
 	Log    logr.Logger
+	// Analyzer runs the analyses of the sources' rollout policies
+	// (rollout/analysis builds one from a policy's analysis); nil makes
+	// them inconclusive, which pauses the rollout.
+	Analyzer rollout.Analyzer
 
 	// httpTimeouts replaces the HTTP server's timeouts (tests; zero: the
 	// defaults).
@@ -154,6 +159,16 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 			}
 		}
 	}
+	plans, err := cfg.rolloutPlans()
+	if err != nil {
+		return nil, err
+	}
+	var rollouts func(string) *rollout.Plan
+	if len(plans) > 0 {
+		// Without a policy the engine is given no lookup at all: its
+		// publication path stays today's.
+		rollouts = func(source string) *rollout.Plan { return plans[source] }
+	}
 	s.core, err = core.New(core.Options{
 		Store: s.store,
 		Secrets: sds.Files{
@@ -169,6 +184,8 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		Scope:       s.secretScope,
 		Rerender:    func(source string) { s.Trigger(source) },
 		RenderLimit: opts.renderLimit,
+		Rollouts:    rollouts,
+		Analyzer:    opts.Analyzer,
 		Reporters:   reporters,
 		PublicURL:   cfg.PublicURL,
 		Tuning:      cfg.Tuning(),

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
@@ -123,7 +124,29 @@ func (s SourceConfig) validate(where string) []error {
 			}
 		}
 	}
+	if s.Rollout != nil {
+		if _, err := s.Rollout.Compile(where + ".rollout"); err != nil {
+			errs = append(errs, err)
+		}
+	}
 	return errs
+}
+
+// rolloutPlans compiles every source's rollout policy, by source name.
+// Validate has checked them.
+func (c Config) rolloutPlans() (map[string]*rollout.Plan, error) {
+	plans := map[string]*rollout.Plan{}
+	for i, s := range c.Sources {
+		if s.Rollout == nil {
+			continue
+		}
+		p, err := s.Rollout.Compile(fmt.Sprintf("sources[%d].rollout", i))
+		if err != nil {
+			return nil, err
+		}
+		plans[s.Name] = p
+	}
+	return plans, nil
 }
 
 func (s SourceConfig) validateGit(where string) []error {

@@ -17,6 +17,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/rollout"
 )
 
 // Authorizer decides whether a stream may act as nodeID. It is called once
@@ -91,9 +92,52 @@ type nodeSnapshot struct {
 	version string
 	owner   string
 	types   map[string]*preparedType
+	// candidate is served instead to the streams whose bucket is below
+	// share (a rollout in progress); nil otherwise.
+	candidate *nodeSnapshot
+	share     int
 }
 
 var emptyTypes sync.Map // type URL -> *preparedType
+
+// prepareSnapshot prepares snap's types, reusing those of the earlier
+// snapshots given whose version is the same.
+func prepareSnapshot(snap Snapshot, reuse ...*nodeSnapshot) *nodeSnapshot {
+	next := &nodeSnapshot{version: snap.Version, owner: snap.Owner, types: make(map[string]*preparedType, len(snap.Types))}
+next:
+	for url, ts := range snap.Types {
+		for _, old := range reuse {
+			if old == nil {
+				continue
+			}
+			if pt, ok := old.types[url]; ok && pt.version == ts.Version {
+				next.types[url] = pt
+				continue next
+			}
+		}
+		next.types[url] = prepareType(url, ts.Version, ts.Resources)
+	}
+	return next
+}
+
+func (ns *nodeSnapshot) candidateOrNil() *nodeSnapshot {
+	if ns == nil {
+		return nil
+	}
+	return ns.candidate
+}
+
+// forBucket is the snapshot a stream in bucket is served: the candidate
+// when a rollout takes the bucket, the snapshot itself otherwise.
+func (ns *nodeSnapshot) forBucket(bucket func() int) *nodeSnapshot {
+	if ns == nil || ns.candidate == nil || ns.share <= 0 {
+		return ns
+	}
+	if ns.share >= rollout.Buckets || rollout.InShare(bucket(), ns.share) {
+		return ns.candidate
+	}
+	return ns
+}
 
 // typ returns the prepared type, an empty set for a type the snapshot
 // leaves out, or nil when there is no snapshot.
@@ -149,18 +193,23 @@ func (s *Server) SetSnapshot(node string, snap Snapshot) error {
 	if err := snap.Consistent(); err != nil {
 		return fmt.Errorf("snapshot %s of node %q is inconsistent: %w", snap.Version, node, err)
 	}
+	if c := snap.Candidate; c != nil {
+		if err := c.Consistent(); err != nil {
+			return fmt.Errorf("candidate snapshot %s of node %q is inconsistent: %w", c.Version, node, err)
+		}
+		if c.Version == snap.Version || c.Candidate != nil {
+			return fmt.Errorf("candidate snapshot %s of node %q must have a version of its own and no candidate", c.Version, node)
+		}
+	}
 	ns := s.node(node, true)
 	ns.setMu.Lock()
 	old := ns.snap.Load()
-	next := &nodeSnapshot{version: snap.Version, owner: snap.Owner, types: make(map[string]*preparedType, len(snap.Types))}
-	for url, ts := range snap.Types {
-		if old != nil {
-			if pt, ok := old.types[url]; ok && pt.version == ts.Version {
-				next.types[url] = pt
-				continue
-			}
-		}
-		next.types[url] = prepareType(url, ts.Version, ts.Resources)
+	next := prepareSnapshot(snap, old)
+	if snap.Candidate != nil {
+		// A type the candidate shares with the stable snapshot (same
+		// version) is prepared once for both.
+		next.candidate = prepareSnapshot(*snap.Candidate, next, old, old.candidateOrNil())
+		next.share = snap.CandidateShare
 	}
 	ns.snap.Store(next)
 	ns.setMu.Unlock()

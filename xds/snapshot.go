@@ -29,6 +29,12 @@ type Snapshot struct {
 	// Types maps an xDS type URL to its resources. A type that is absent is
 	// served as an empty set to wildcard subscribers.
 	Types map[string]TypeSnapshot `json:"types"`
+	// Candidate, during a progressive rollout, is served instead of this
+	// snapshot to the streams whose proxy bucket (rollout.ProxyBucket) is
+	// below CandidateShare, in basis points; the others never see it. It
+	// has a Version of its own, so answers tell which one they judge.
+	Candidate      *Snapshot `json:"candidate,omitempty"`
+	CandidateShare int       `json:"candidateShare,omitempty"`
 }
 
 // TypeSnapshot is the resource set of one type. A set whose Version is

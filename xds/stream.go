@@ -16,6 +16,7 @@ import (
 
 	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/rollout"
 )
 
 // podNameKey is the node metadata key naming the proxy's pod.
@@ -49,6 +50,11 @@ type streamBase struct {
 	allowed   *nodeSnapshot
 	authEpoch uint64
 	checked   bool
+	// bucket is the proxy's rollout bucket (rollout.ProxyBucket), taken
+	// when the stream starts: it decides which side of a rollout's split
+	// the stream is served, the same on every replica and after a
+	// reconnect.
+	bucket int
 }
 
 // recheck asks the Recheck option whether the stream may receive snap
@@ -83,8 +89,10 @@ func (b *streamBase) snapshot() *nodeSnapshot {
 	if b.ns == nil {
 		return nil
 	}
-	return b.ns.snap.Load()
+	return b.ns.snap.Load().forBucket(b.bucketOf)
 }
+
+func (b *streamBase) bucketOf() int { return b.bucket }
 
 // pushedOne notes that a request's type was compared with snap; with one
 // subscribed type that means every type was.
@@ -144,13 +152,14 @@ func (b *streamBase) start(node *corev3.Node) error {
 	tr := newTracker(proxy, node.GetId(), b.kind, b.srv.opts.Clock.Now())
 	tr.peer = describePeer(b.ctx, identity, node)
 	b.tr = tr
+	b.bucket = rollout.ProxyBucket(identity, boundText(node.GetMetadata().GetFields()[podNameKey].GetStringValue(), maxPodName, ""), node.GetId(), tr.peer.address)
 	ns, err := b.srv.register(node.GetId(), b, seq)
 	if err != nil {
 		b.tr = nil
 		return err
 	}
 	b.nodeID, b.ns = node.GetId(), ns
-	b.srv.emit(Event{Kind: Connected, Node: b.nodeID, Proxy: proxy, Time: b.tr.since})
+	b.srv.emit(Event{Kind: Connected, Node: b.nodeID, Proxy: proxy, Bucket: b.bucket, Time: b.tr.since})
 	return nil
 }
 

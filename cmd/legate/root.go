@@ -37,7 +37,7 @@ proxies reject it.`,
 		newValidateCommand(), newSchemaCommand(), newUntaintCommand(), newPKICommand(),
 		newGetCommand(), newDiffCommand(), newReconcileCommand(),
 		newSuspendCommand(true), newSuspendCommand(false), newPruneCommand(),
-		newBootstrapCommand(), newInjectCommand())
+		newBootstrapCommand(), newInjectCommand(), newRolloutCommand())
 	return root
 }
 
