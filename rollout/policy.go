@@ -121,10 +121,17 @@ type NodeSelector struct {
 	Share Text
 }
 
-// UnmarshalJSON takes a list of strings or a single string ("25%").
+// UnmarshalJSON takes a list of strings or a single string ("25%"). A
+// list of one percentage (["25%"]) is a share too: that is how the
+// Kubernetes API writes it, a CRD field having one type (its schema
+// refuses "%" in a glob).
 func (s *NodeSelector) UnmarshalJSON(b []byte) error {
 	var globs []string
 	if err := json.Unmarshal(b, &globs); err == nil {
+		if len(globs) == 1 && strings.HasSuffix(globs[0], "%") {
+			s.Share = Text(globs[0])
+			return nil
+		}
 		s.Globs = globs
 		return nil
 	}

@@ -115,3 +115,15 @@ func TestSelectsNode(t *testing.T) {
 	}
 	assert.InDelta(t, 500, in, 60)
 }
+
+// The Kubernetes API writes a share of nodes as a list of one percentage
+// (a CRD field has one type); it means the share, not a glob.
+func TestNodeShareAsAListOfOne(t *testing.T) {
+	plan, err := compileYAML(t, "steps: [{nodes: [\"25%\"]}, {nodes: 50%}, {nodes: [\"edge-*\", \"core-*\"]}]")
+	require.NoError(t, err)
+	assert.Equal(t, []PlanStep{
+		{Kind: StepNodes, Share: 2500},
+		{Kind: StepNodes, Share: 5000},
+		{Kind: StepNodes, Globs: []string{"edge-*", "core-*"}},
+	}, plan.Steps)
+}

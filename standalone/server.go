@@ -39,9 +39,9 @@ type Options struct {
 	// nil renders with the defaults. DefaultNode is taken from Config.
 	Render func() render.Options
 	Log    logr.Logger
-	// Analyzer runs the analyses of the sources' rollout policies
-	// (rollout/analysis builds one from a policy's analysis); nil makes
-	// them inconclusive, which pauses the rollout.
+	// Analyzer runs the analyses of the sources' rollout policies; nil
+	// runs each policy's own analysis (core.Analyses, header values from
+	// files).
 	Analyzer rollout.Analyzer
 
 	// httpTimeouts replaces the HTTP server's timeouts (tests; zero: the
@@ -164,6 +164,12 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		return nil, err
 	}
 	var rollouts func(string) *rollout.Plan
+	analyzer := opts.Analyzer
+	if analyzer == nil {
+		if analyzer, err = cfg.analyses(plans); err != nil {
+			return nil, err
+		}
+	}
 	if len(plans) > 0 {
 		// Without a policy the engine is given no lookup at all: its
 		// publication path stays today's.
@@ -185,7 +191,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		Rerender:    func(source string) { s.Trigger(source) },
 		RenderLimit: opts.renderLimit,
 		Rollouts:    rollouts,
-		Analyzer:    opts.Analyzer,
+		Analyzer:    analyzer,
 		Reporters:   reporters,
 		PublicURL:   cfg.PublicURL,
 		Tuning:      cfg.Tuning(),

@@ -8,8 +8,10 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/rollout"
+	"github.com/legate-dev/legate/rollout/analysis"
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
@@ -125,7 +127,10 @@ func (s SourceConfig) validate(where string) []error {
 		}
 	}
 	if s.Rollout != nil {
-		if _, err := s.Rollout.Compile(where + ".rollout"); err != nil {
+		plan, err := s.Rollout.Compile(where + ".rollout")
+		if err != nil {
+			errs = append(errs, err)
+		} else if _, err := core.AnalysisSpec(plan.Analysis, where+".rollout.analysis"); err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -147,6 +152,26 @@ func (c Config) rolloutPlans() (map[string]*rollout.Plan, error) {
 		plans[s.Name] = p
 	}
 	return plans, nil
+}
+
+// analyses is the analyzer of the sources' rollout analyses: header
+// values come from files (valueFrom.file), there being no Secrets here.
+func (c Config) analyses(plans map[string]*rollout.Plan) (rollout.Analyzer, error) {
+	specs := map[string]*analysis.Spec{}
+	for i, s := range c.Sources {
+		p := plans[s.Name]
+		if p == nil {
+			continue
+		}
+		spec, err := core.AnalysisSpec(p.Analysis, fmt.Sprintf("sources[%d].rollout.analysis", i))
+		if err != nil {
+			return nil, err
+		}
+		if spec != nil {
+			specs[s.Name] = spec
+		}
+	}
+	return core.Analyses{Specs: specs, Runner: analysis.NewRunner(analysis.Options{Secrets: analysis.FileSecrets{}})}, nil
 }
 
 func (s SourceConfig) validateGit(where string) []error {
