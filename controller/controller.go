@@ -49,6 +49,7 @@ type Controller struct {
 	// core owns the engine, pipeline, xDS and SDS servers and the
 	// commit-status feedback; the controller reads them from it.
 	core     *core.Core
+	rollouts *rolloutPlans
 	xdsLis   net.Listener
 	httpLis  net.Listener
 	http     *httpAPI
@@ -191,6 +192,7 @@ func New(opts Options) (*Controller, error) {
 		authorizer, recheck = xds.CertificateBinding, c.tenancy.Recheck
 	}
 	c.store = kubestore.New(direct, opts.Namespace)
+	c.rollouts = &rolloutPlans{}
 	c.core, err = core.New(core.Options{
 		Store: c.store,
 		Secrets: kubesecrets.Resolver{Client: mgr.GetAPIReader(), Plaintext: sds.Plaintext{
@@ -205,6 +207,8 @@ func New(opts Options) (*Controller, error) {
 		Tenant:     tenancy.TenantOf,
 		Rerender:   c.trigger,
 		ReporterOf: c.lookupReporter,
+		Rollouts:   c.rollouts.plan,
+		Analyzer:   rolloutAnalyses{plans: c.rollouts, reader: mgr.GetAPIReader()},
 		PublicURL:  opts.PublicURL,
 		Tuning:     opts.Tuning,
 		Log:        opts.Log,

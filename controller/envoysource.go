@@ -118,6 +118,9 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	var synced *pipeline.Status
 	if fetchErr == nil {
+		if err := r.setRollout(ctx, &es, name, es.Spec.Rollout); err != nil {
+			return ctrl.Result{}, err
+		}
 		st := r.core.Pipeline().Sync(ctx, name, res)
 		synced = &st
 	}
@@ -205,6 +208,7 @@ func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
 	r.core.Pipeline().Remove(ctx, name)
 	r.commitStatuses.Drop(name)
 	r.drivers.Drop(name)
+	_ = r.rollouts.set(name, nil)
 }
 
 // setup registers r with mgr, with its fetch workers shared fairly

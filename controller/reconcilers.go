@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -17,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/envoydeployment"
 	"github.com/legate-dev/legate/forge"
@@ -40,6 +42,9 @@ type shared struct {
 	// home is the controller's namespace (its revisions, its policies);
 	// watched the one namespace whose objects are reconciled ("" for all).
 	home, watched string
+	// rollouts holds each source's spec.rollout, set before its content
+	// reaches the pipeline.
+	rollouts *rolloutPlans
 }
 
 // watches reports whether objects of namespace are reconciled (the cache
@@ -104,6 +109,7 @@ func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bo
 			}
 		}},
 		recorder: c.recorder, log: c.log, home: c.opts.Namespace, watched: c.opts.WatchNamespace,
+		rollouts: c.rollouts,
 	}
 	c.envoyConfigs = newEnvoyConfigReconciler(s)
 	c.envoySources = newEnvoySourceReconciler(s, c.opts, c.fetchGuard,
@@ -183,4 +189,22 @@ func (c *Controller) readPolicies(ctx context.Context) (map[string][]byte, error
 // dispatcher has statuses for (forge.DispatcherOptions.Lookup).
 func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
 	return c.envoySources.commitStatuses.Lookup(target)
+}
+
+// setRollout takes obj's spec.rollout as source's plan before its content
+// is synced. A policy that does not compile stops the reconcile with a
+// warning event naming the field: publishing the content to every proxy
+// at once is exactly what its author asked not to happen.
+func (s *shared) setRollout(ctx context.Context, obj client.Object, source string, spec *v1alpha1.RolloutSpec) error {
+	err := s.rollouts.set(source, spec)
+	if err == nil {
+		return nil
+	}
+	if obj.GetUID() == "" { // only its key: read it for the event's reference
+		if gerr := s.cache.Get(ctx, client.ObjectKeyFromObject(obj), obj); gerr != nil {
+			return fmt.Errorf("%s: %w", source, err)
+		}
+	}
+	s.recorder.Eventf(obj, nil, corev1.EventTypeWarning, "InvalidRollout", "Reconcile", "%s: nothing is published until it is fixed", err)
+	return fmt.Errorf("%s: %w", source, err)
 }

@@ -21,13 +21,14 @@ import (
 // values the engine never takes.
 type State = revisions.State
 
-// The states: the engine's five, and Rejected.
+// The states: the engine's six, Rejected and Unconfigured.
 const (
 	InSync         = revisions.StateInSync
 	Pending        = revisions.StatePending
 	Degraded       = revisions.StateDegraded
 	Rollback       = revisions.StateRollback
 	RollbackFailed = revisions.StateRollbackFailed
+	Progressing    = revisions.StateProgressing
 	// Rejected: the newest commit was refused before it reached a proxy
 	// (validation, a render error, a YAML tab), so the node still serves
 	// what an older commit made. The engine cannot see it: nothing new
@@ -82,6 +83,7 @@ var Meanings = []Meaning{
 	{Rejected, "newest commit rejected", "the newest commit was rejected by validation before any proxy saw it; the revision of an older commit is still served"},
 	{Degraded, "degraded", "the newest revision is served; some proxies rejected it, fewer than the taint threshold"},
 	{Unconfigured, "unconfigured", "proxies connect with this node ID and nothing configures it (a typo in their bootstrap?); they get no configuration"},
+	{Progressing, "rolling out", "a progressive rollout of the newest revision is under way: the proxies of its current step are served it, the others the last good revision"},
 	{Pending, "pending", "the newest revision is served and not every proxy has answered yet; with no proxy connected it stays Pending until one connects"},
 	{InSync, "in sync", "the newest revision is served and every connected proxy accepted it"},
 }
@@ -96,8 +98,10 @@ func MeaningOf(s State) string {
 	return ""
 }
 
-// Problem says that s needs a person: everything but InSync and Pending.
-func Problem(s State) bool { return s != InSync && s != Pending }
+// Problem says that s needs a person: everything but InSync, Pending and
+// Progressing (a rollout that needs a person fails or pauses, which its
+// own status says).
+func Problem(s State) bool { return s != InSync && s != Pending && s != Progressing }
 
 // Rank orders states problems first (0 is the most urgent); unknown
 // states come last.

@@ -31,9 +31,12 @@ var ErrGone = fmt.Errorf("the EnvoyConfig no longer exists")
 // EnvoyConfigSource fetches one EnvoyConfig object. It is not safe for
 // concurrent fetches (sources.Source).
 type EnvoyConfigSource struct {
-	client client.Reader
-	key    client.ObjectKey
-	last   string
+	client  client.Reader
+	key     client.ObjectKey
+	last    string
+	rollout *v1alpha1.RolloutSpec
+	node    string
+	command string
 }
 
 // NewEnvoyConfigSource returns the source of the EnvoyConfig key, read
@@ -74,18 +77,32 @@ func (s *EnvoyConfigSource) Fetch(ctx context.Context) (*sources.Result, error) 
 		Content: content,
 		Changed: content != s.last,
 	}
-	s.last = content
+	s.last, s.rollout, s.node, s.command = content, ec.Spec.Rollout, ec.Spec.NodeID, ec.Annotations[v1alpha1.RolloutAnnotation]
 	return res, nil
 }
+
+// Rollout is the spec.rollout of the object the last Fetch read (nil
+// without one): the policy of exactly the content it returned.
+func (s *EnvoyConfigSource) Rollout() *v1alpha1.RolloutSpec { return s.rollout }
+
+// RolloutCommand is the object's node ID and the value of its
+// legate.dev/rollout annotation ("" without one) as the last Fetch read
+// them.
+func (s *EnvoyConfigSource) RolloutCommand() (node, command string) { return s.node, s.command }
 
 // Tree is the file tree the renderer reads for ec, one document
 // <namespace>/<name>.yaml (the admission webhook renders the same tree the
 // reconciler does), and that document.
 func Tree(ec *v1alpha1.EnvoyConfig) (fs.FS, []byte, error) {
+	// spec.rollout says how the configuration reaches the proxies, not
+	// what it is: it is not rendered, and changing it alone makes no new
+	// revision (the next one rolls out under it).
+	spec := ec.Spec
+	spec.Rollout = nil
 	doc, err := yaml.Marshal(document{
 		APIVersion: v1alpha1.GroupVersion.String(), Kind: "EnvoyConfig",
 		Metadata: metadata{Name: ec.Name, Namespace: ec.Namespace},
-		Spec:     ec.Spec,
+		Spec:     spec,
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("encode EnvoyConfig %s/%s: %w", ec.Namespace, ec.Name, err)
