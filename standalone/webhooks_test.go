@@ -155,7 +155,16 @@ func TestGiteaPushMatchesOnAnyURLForm(t *testing.T) {
 	second := repo.commit("b")
 	body := []byte(`{"ref":"refs/heads/main","repository":{"clone_url":"` + repo.dir +
 		`","ssh_url":"ssh://git@gitea.internal:2222/org/cfg.git","html_url":"http://gitea.internal:3000/org/cfg"}}`)
-	require.Equal(t, http.StatusAccepted, postGiteaPush(t, s, "gitea-secret-123", body))
+	mac := hmac.New(sha256.New, []byte("gitea-secret-123"))
+	mac.Write(body)
+	req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/hooks/gitea", bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+	req.Header.Set("X-Gitea-Event", "push")
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	require.Equal(t, http.StatusAccepted, resp.StatusCode)
 	require.Eventually(t, func() bool { return commit() == second }, 30*time.Second, 10*time.Millisecond, "the push fetched the source")
 
 	logs := parseLogs(t, out.String())
@@ -275,7 +284,16 @@ func TestPushFetchesOnlyTheSourcesItTouched(t *testing.T) {
 		t.Helper()
 		body := []byte(`{"ref":"refs/heads/main","before":"` + first + `","after":"` + second + `","total_commits":` + strconv.Itoa(total) +
 			`,"commits":[{"added":[],"removed":[],"modified":["edge/nodes/edge/cluster.yaml"]}],"repository":{"clone_url":"` + repo.dir + `"}}`)
-		require.Equal(t, http.StatusAccepted, postGiteaPush(t, s, "gitea-secret-123", body))
+		mac := hmac.New(sha256.New, []byte("gitea-secret-123"))
+		mac.Write(body)
+		req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/hooks/gitea", bytes.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
+		req.Header.Set("X-Gitea-Event", "push")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_ = resp.Body.Close()
+		require.Equal(t, http.StatusAccepted, resp.StatusCode)
 	}
 	// pushLog is the last "push webhook" record: how many sources it
 	// fetched and how many it left, written before the 202 is sent.
@@ -305,20 +323,4 @@ func TestPushFetchesOnlyTheSourcesItTouched(t *testing.T) {
 	assert.Equal(t, 2, triggered, "a push Gitea could not list fully fetches every source of the repository")
 	assert.Zero(t, unchanged)
 	require.Eventually(t, func() bool { return commitOf("core") == second }, 30*time.Second, 10*time.Millisecond, "and the core source moves to the new commit")
-}
-
-// postGiteaPush posts body to s's Gitea receiver as a push signed with
-// secret, and returns the answer's status code.
-func postGiteaPush(t *testing.T, s *Server, secret string, body []byte) int {
-	t.Helper()
-	mac := hmac.New(sha256.New, []byte(secret))
-	mac.Write(body)
-	req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/hooks/gitea", bytes.NewReader(body))
-	require.NoError(t, err)
-	req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
-	req.Header.Set("X-Gitea-Event", "push")
-	resp, err := http.DefaultClient.Do(req)
-	require.NoError(t, err)
-	_ = resp.Body.Close()
-	return resp.StatusCode
 }
