@@ -40,39 +40,19 @@ func (c WebhookConfig) secrets() (hooks.Secrets, error) {
 func (s *Server) hookRoutes(mux *http.ServeMux, secrets hooks.Secrets) {
 	var w hooks.Watcher
 	for _, l := range s.loops {
-		dir := "."
-		if l.cfg.Git != nil {
-			// A push whose commits touch nothing under the source's path
-			// does not fetch it: a monorepo of many sources re-renders only
-			// those that changed.
-			dir = l.cfg.path()
+		w.Watch(l.status.URL, l.trigger)
+	}
+	hooks.RegisterReceivers(mux, secrets, hooks.Receivers{PullRequest: s.onPullRequest, Push: func(repoURLs []string, ref string) {
+		shown := make([]string, 0, len(repoURLs))
+		for _, u := range repoURLs {
+			shown = append(shown, sources.Redact(u))
 		}
-		w.WatchDir(l.status.URL, dir, l.trigger)
-	}
-	hooks.RegisterReceivers(mux, secrets, hooks.Receivers{
-		PullRequest: s.onPullRequest,
-		Push: func(repoURLs []string, ref string) {
-			n, _ := w.TriggerChanged(repoURLs, ref, nil)
-			s.logPush(repoURLs, ref, n, 0)
-		},
-		Changed: func(repoURLs []string, ref string, changed []string) {
-			n, skipped := w.TriggerChanged(repoURLs, ref, changed)
-			s.logPush(repoURLs, ref, n, skipped)
-		},
-	})
-}
-
-// logPush says what a push webhook triggered.
-func (s *Server) logPush(repoURLs []string, ref string, triggered, skipped int) {
-	shown := make([]string, 0, len(repoURLs))
-	for _, u := range repoURLs {
-		shown = append(shown, sources.Redact(u))
-	}
-	if triggered+skipped == 0 {
-		// Usually a source URL naming another host than any the forge
-		// gives (an internal address, say): say so once per push.
-		logging.Warn(s.log, "push webhook names no configured source; nothing fetched", "repository", shown, "ref", ref)
-		return
-	}
-	s.log.V(1).Info("push webhook", "repository", shown, "ref", ref, "sourcesTriggered", triggered, "sourcesUnchanged", skipped)
+		if n := w.TriggerAny(repoURLs, ref); n == 0 {
+			// Usually a source URL naming another host than any the forge
+			// gives (an internal address, say): say so once per push.
+			logging.Warn(s.log, "push webhook names no configured source; nothing fetched", "repository", shown, "ref", ref)
+		} else {
+			s.log.V(1).Info("push webhook", "repository", shown, "ref", ref, "sourcesTriggered", n)
+		}
+	}})
 }

@@ -6,12 +6,10 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -234,93 +232,4 @@ func TestEachProviderUsesItsOwnSecret(t *testing.T) {
 			assert.Equal(t, want, post(provider, secret), "/hooks/%s signed with the %s secret", provider, other)
 		}
 	}
-}
-
-// A monorepo of two sources, each in its own directory: a Gitea push whose
-// commits touch only edge/ fetches the edge source and not the core one
-// (the handler says so as it triggers), and the edge source serves the
-// new commit; a push Gitea cannot list fully (more commits than the
-// payload carries) fetches both.
-func TestPushFetchesOnlyTheSourcesItTouched(t *testing.T) {
-	repo := newLocalRepo(t)
-	write := func(dir, name string) {
-		require.NoError(t, os.MkdirAll(filepath.Join(repo.dir, dir, "nodes", dir), 0o750))
-		require.NoError(t, os.WriteFile(filepath.Join(repo.dir, dir, "nodes", dir, "cluster.yaml"), []byte(strings.ReplaceAll(clusterDoc, "%s", name)), 0o600))
-	}
-	write("edge", "a")
-	write("core", "a")
-	repo.git("add", "-A")
-	repo.git("commit", "-q", "-m", "a")
-	first := repo.git("rev-parse", "HEAD")
-	secretFile := filepath.Join(t.TempDir(), "secret")
-	require.NoError(t, os.WriteFile(secretFile, []byte("gitea-secret-123"), 0o600))
-	var out syncBuffer
-	log, err := logging.New(&out, "debug", "json")
-	require.NoError(t, err)
-	s := newServer(t, Config{
-		StateDir: t.TempDir(), DefaultNode: "n",
-		Sources: []SourceConfig{
-			{Name: "edge", Git: &GitSource{URL: repo.dir, Path: "edge"}, Interval: Duration{time.Hour}},
-			{Name: "core", Git: &GitSource{URL: repo.dir, Path: "core"}, Interval: Duration{time.Hour}},
-		},
-		Webhooks: WebhookConfig{Gitea: sources.Secret{File: secretFile}},
-	}, Options{Log: log})
-	runServer(t, s)
-	commitOf := func(name string) string {
-		for _, src := range s.Sources() {
-			if src.Name == name {
-				return src.Commit
-			}
-		}
-		return ""
-	}
-	require.Eventually(t, func() bool { return commitOf("edge") == first && commitOf("core") == first }, 30*time.Second, 10*time.Millisecond)
-
-	write("edge", "b")
-	repo.git("add", "-A")
-	repo.git("commit", "-q", "-m", "b")
-	second := repo.git("rev-parse", "HEAD")
-	push := func(total int) {
-		t.Helper()
-		body := []byte(`{"ref":"refs/heads/main","before":"` + first + `","after":"` + second + `","total_commits":` + strconv.Itoa(total) +
-			`,"commits":[{"added":[],"removed":[],"modified":["edge/nodes/edge/cluster.yaml"]}],"repository":{"clone_url":"` + repo.dir + `"}}`)
-		mac := hmac.New(sha256.New, []byte("gitea-secret-123"))
-		mac.Write(body)
-		req, err := http.NewRequest(http.MethodPost, "http://"+s.HTTPAddr()+"/hooks/gitea", bytes.NewReader(body))
-		require.NoError(t, err)
-		req.Header.Set("X-Gitea-Signature", hex.EncodeToString(mac.Sum(nil)))
-		req.Header.Set("X-Gitea-Event", "push")
-		resp, err := http.DefaultClient.Do(req)
-		require.NoError(t, err)
-		_ = resp.Body.Close()
-		require.Equal(t, http.StatusAccepted, resp.StatusCode)
-	}
-	// pushLog is the last "push webhook" record: how many sources it
-	// fetched and how many it left, written before the 202 is sent.
-	pushLog := func() (triggered, unchanged int) {
-		for l := range strings.Lines(out.String()) {
-			var rec struct {
-				Msg       string `json:"msg"`
-				Triggered int    `json:"sourcesTriggered"`
-				Unchanged int    `json:"sourcesUnchanged"`
-			}
-			require.NoError(t, json.Unmarshal([]byte(l), &rec), l)
-			if rec.Msg == "push webhook" {
-				triggered, unchanged = rec.Triggered, rec.Unchanged
-			}
-		}
-		return triggered, unchanged
-	}
-
-	push(1)
-	triggered, unchanged := pushLog()
-	assert.Equal(t, 1, triggered, "the edge source is fetched")
-	assert.Equal(t, 1, unchanged, "the core source is not: nothing under core/ changed")
-	require.Eventually(t, func() bool { return commitOf("edge") == second }, 30*time.Second, 10*time.Millisecond, "the push fetched the edge source")
-
-	push(16)
-	triggered, unchanged = pushLog()
-	assert.Equal(t, 2, triggered, "a push Gitea could not list fully fetches every source of the repository")
-	assert.Zero(t, unchanged)
-	require.Eventually(t, func() bool { return commitOf("core") == second }, 30*time.Second, 10*time.Millisecond, "and the core source moves to the new commit")
 }

@@ -52,25 +52,9 @@ func Register(mux *http.ServeMux, s Secrets, trigger Trigger) {
 // required; a nil PullRequest acknowledges pull-request events and does
 // nothing with them.
 type Receivers struct {
-	Push Trigger
-	// Changed, when set, is called instead of Push for forge push events
-	// with the paths the pushed commits touched; see PathTrigger.
-	Changed     PathTrigger
+	Push        Trigger
 	PullRequest PRTrigger
 }
-
-// PathTrigger is a Trigger that is also told which paths the pushed
-// commits added, modified or removed, so that a repository holding many
-// sources (a monorepo) fetches only those whose directory changed.
-// changed is nil when the payload cannot say: a new or deleted branch, a
-// force push, a tag, or more commits than the payload lists (GitHub lists
-// at most 2 048, GitLab and Gitea a configured number, and say how many
-// there were); every source of the repository is fetched then.
-type PathTrigger func(repoURLs []string, ref string, changed []string)
-
-// maxChangedPaths bounds the paths taken from one payload; a push that
-// touches more is treated as one that cannot say (every source fetched).
-const maxChangedPaths = 10000
 
 // RegisterReceivers is Register with pull-request events as well.
 func RegisterReceivers(mux *http.ServeMux, s Secrets, r Receivers) {
@@ -84,44 +68,6 @@ func RegisterReceivers(mux *http.ServeMux, s Secrets, r Receivers) {
 type push struct {
 	urls []string
 	ref  string
-	// changed is the paths the pushed commits touched; nil when unknown.
-	changed []string
-}
-
-// payloadCommit is a commit of a push payload: GitHub, Gitea and GitLab
-// list the paths each commit touched in the same three fields.
-type payloadCommit struct {
-	Added    []string `json:"added"`
-	Removed  []string `json:"removed"`
-	Modified []string `json:"modified"`
-}
-
-// zeroSHA is the "before" or "after" of a created or deleted branch.
-const zeroSHA = "0000000000000000000000000000000000000000"
-
-// changedPaths collects the paths commits touched, or nil when complete
-// is false, there is no commit, or they are more than maxChangedPaths.
-func changedPaths(commits []payloadCommit, complete bool) []string {
-	if !complete || len(commits) == 0 {
-		return nil
-	}
-	seen := map[string]bool{}
-	paths := []string{}
-	for _, c := range commits {
-		for _, list := range [][]string{c.Added, c.Removed, c.Modified} {
-			for _, p := range list {
-				if seen[p] {
-					continue
-				}
-				if len(paths) == maxChangedPaths {
-					return nil
-				}
-				seen[p] = true
-				paths = append(paths, p)
-			}
-		}
-	}
-	return paths
 }
 
 // handler is the shared request flow of every provider.
@@ -134,7 +80,6 @@ type handler struct {
 	// parse returns ok false for events that are not pushes.
 	parse   func(r *http.Request, body []byte) (push, bool, error)
 	trigger Trigger
-	changed PathTrigger
 	// parsePR returns ok false for events that are not pull-request
 	// events legate acts on; nil (or a nil onPR) ignores them all.
 	parsePR func(r *http.Request, body []byte) (PullRequest, bool, error)
@@ -194,11 +139,7 @@ func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// URLs): hand them all over at once, so that a source matching one
 	// form is fetched once and the others are not "unknown repositories".
 	if urls := compact(p.urls); len(urls) > 0 {
-		if h.changed != nil {
-			h.changed(urls, p.ref, p.changed)
-		} else {
-			h.trigger(urls, p.ref)
-		}
+		h.trigger(urls, p.ref)
 	}
 	w.WriteHeader(http.StatusAccepted)
 }
@@ -266,7 +207,6 @@ func giteaHandler(secret []byte, rc Receivers) http.Handler {
 		},
 		parse:   githubStylePush("X-Gitea-Event"),
 		trigger: rc.Push,
-		changed: rc.Changed,
 		parsePR: giteaPullRequest,
 		onPR:    rc.PullRequest,
 	}
@@ -286,7 +226,6 @@ func gitHub(secret []byte, rc Receivers) http.Handler {
 		},
 		parse:   githubStylePush("X-GitHub-Event"),
 		trigger: rc.Push,
-		changed: rc.Changed,
 		parsePR: githubPullRequest,
 		onPR:    rc.PullRequest,
 	}
@@ -302,31 +241,18 @@ func githubStylePush(eventHeader string) func(*http.Request, []byte) (push, bool
 		}
 		var p struct {
 			Ref        string `json:"ref"`
-			Before     string `json:"before"`
-			After      string `json:"after"`
-			Created    bool   `json:"created"` // GitHub only
-			Deleted    bool   `json:"deleted"` // GitHub only
-			Forced     bool   `json:"forced"`  // GitHub only
 			Repository struct {
 				CloneURL string `json:"clone_url"`
 				SSHURL   string `json:"ssh_url"`
 				GitURL   string `json:"git_url"` // GitHub only
 				HTMLURL  string `json:"html_url"`
 			} `json:"repository"`
-			Commits []payloadCommit `json:"commits"`
-			// TotalCommits is Gitea's count of the pushed commits, of
-			// which Commits lists the last few; GitHub has none and lists
-			// up to 2 048.
-			TotalCommits *int `json:"total_commits"`
 		}
 		if err := decode(body, &p); err != nil {
 			return push{}, false, err
 		}
 		rp := p.Repository
-		complete := !p.Created && !p.Deleted && !p.Forced && p.Before != zeroSHA && p.After != zeroSHA && p.Before != "" &&
-			strings.HasPrefix(p.Ref, "refs/heads/") && len(p.Commits) < 2048 &&
-			(p.TotalCommits == nil || *p.TotalCommits == len(p.Commits))
-		return push{urls: []string{rp.CloneURL, rp.SSHURL, rp.GitURL, rp.HTMLURL}, ref: p.Ref, changed: changedPaths(p.Commits, complete)}, true, nil
+		return push{urls: []string{rp.CloneURL, rp.SSHURL, rp.GitURL, rp.HTMLURL}, ref: p.Ref}, true, nil
 	}
 }
 
@@ -350,14 +276,8 @@ func gitLab(secret []byte, rc Receivers) http.Handler {
 				return push{}, false, nil
 			}
 			var p struct {
-				Ref     string          `json:"ref"`
-				Before  string          `json:"before"`
-				After   string          `json:"after"`
-				Commits []payloadCommit `json:"commits"`
-				// TotalCommits is how many commits were pushed; Commits
-				// lists at most 20 of them.
-				TotalCommits *int `json:"total_commits_count"`
-				Project      struct {
+				Ref     string `json:"ref"`
+				Project struct {
 					HTTPURL string `json:"git_http_url"`
 					SSHURL  string `json:"git_ssh_url"`
 					WebURL  string `json:"web_url"`
@@ -370,15 +290,9 @@ func gitLab(secret []byte, rc Receivers) http.Handler {
 			if err := decode(body, &p); err != nil {
 				return push{}, false, err
 			}
-			complete := r.Header.Get("X-Gitlab-Event") == "Push Hook" && p.Before != zeroSHA && p.After != zeroSHA && p.Before != "" &&
-				p.TotalCommits != nil && *p.TotalCommits == len(p.Commits)
-			return push{
-				urls: []string{p.Project.HTTPURL, p.Project.SSHURL, p.Project.WebURL, p.Repository.HTTPURL, p.Repository.SSHURL},
-				ref:  p.Ref, changed: changedPaths(p.Commits, complete),
-			}, true, nil
+			return push{urls: []string{p.Project.HTTPURL, p.Project.SSHURL, p.Project.WebURL, p.Repository.HTTPURL, p.Repository.SSHURL}, ref: p.Ref}, true, nil
 		},
 		trigger: rc.Push,
-		changed: rc.Changed,
 		parsePR: gitlabMergeRequest,
 		onPR:    rc.PullRequest,
 	}

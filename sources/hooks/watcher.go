@@ -2,7 +2,6 @@ package hooks
 
 import (
 	"net/url"
-	"path"
 	"slices"
 	"strings"
 	"sync"
@@ -20,27 +19,15 @@ type Watcher struct {
 
 type watch struct {
 	key   string
-	dir   string // the source's directory in the repository; "." for all of it
 	fetch func()
 }
 
 // Watch registers fetch for the repository at sourceURL. fetch must not
 // block (e.g. a non-blocking send on the source's trigger channel).
 func (w *Watcher) Watch(sourceURL string, fetch func()) {
-	w.WatchDir(sourceURL, ".", fetch)
-}
-
-// WatchDir registers fetch for the directory dir (slash-separated, "."
-// or "" for the whole repository) of the repository at sourceURL:
-// TriggerChanged calls it only when a changed path is under dir.
-func (w *Watcher) WatchDir(sourceURL, dir string, fetch func()) {
-	dir = strings.Trim(path.Clean("/"+dir), "/")
-	if dir == "" {
-		dir = "."
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.watches = append(w.watches, watch{key: repoKey(sourceURL), dir: dir, fetch: fetch})
+	w.watches = append(w.watches, watch{key: repoKey(sourceURL), fetch: fetch})
 }
 
 // Trigger calls the fetch of every source watching repoURL and reports how
@@ -67,45 +54,6 @@ func (w *Watcher) TriggerAny(repoURLs []string, _ string) int {
 		}
 	}
 	return n
-}
-
-// TriggerChanged is TriggerAny for a push that touched changed (paths
-// from the repository's root): a source whose directory holds none of
-// them is not fetched (its next poll still sees the commit). changed nil
-// means unknown: every source of the repository is fetched. It reports
-// how many sources it called and how many it skipped.
-func (w *Watcher) TriggerChanged(repoURLs []string, _ string, changed []string) (called, skipped int) {
-	keys := make([]string, 0, len(repoURLs))
-	for _, u := range repoURLs {
-		keys = append(keys, repoKey(u))
-	}
-	w.mu.RLock()
-	defer w.mu.RUnlock()
-	for _, wt := range w.watches {
-		if !slices.Contains(keys, wt.key) {
-			continue
-		}
-		if changed != nil && !touches(wt.dir, changed) {
-			skipped++
-			continue
-		}
-		wt.fetch()
-		called++
-	}
-	return called, skipped
-}
-
-// touches reports whether a path of changed is dir or under it.
-func touches(dir string, changed []string) bool {
-	if dir == "." {
-		return true
-	}
-	for _, p := range changed {
-		if p == dir || strings.HasPrefix(p, dir+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 // AsTrigger adapts the Watcher to the handlers' Trigger type.
