@@ -69,13 +69,7 @@ func BenchmarkPullRequestFeedback(b *testing.B) {
 	head := w.commit("change", "first", map[string]string{"nodes/edge/clusters.yaml": previewClusters("2s", "api")})
 	pr := srv.OpenPullRequest(repo, "change", "main", "bench")
 	waitFor := func(what string, ok func() bool) {
-		deadline := time.Now().Add(2 * time.Minute)
-		for !ok() {
-			if time.Now().After(deadline) {
-				b.Fatalf("%s never happened", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		require.Eventually(b, ok, 2*time.Minute, 50*time.Millisecond, "%s never happened", what)
 	}
 	previewed := func(sha string) func() bool {
 		return func() bool {
