@@ -39,6 +39,11 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     --http-addr=*) http_addr="${args[i]#*=}" ;;
   esac
 done
+# The commands printed below talk to this server, wherever it listens.
+server=""
+if [ "$http_addr" != 127.0.0.1:8080 ]; then
+  server=" --server $http_addr"
+fi
 "$legate" bootstrap envoy --node edge --xds-addr "$xds_addr" -o "$work/envoy-bootstrap.yaml" 2>/dev/null
 "$legate" bootstrap grpc --node grpc-client --pod quickstart --xds-addr "$xds_addr" -o "$work/grpc-bootstrap.json" 2>/dev/null
 
@@ -55,9 +60,9 @@ legate: serving the config repository $repo (node "edge")
 
   Commit to a repository above and legate publishes within 5s; try a broken
   commit to see it rejected.
-    $legate status                 # sources and nodes at a glance
-    $legate status edge            # one node's history and proxies
-    $legate reconcile default      # fetch now and wait for the verdict
+    $legate${server} status                 # sources and nodes at a glance
+    $legate${server} status edge            # one node's history and proxies
+    $legate${server} reconcile default      # fetch now and wait for the verdict
   Calls that change state (reconcile, suspend, untaint, prune) need the admin
   token legate keeps in $state/admin-token:
     export LEGATE_TOKEN_FILE=$state/admin-token
