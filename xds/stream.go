@@ -275,7 +275,7 @@ func (b *streamBase) settle(types []string) {
 //
 // A stream costs one goroutine of its own, gRPC's handler, where it used to
 // cost two (the handler waiting for pushes, and a receiver): with 10 000
-// proxies each goroutine, its channel and closure were about 2 KiB of heap
+// proxies the second goroutine, its channel and closure were about 1 KiB of heap
 // a stream, and a push grew the stack of every stream's handler (SendMsg
 // is deep) all at once; now only the pushers' stacks grow. The handler
 // itself needs an 8 KiB stack where the two needed 4 KiB each: gRPC's
