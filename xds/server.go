@@ -72,6 +72,8 @@ type Server struct {
 	// authEpoch counts Reauthorize calls: a stream rechecks its right
 	// when the epoch it checked under is not the current one.
 	authEpoch atomic.Uint64
+	// pushes runs the streams' pushes on a few shared goroutines.
+	pushes pushQueue
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState

@@ -29,13 +29,27 @@ type streamBase struct {
 	ctx  context.Context
 	ss   grpc.ServerStream
 	kind string
-	wake chan struct{}
+	// end ends the stream with an error's status from a push worker; nil
+	// where the transport cannot (see streamEnder), and then errc carries
+	// the error to the handler.
+	end  func(error)
+	errc chan error
 
-	// mu is held while a request or a wake-up is handled: everything below
+	// queued is set while the stream waits in its server's push queue;
+	// guarded by the queue's mutex.
+	queued bool
+
+	// mu is held while a request or a push is handled: everything below
 	// belongs to whoever holds it, and only its holder sends on ss.
 	mu sync.Mutex
-	// closed is set when the stream's handler returned.
+	// closed is set when the stream's handler returned or is about to,
+	// failed when a push ended the stream, with the error that did.
 	closed bool
+	failed error
+	// pushAll and order are the stream's own (state-of-the-world or delta)
+	// way of sending what a snapshot changed and its types in ADS order.
+	pushAll func() error
+	order   func() []string
 
 	nodeID string
 	ns     *nodeState
@@ -114,16 +128,12 @@ func (b *streamBase) comparedWith(snap *nodeSnapshot) {
 }
 
 func newStreamBase(srv *Server, ss grpc.ServerStream, kind string) streamBase {
-	return streamBase{srv: srv, ctx: ss.Context(), ss: ss, kind: kind, wake: make(chan struct{}, 1)}
+	return streamBase{srv: srv, ctx: ss.Context(), ss: ss, kind: kind, end: newStreamEnder(ss.Context())}
 }
 
-// notify wakes the stream to look at a new snapshot; it never blocks.
-func (b *streamBase) notify() {
-	select {
-	case b.wake <- struct{}{}:
-	default:
-	}
-}
+// notify has a push worker look at the node's newest snapshot for the
+// stream; it never blocks.
+func (b *streamBase) notify() { b.srv.pushes.add(b) }
 
 func (b *streamBase) started() bool { return b.tr != nil }
 
@@ -258,55 +268,144 @@ func (b *streamBase) settle(types []string) {
 }
 
 // serveStream is the loop of one ADS stream, state-of-the-world or delta.
-// Requests are handled on the goroutine that receives them and snapshot
-// wake-ups on the stream's own goroutine, one at a time under b.mu; after
-// each the stream settles what it owes the engine for its subscribed types
-// (order returns them in ADS order). Handling a request where it is read
-// spares every ACK a hand-over between goroutines: with thousands of
-// streams answering one push, that hop was a scheduler wake-up per proxy.
+// Requests are handled on the handler's goroutine, which reads them, and
+// snapshot wake-ups on the server's push workers (see pushQueue), one at a
+// time under b.mu; after each the stream settles what it owes the engine
+// for its subscribed types (order returns them in ADS order).
+//
+// A stream costs one goroutine of its own, gRPC's handler, where it used to
+// cost two (the handler waiting for pushes, and a receiver): with 10 000
+// proxies the second goroutine, its channel and closure were about 1 KiB of heap
+// a stream, and a push grew the stack of every stream's handler (SendMsg
+// is deep) all at once; now only the pushers' stacks grow. The handler
+// itself needs an 8 KiB stack where the two needed 4 KiB each: gRPC's
+// frames below it and Recv's above do not fit in 4 KiB. A push
+// that must end the stream (PermissionDenied after a Recheck, a failed
+// send) ends it with its status through the transport stream
+// (streamEnder), which wakes the handler from Recv; where the transport
+// offers no such call, the stream falls back to a receiver goroutine and a
+// handler that waits for either side's error.
 func serveStream[Req any](b *streamBase, recv func() (Req, error), handle func(Req) error, pushAll func() error, order func() []string) error {
-	errc := make(chan error, 1)
+	b.mu.Lock()
+	b.pushAll, b.order = pushAll, order
+	b.mu.Unlock()
 	defer func() {
 		// Once the handler returns, gRPC forbids sending on the stream:
-		// wait for a request being handled and stop the receiver from
-		// handling more.
+		// wait for a request or a push being handled and stop the push
+		// workers (and a fallback receiver) from handling more.
 		b.mu.Lock()
 		b.closed = true
 		b.mu.Unlock()
 	}()
-	go receive(b, recv, handle, order, errc)
-	for {
+	if b.end == nil {
+		b.errc = make(chan error, 2)
+		go receive(b, recv, handle, order, b.errc)
 		select {
 		case <-b.ctx.Done():
 			return nil
-		case err := <-errc:
+		case err := <-b.errc:
 			return err
-		case <-b.wake:
-			if err := b.pushLocked(pushAll, order); err != nil {
-				return err
+		}
+	}
+	for {
+		req, err := recv()
+		if err != nil {
+			b.mu.Lock()
+			failed := b.failed
+			b.mu.Unlock()
+			if failed != nil {
+				// A push ended the stream, which is why recv failed.
+				return failed
 			}
+			if errors.Is(err, io.EOF) || b.ctx.Err() != nil {
+				// The client half-closed or went away: nothing to report.
+				return nil
+			}
+			return err
+		}
+		if err := handleLocked(b, req, handle, order); err != nil {
+			return err
 		}
 	}
 }
 
-// pushLocked sends what a new snapshot changed, after checking that the
-// stream may still receive its node.
-func (b *streamBase) pushLocked(pushAll func() error, order func() []string) error {
+// handleLocked handles one request under b.mu. Once a push ended the
+// stream it returns the push's error instead.
+func handleLocked[Req any](b *streamBase, req Req, handle func(Req) error, order func() []string) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if err := b.recheck(b.snapshot()); err != nil {
-		return err
+	if b.closed {
+		if b.failed != nil {
+			return b.failed
+		}
+		return status.Error(codes.Canceled, "the stream is closing")
 	}
-	if err := pushAll(); err != nil {
-		return err
+	err := handle(req)
+	if err == nil {
+		b.settle(order())
 	}
-	b.settle(order())
-	return nil
+	return err
+}
+
+// pushQueued runs on a push worker: it sends what the node's newest
+// snapshot changed, after checking that the stream may still receive its
+// node, and ends the stream when either fails.
+func (b *streamBase) pushQueued() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.closed || b.pushAll == nil {
+		return
+	}
+	err := b.recheck(b.snapshot())
+	if err == nil {
+		err = b.pushAll()
+	}
+	if err == nil {
+		b.settle(b.order())
+		return
+	}
+	// Nothing more may be sent: the handler returns err as soon as it sees
+	// it (from Recv, woken by the end of the stream, or from errc).
+	b.closed, b.failed = true, err
+	if b.end != nil {
+		b.end(err)
+		return
+	}
+	b.errc <- err
+}
+
+// newStreamEnder is streamEnder; tests replace it to run the fallback.
+var newStreamEnder = streamEnder
+
+// streamEnder returns a function that ends the stream of ctx with the
+// status of an error, from outside the stream's handler, or nil when the
+// transport offers none. grpc-go's HTTP/2 transport stream has WriteStatus,
+// which gRPC itself calls when a handler returns: it sends the status,
+// ends the stream and cancels its context, so that a Recv blocked on the
+// handler's goroutine returns; the status the handler then returns is not
+// sent again.
+func streamEnder(ctx context.Context) func(error) {
+	w, ok := grpc.ServerTransportStreamFromContext(ctx).(interface {
+		WriteStatus(*status.Status) error
+	})
+	if !ok {
+		return nil
+	}
+	return func(err error) {
+		st, ok := status.FromError(err)
+		if !ok {
+			// What gRPC makes of a handler's error that carries no status.
+			st = status.FromContextError(err)
+		}
+		_ = w.WriteStatus(st)
+	}
 }
 
 // receive reads and handles requests until recv or handle fails, or the
-// stream's handler has returned. The error is delivered on errc; io.EOF
-// (the client closed its side) becomes nil.
+// stream's handler has returned; it runs on a goroutine of its own only
+// where the stream cannot be ended from a push worker (see serveStream).
+// The error is delivered on errc; io.EOF (the client closed its side)
+// becomes nil.
 func receive[T any](b *streamBase, recv func() (T, error), handle func(T) error, order func() []string, errc chan<- error) {
 	for {
 		req, err := recv()
@@ -317,17 +416,7 @@ func receive[T any](b *streamBase, recv func() (T, error), handle func(T) error,
 			errc <- err
 			return
 		}
-		b.mu.Lock()
-		if b.closed {
-			b.mu.Unlock()
-			return
-		}
-		err = handle(req)
-		if err == nil {
-			b.settle(order())
-		}
-		b.mu.Unlock()
-		if err != nil {
+		if err := handleLocked(b, req, handle, order); err != nil {
 			errc <- err
 			return
 		}

@@ -91,7 +91,7 @@ func rawStream(addr string, i int, connected func()) error {
 		f, err := fr.ReadFrame()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return nil
+				return fmt.Errorf("stream %d: the server closed the connection", i)
 			}
 			return fmt.Errorf("stream %d: %w", i, err)
 		}
@@ -115,7 +115,7 @@ func rawStream(addr string, i int, connected func()) error {
 				}
 			}
 		case *http2.GoAwayFrame:
-			return nil
+			return fmt.Errorf("stream %d: the server sent GOAWAY %v %q", i, f.ErrCode, f.DebugData())
 		case *http2.RSTStreamFrame:
 			return fmt.Errorf("stream %d reset by the server: %v", i, f.ErrCode)
 		case *http2.HeadersFrame:
