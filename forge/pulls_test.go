@@ -134,7 +134,7 @@ func TestOpenPullRequestsBounded(t *testing.T) {
 		require.NoError(t, err, p)
 		assert.True(t, truncated, p)
 		assert.Len(t, got, 100, p)
-		assert.LessOrEqual(t, seen.Load(), int32(2), p, "two pages of 50")
+		assert.LessOrEqual(t, seen.Load(), int32(2), "%s: two pages of 50", p)
 	}
 }
 
