@@ -126,8 +126,12 @@ func TestEnvoySourcePullRequestPreviews(t *testing.T) {
 	w.Git("checkout", "-q", "-b", "slower")
 	h1 := w.Commit("slower", map[string]string{"nodes/b-edge/clusters.yaml": previewCluster("api", "2s", 8080)})
 	w.Git("push", "-q", srv.PushURL(repo), "slower")
+	opened := time.Now()
 	pr := srv.OpenPullRequest(repo, "slower", "main", "slower connect")
 	st := srv.WaitStatus(t, repo, h1, prs.StatusContext, "success", wait)
+	// A figure for docs/benchmarks.md, not a check: polling at the
+	// source's interval (5 s here) bounds it.
+	t.Logf("pull request opened -> legate/preview success on its head: %s", time.Since(opened).Round(time.Millisecond))
 	assert.Equal(t, "valid; would change 1 node(s): b-edge", st.Description)
 	var comment gitea.Comment
 	require.Eventually(t, func() bool {
@@ -147,8 +151,10 @@ func TestEnvoySourcePullRequestPreviews(t *testing.T) {
 
 	// A second push: the status on the new head, the same comment edited.
 	h2 := w.Commit("slower still", map[string]string{"nodes/b-edge/clusters.yaml": previewCluster("api", "3s", 8080)})
+	pushed := time.Now()
 	w.Git("push", "-q", srv.PushURL(repo), "slower")
 	srv.WaitStatus(t, repo, h2, prs.StatusContext, "success", wait)
+	t.Logf("second push -> legate/preview success on the new head: %s", time.Since(pushed).Round(time.Millisecond))
 	require.Eventually(t, func() bool {
 		cs := markedComments(t, srv, repo, pr.Number, marker)
 		return len(cs) == 1 && strings.Contains(cs[0].Body, h2)
