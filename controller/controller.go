@@ -289,6 +289,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	// what it waits for.
 	var wg sync.WaitGroup
 	defer wg.Wait()
+	defer c.envoySources.previews.Stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if c.replicas == nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pipeline/readiness"
+	"github.com/legate-dev/legate/preview/kubepreview"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/envoysource"
 	"github.com/legate-dev/legate/sources/flux"
@@ -53,6 +54,7 @@ type envoySourceReconciler struct {
 	drivers        *envoysource.Drivers
 	workers        int
 	commitStatuses *kubeforge.Reporters
+	previews       *kubepreview.Previews // spec.previews (previews.go)
 }
 
 // newEnvoySourceReconciler builds the reconciler with o's fetch limits;
@@ -124,6 +126,9 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		st := r.core.Pipeline().Sync(ctx, name, res)
 		synced = &st
 	}
+	// Previews after the sync: they compare with what the source serves
+	// now, and their forge client is the one configured above.
+	previews := r.previews.Sync(ctx, &es, name)
 	var verdicts []readiness.Verdict
 	if synced != nil && !synced.Invalid {
 		for _, id := range synced.Nodes {
@@ -142,6 +147,7 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 				s.ArtifactDigest = res.Origin.Digest
 			}
 		}
+		s.Previews = previews
 		readiness.Of(es.Generation, synced, reason, fetchErr, verdicts).Set(&s.Conditions)
 		reconciling = meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReconciling)
 	})
@@ -207,6 +213,7 @@ func fetchReason(err error) string {
 func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
 	r.core.Pipeline().Remove(ctx, name)
 	r.commitStatuses.Drop(name)
+	r.previews.Drop(name)
 	r.drivers.Drop(name)
 	_ = r.rollouts.set(name, nil)
 }

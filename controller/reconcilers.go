@@ -115,6 +115,7 @@ func (c *Controller) setupReconcilers(mgr manager.Manager, skipNameValidation bo
 	c.envoySources = newEnvoySourceReconciler(s, c.opts, c.fetchGuard,
 		func() *http.Client { return sources.FluxClient(c.fetchGuard) },
 		func() *http.Client { return sources.ForgeClient(c.fetchGuard) }, c.core.Feedback())
+	c.envoySources.previews = c.newPreviews(c.envoySources)
 	c.policyConfigMaps = newPolicyReconciler(s, dir, c.trigger)
 	untaints := &untaintReconciler{shared: s}
 	fleets := &envoydeployment.Reconciler{

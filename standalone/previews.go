@@ -89,30 +89,11 @@ func (s *Server) previewRender(source string) func(context.Context, fs.FS) *rend
 	}
 }
 
-// served is what source serves now: the published configuration of each
-// node its last good render gave it.
-func (s *Server) served(source string) map[string]*render.NodeConfig {
-	out := map[string]*render.NodeConfig{}
-	for _, n := range s.pipeline.Status(source).Nodes {
-		st, ok := s.engine.Node(n)
-		if !ok || st.Published == nil {
-			continue
-		}
-		if rev, _, ok := s.engine.Revision(n, st.Published.Hash); ok && rev.Config != nil {
-			out[n] = rev.Config
-		}
-	}
-	return out
-}
+// served is what source serves now (core.Served).
+func (s *Server) served(source string) map[string]*render.NodeConfig { return s.core.Served(source) }
 
 // connected counts the proxies of node connected now.
-func (s *Server) connected(node string) int {
-	st, ok := s.engine.Node(node)
-	if !ok {
-		return 0
-	}
-	return st.Answers.Connected
-}
+func (s *Server) connected(node string) int { return s.core.Connected(node) }
 
 // onPullRequest hands a pull-request event to the queue of every source
 // that previews its target branch of its repository.

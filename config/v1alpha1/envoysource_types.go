@@ -7,6 +7,7 @@ import (
 // EnvoySourceSpec says where configuration is fetched from: exactly one of
 // git, oci and sourceRef.
 // +kubebuilder:validation:XValidation:rule="[has(self.git), has(self.oci), has(self.sourceRef)].filter(x, x).size() == 1",message="exactly one of git, oci and sourceRef must be set"
+// +kubebuilder:validation:XValidation:rule="!has(self.previews) || !self.previews.enabled || (has(self.git) && has(self.git.ref) && has(self.git.ref.branch) && has(self.commitStatus))",message="spec.previews.enabled needs spec.git with ref.branch (the branch the pull requests target; their heads are fetched from the repository) and spec.commitStatus (the forge they are listed from and reported to)"
 type EnvoySourceSpec struct {
 	// +optional
 	Git *GitSource `json:"git,omitempty"`
@@ -35,6 +36,59 @@ type EnvoySourceSpec struct {
 	// new commit goes to every proxy at once.
 	// +optional
 	Rollout *RolloutSpec `json:"rollout,omitempty"`
+	// Previews renders every pull request open into spec.git.ref.branch
+	// and reports the verdict and the per-node change on it (see
+	// docs/previews.md); nothing of a preview is published.
+	// +optional
+	Previews *Previews `json:"previews,omitempty"`
+}
+
+// Previews turns on the pull-request previews of an EnvoySource of kind
+// git with a spec.commitStatus: at every interval the forge's open pull
+// requests into the source's branch are listed, and each new head is
+// rendered with the source's options, policies and secret scope.
+type Previews struct {
+	// Enabled turns the previews on.
+	Enabled bool `json:"enabled"`
+	// Concurrency is how many previews of this source render at once.
+	// +kubebuilder:validation:Minimum=1
+	// +kubebuilder:validation:Maximum=8
+	// +kubebuilder:default=2
+	// +optional
+	Concurrency int32 `json:"concurrency,omitempty"`
+}
+
+// MaxPreviewStatuses bounds status.previews.
+const MaxPreviewStatuses = 20
+
+// PullRequestPreview is where the preview of one open pull request stands.
+type PullRequestPreview struct {
+	// Number is the pull request's number (GitLab: the merge request's iid).
+	Number int64 `json:"number"`
+	// Head is the head commit last seen open.
+	Head string `json:"head"`
+	// Fork says the head comes from another repository; its preview read
+	// no key material.
+	// +optional
+	Fork bool `json:"fork,omitempty"`
+}
+
+// PreviewsStatus is what the previews of an EnvoySource follow.
+type PreviewsStatus struct {
+	// Open are the pull requests being previewed, newest number first, at
+	// most 20; their verdicts are on the forge (the commit status
+	// legate/preview and legate's comment).
+	// +kubebuilder:validation:MaxItems=20
+	// +optional
+	Open []PullRequestPreview `json:"open,omitempty"`
+	// OpenCount is how many pull requests are open into the branch (up to
+	// the 100 a listing reads).
+	// +optional
+	OpenCount int32 `json:"openCount,omitempty"`
+	// Message says why the open pull requests could not be listed (the
+	// last attempt), or that more were open than a listing reads.
+	// +optional
+	Message string `json:"message,omitempty"`
 }
 
 // GitSource is a Git repository.
@@ -156,6 +210,9 @@ type EnvoySourceStatus struct {
 	// counts summed over the source's nodes.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+	// Previews are the pull requests being previewed (spec.previews).
+	// +optional
+	Previews *PreviewsStatus `json:"previews,omitempty"`
 	// Conditions are Ready, Reconciling and Stalled, with reasons from Flux's
 	// github.com/fluxcd/pkg/apis/meta where Flux has one.
 	// +listType=map

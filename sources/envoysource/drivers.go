@@ -144,3 +144,7 @@ func (d *Drivers) Refs() []sources.Ref {
 	}
 	return out
 }
+
+// Env is the environment the drivers are built with: the pull requests'
+// previews fetch with the same bounds.
+func (d *Drivers) Env() Env { return d.env }

@@ -66,34 +66,42 @@ func Repository(es *v1alpha1.EnvoySource, res *sources.Result) string {
 	return ""
 }
 
-// Build constructs the driver of es, named name in the pipeline, with the
-// credentials of secret (the Secret SecretName names; nil when it names
-// none, or to check a spec without it). Errors name es and the field.
-func Build(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret, env Env) (sources.Source, error) {
-	field := func(err error) error { return fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err) }
+// GitConfig is the driver configuration of es, of kind git, named name in
+// the pipeline, with the credentials of secret (nil for none): the
+// source's fetches and its pull requests' previews use the same.
+func GitConfig(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret, env Env) gitsource.Config {
 	data := func(k string) string {
 		if secret == nil {
 			return ""
 		}
 		return string(secret.Data[k])
 	}
+	spec := es.Spec
+	cfg := gitsource.Config{Name: name, URL: spec.Git.URL, Path: spec.Path, StateDir: env.StateDir, Timeout: env.Timeout, Budget: env.Budget}
+	cfg.Guard = env.Guard
+	if ref := spec.Git.Ref; ref != nil {
+		cfg.Ref = gitsource.Ref{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, Name: ref.Name, Commit: ref.Commit}
+	}
+	cfg.Auth = gitsource.Auth{
+		Username: data("username"), Password: sources.Literal(data("password")),
+		BearerToken: sources.Literal(data("bearerToken")), SSHKey: sources.Literal(data("identity")),
+		KnownHosts: data("known_hosts"),
+	}
+	// With an SSH key, Flux's "password" key is the key's passphrase.
+	if data("identity") != "" {
+		cfg.Auth.Password, cfg.Auth.SSHKeyPassphrase = sources.Secret{}, sources.Literal(data("password"))
+	}
+	return cfg
+}
+
+// Build constructs the driver of es, named name in the pipeline, with the
+// credentials of secret (the Secret SecretName names; nil when it names
+// none, or to check a spec without it). Errors name es and the field.
+func Build(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret, env Env) (sources.Source, error) {
+	field := func(err error) error { return fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err) }
 	switch spec := es.Spec; {
 	case spec.Git != nil:
-		cfg := gitsource.Config{Name: name, URL: spec.Git.URL, Path: spec.Path, StateDir: env.StateDir, Timeout: env.Timeout, Budget: env.Budget}
-		cfg.Guard = env.Guard
-		if ref := spec.Git.Ref; ref != nil {
-			cfg.Ref = gitsource.Ref{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, Name: ref.Name, Commit: ref.Commit}
-		}
-		cfg.Auth = gitsource.Auth{
-			Username: data("username"), Password: sources.Literal(data("password")),
-			BearerToken: sources.Literal(data("bearerToken")), SSHKey: sources.Literal(data("identity")),
-			KnownHosts: data("known_hosts"),
-		}
-		// With an SSH key, Flux's "password" key is the key's passphrase.
-		if data("identity") != "" {
-			cfg.Auth.Password, cfg.Auth.SSHKeyPassphrase = sources.Secret{}, sources.Literal(data("password"))
-		}
-		src, err := gitsource.New(cfg)
+		src, err := gitsource.New(GitConfig(es, name, secret, env))
 		if err != nil {
 			return nil, field(fmt.Errorf("spec.git: %w", err))
 		}
