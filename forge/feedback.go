@@ -33,7 +33,12 @@ type Feedback struct {
 	inflight   map[string]inflight // node -> commit with only a pending status
 }
 
-type inflight struct{ source, commit string }
+type inflight struct {
+	source, commit string
+	// rollout: the commit's revision is a rollout's candidate, served to
+	// some proxies only.
+	rollout bool
+}
 
 // queued is one status for one target (a source name).
 type queued struct {
@@ -125,11 +130,19 @@ func (f *Feedback) statuses(o revisions.Outcome) []queued {
 		// one, whose check would otherwise stay pending for ever.
 		delete(f.inflight, o.Node)
 		if f.targets[prev.source] {
-			out = append(out, queued{prev.source, Status{
+			st := Status{
 				Commit: prev.commit, State: StateSuccess, Context: ContextFor(o.Node),
 				Description: fmt.Sprintf("superseded by %s before every proxy answered; not rejected", revisions.Short(cmp.Or(commit, o.Hash))),
 				TargetURL:   f.targetURL(o.Node),
-			}})
+			}
+			if prev.rollout {
+				// A rollout's candidate that a newer commit replaced never
+				// reached every proxy: it did not succeed (Argo Rollouts
+				// says the same of a replaced ReplicaSet).
+				st.State = StateFailure
+				st.Description = fmt.Sprintf("superseded by %s during its rollout; never promoted", revisions.Short(cmp.Or(commit, o.Hash)))
+			}
+			out = append(out, queued{prev.source, st})
 		}
 	}
 	if !f.targets[src] || commit == "" {
@@ -140,8 +153,11 @@ func (f *Feedback) statuses(o revisions.Outcome) []queued {
 	case revisions.OutcomePending:
 		st.State = StatePending
 		st.Description = fmt.Sprintf("revision %s %s", revisions.Short(o.Hash), o.Description)
+		if o.Rollout {
+			st.Description = o.Description
+		}
 		if !o.Waiting {
-			f.inflight[o.Node] = inflight{source: src, commit: commit}
+			f.inflight[o.Node] = inflight{source: src, commit: commit, rollout: o.Rollout}
 		}
 	case revisions.OutcomeSuccess:
 		st.State = StateSuccess
@@ -151,10 +167,15 @@ func (f *Feedback) statuses(o revisions.Outcome) []queued {
 		}
 	case revisions.OutcomeFailure:
 		st.State = StateFailure
-		switch o.State {
-		case revisions.StateRollback:
+		switch {
+		case o.Rollout:
+			// "rollout failed at step 1/5 (10% of proxies): proxy … rejected
+			// the candidate: <its text>": the step, the proxy and its
+			// text first, so that a forge's limit cuts the end.
+			st.Description = o.Description
+		case o.State == revisions.StateRollback:
 			st.Description = "rolled back: " + o.Description
-		case revisions.StateRollbackFailed:
+		case o.State == revisions.StateRollbackFailed:
 			st.Description = "rejected, no earlier revision to roll back to: " + o.Description
 		default:
 			st.Description = o.Description

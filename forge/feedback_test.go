@@ -8,8 +8,10 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -131,6 +133,58 @@ func TestFeedbackStatuses(t *testing.T) {
 				{
 					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: sources.Origin{Kind: sources.KindOCI, Source: "cfg", Commit: shaA, Digest: "sha256:00"}, Status: revisions.OutcomePending, Description: "published, waiting for the 1 connected proxy to answer"},
 					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "revision h1 published, waiting for the 1 connected proxy to answer", TargetURL: url}}},
+				},
+			},
+		},
+		{
+			name: "a rollout says its step, then ends in success",
+			steps: []step{
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Rollout: true, Description: "rolling out, step 1/5 (10% of proxies)"},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "rolling out, step 1/5 (10% of proxies)", TargetURL: url}}},
+				},
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Rollout: true, Description: "rolling out, step 2/5 (10% of proxies)"},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "rolling out, step 2/5 (10% of proxies)", TargetURL: url}}},
+				},
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomeSuccess, Description: "accepted by 20 of 20 proxies"},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StateSuccess, Context: "legate/edge", Description: "accepted by 20 of 20 proxies", TargetURL: url}}},
+				},
+			},
+		},
+		{
+			name: "a rollout's failure names the step, the proxy and its text",
+			steps: []step{
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Rollout: true, Description: "rolling out, step 1/5 (10% of proxies)"},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "rolling out, step 1/5 (10% of proxies)", TargetURL: url}}},
+				},
+				{
+					in: revisions.Outcome{
+						Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomeFailure, State: revisions.StateRollback, Rollout: true,
+						Description: `rollout failed at step 1/5 (10% of proxies): proxy edge-7f9c rejected the candidate: route "api": unknown cluster "api-v2"; rolled back`,
+					},
+					want: []queued{{"cfg", Status{
+						Commit: shaA, State: StateFailure, Context: "legate/edge", TargetURL: url,
+						Description: `rollout failed at step 1/5 (10% of proxies): proxy edge-7f9c rejected the candidate: route "api": unknown cluster "api-v2"; rolled back`,
+					}}},
+				},
+			},
+		},
+		{
+			name: "a rollout's candidate superseded by a newer commit fails",
+			steps: []step{
+				{
+					in:   revisions.Outcome{Node: "edge", Hash: "h1", Origin: origin("cfg", shaA), Status: revisions.OutcomePending, Rollout: true, Description: "rolling out, step 2/5 (50% of proxies)"},
+					want: []queued{{"cfg", Status{Commit: shaA, State: StatePending, Context: "legate/edge", Description: "rolling out, step 2/5 (50% of proxies)", TargetURL: url}}},
+				},
+				{
+					in: revisions.Outcome{Node: "edge", Hash: "h2", Origin: origin("cfg", shaB), Status: revisions.OutcomePending, Rollout: true, Description: "rolling out, step 1/5 (10% of proxies); superseded h1"},
+					want: []queued{
+						{"cfg", Status{Commit: shaA, State: StateFailure, Context: "legate/edge", Description: "superseded by bbbbbbbbbbbb during its rollout; never promoted", TargetURL: url}},
+						{"cfg", Status{Commit: shaB, State: StatePending, Context: "legate/edge", Description: "rolling out, step 1/5 (10% of proxies); superseded h1", TargetURL: url}},
+					},
 				},
 			},
 		},
@@ -295,4 +349,15 @@ func TestStatusQueueReadsEntriesQueuedByEarlierVersions(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, all, 1)
 	assert.Equal(t, key, all[0].Key)
+}
+
+// TestRolloutFailureFitsTheForgesLimits: cut to GitHub's 140 characters,
+// the smallest limit, a rollout's failure still names the step, the proxy
+// and the start of its text.
+func TestRolloutFailureFitsTheForgesLimits(t *testing.T) {
+	desc := `rollout failed at step 1/5 (10% of proxies): proxy edge-7f9c rejected the candidate: route "api": unknown cluster "api-v2" ` + strings.Repeat("and more ", 40) + "; rolled back"
+	st, err := prepare(Status{Commit: shaA, State: StateFailure, Context: "legate/edge", Description: desc}, GitHubDescriptionLimit)
+	require.NoError(t, err)
+	assert.LessOrEqual(t, utf8.RuneCountInString(st.Description), GitHubDescriptionLimit)
+	assert.True(t, strings.HasPrefix(st.Description, `rollout failed at step 1/5 (10% of proxies): proxy edge-7f9c rejected the candidate: route "api": unknown cluster "api-v2"`), st.Description)
 }

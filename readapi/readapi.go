@@ -308,6 +308,9 @@ func (a *API) servePage(w http.ResponseWriter, r *http.Request) {
 	nodes := a.o.Engine.Nodes()
 	srcs := a.sources(nodes)
 	page := statuspage.Page{Nodes: a.nodes(nodes, srcs), Sources: srcs, Forges: a.o.Forges, Now: a.o.Clock.Now()}
+	if ro, ok := a.o.Engine.(Rollouts); ok {
+		page.Rollouts = ro.Rollouts()
+	}
 	if a.o.Replica != nil {
 		page.Replica = a.o.Replica(r)
 	}

@@ -37,6 +37,11 @@ type Outcome struct {
 	// Waiting marks a pending outcome whose revision is not served yet
 	// because the home cannot serve it (see NotReady); Description says why.
 	Waiting bool `json:"waiting,omitempty"`
+	// Rollout marks the feedback of a progressive rollout (a step begun,
+	// a step failed, the candidate rolled back): its Description is the
+	// whole text for the author, "rolling out, step 2/5 (10% of proxies)",
+	// and a reporter says it as it is.
+	Rollout bool `json:"rollout,omitempty"`
 	// Description is one line for people; for rejections it carries the
 	// proxies' own error text.
 	Description string              `json:"description"`

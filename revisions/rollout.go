@@ -230,7 +230,9 @@ func (e *Engine) decideRollout(ctx context.Context, n *nodeState, now time.Time,
 		if st.Failure != nil && prev.Failure == nil {
 			// onFailure: pause holds the canaries; say so to the origin.
 			e.metrics.steps.WithLabelValues(render.NodeLabel(n.rec.Node), strconv.Itoa(st.Failure.Step), "failed").Inc()
-			e.emit(e.outcome(n, n.revs[st.Candidate], OutcomeFailure, "rollout paused: "+st.Message, now))
+			o := e.outcome(n, n.revs[st.Candidate], OutcomeFailure, "rollout paused: "+st.Message, now)
+			o.Rollout = true
+			e.emit(o)
 		}
 		if act.Share != prev.Share {
 			e.serveSplit(n, now)
@@ -280,7 +282,9 @@ func (e *Engine) announceStep(n *nodeState, plan *rollout.Plan, now time.Time) {
 	if rr.Status.Superseded != "" && rr.Status.Step == 0 {
 		text += "; superseded " + Short(rr.Status.Superseded)
 	}
-	e.emit(e.outcome(n, n.revs[rr.Status.Candidate], OutcomePending, text, now))
+	o := e.outcome(n, n.revs[rr.Status.Candidate], OutcomePending, text, now)
+	o.Rollout = true
+	e.emit(o)
 }
 
 // observe1 is what the step machine is told about the node now.
@@ -449,6 +453,6 @@ func (e *Engine) rollBackCandidate(ctx context.Context, n *nodeState, now time.T
 	e.settle(n)
 	e.emit(Outcome{
 		Node: n.rec.Node, Hash: cand.Hash, Origin: cand.Origin, Status: OutcomeFailure, State: n.state,
-		Description: msg, Rejections: rej, Time: now,
+		Description: msg, Rejections: rej, Time: now, Rollout: true,
 	})
 }

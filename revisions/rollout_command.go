@@ -3,6 +3,7 @@ package revisions
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/legate-dev/legate/rollout"
 )
@@ -61,6 +62,11 @@ type RolloutView struct {
 	// NextGate is the gate the rollout waits for ("ack", "soak",
 	// "analysis", "pause", "nodes", or "promote").
 	NextGate string `json:"nextGate,omitempty"`
+	// Deadline is when the next gate's timer runs out, when it has one:
+	// the step's ackTimeout while it waits for ACKs, the end of its soak,
+	// the end of a timed pause. The page and the CLI say "12s left" from
+	// it.
+	Deadline *time.Time `json:"deadline,omitempty"`
 }
 
 // Rollout returns the rollout of node (under way or the last one).
@@ -108,8 +114,32 @@ func (e *Engine) rolloutView(n *nodeState) RolloutView {
 	if plan != nil {
 		v.Step = rr.Status.StepName(plan)
 		v.NextGate = nextGate(plan, rr.Status)
+		v.Deadline = gateDeadline(plan, rr.Status, v.NextGate)
 	}
 	return v
+}
+
+// gateDeadline is when the timer of gate runs out at the rollout's
+// current step; nil when the gate has none (analysis, promote).
+func gateDeadline(plan *rollout.Plan, st rollout.Status, gate string) *time.Time {
+	var t time.Time
+	switch gate {
+	case string(rollout.GateAck):
+		t = st.StepStarted.Add(plan.AckTimeout)
+	case string(rollout.GateSoak):
+		if st.Acked.IsZero() {
+			return nil
+		}
+		t = st.Acked.Add(plan.Soak)
+	case string(rollout.GatePause):
+		if step := plan.Steps[st.Step]; !step.Untimed {
+			t = st.StepStarted.Add(step.Pause)
+		}
+	}
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 func nextGate(plan *rollout.Plan, st rollout.Status) string {

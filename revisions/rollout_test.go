@@ -63,6 +63,7 @@ func TestRolloutStepsThenPromotion(t *testing.T) {
 	assert.Equal(t, revisions.StateProgressing, h.status().State)
 	assert.Equal(t, "pending:c2", h.outcomeStatuses()[len(h.outcomeStatuses())-1])
 	assert.Equal(t, "rolling out, step 1/2 (10% of proxies)", h.lastOutcome().Description)
+	assert.True(t, h.lastOutcome().Rollout, "a reporter says a rollout's text as it is")
 	assert.NotEqual(t, stable.Types[ldsType].Version, cand.Types[ldsType].Version, "the changed type has a version of its own")
 
 	v, ok := h.e.Rollout(node)
@@ -102,6 +103,7 @@ func TestRolloutCanaryNACKRollsBackTheCanariesOnly(t *testing.T) {
 	assert.Equal(t, "c2", o.Origin.Commit)
 	assert.Contains(t, o.Description, "step 1/2 (10% of proxies)")
 	assert.Contains(t, o.Description, "proxy p-canary rejected the candidate: cluster c2: unknown field")
+	assert.True(t, o.Rollout)
 	s := h.status()
 	assert.True(t, s.History[0].Tainted, "the candidate is tainted")
 	assert.Equal(t, revisions.StateRollback, s.State)

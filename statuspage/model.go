@@ -21,7 +21,11 @@ import (
 type pageModel struct {
 	Sources []sourceRow
 	Nodes   []nodeCard
-	Legend  []legendEntry
+	// Rollouts are the progressive rollouts, the most urgent first;
+	// MoreRollouts counts those left out.
+	Rollouts     []rolloutRow
+	MoreRollouts int
+	Legend       []legendEntry
 	// Counts is "1 rolled back · 2 in sync", problems first.
 	Counts string
 	// Problems counts the nodes and sources that need a person, and
@@ -61,8 +65,10 @@ type nodeCard struct {
 	Served              *servedInfo
 	Attempt             *attemptInfo
 	Waiting             string
-	History             []historyRow
-	Proxies             []proxyRow
+	// Rollout is the node's rollout in one line; RolloutClass colours it.
+	Rollout, RolloutClass string
+	History               []historyRow
+	Proxies               []proxyRow
 }
 
 type servedInfo struct {
@@ -104,7 +110,7 @@ const maxPageDiagnostics = 5
 
 // buildPage computes the page from the views. forges maps a source name
 // to its forge provider (empty when unknown); now dates relative times.
-func buildPage(nodes []NodeView, srcs []Source, forges map[string]forge.Provider, now time.Time) pageModel {
+func buildPage(nodes []NodeView, srcs []Source, rollouts []revisions.RolloutView, forges map[string]forge.Provider, now time.Time) pageModel {
 	var m pageModel
 	srcURL := map[string]string{}
 	for _, s := range srcs {
@@ -137,12 +143,21 @@ func buildPage(nodes []NodeView, srcs []Source, forges map[string]forge.Provider
 	nodes = ProblemsFirst(nodes)
 	states := make([]nodestate.State, 0, len(nodes))
 	var problems []nodestate.State
+	m.Rollouts, m.MoreRollouts = rolloutRows(rollouts, srcURL, forges, now)
+	byNode := make(map[string]rolloutRow, len(m.Rollouts))
+	for _, r := range m.Rollouts {
+		byNode[r.Node] = r
+	}
 	for _, n := range nodes {
 		states = append(states, n.State)
 		if nodestate.Problem(n.State) {
 			problems = append(problems, n.State)
 		}
-		m.Nodes = append(m.Nodes, nodeCardOf(n, srcURL, forges, now))
+		c := nodeCardOf(n, srcURL, forges, now)
+		if r, ok := byNode[n.NodeID]; ok {
+			c.Rollout, c.RolloutClass = rolloutLine(r), r.Class
+		}
+		m.Nodes = append(m.Nodes, c)
 	}
 	for _, sm := range StateMeanings {
 		m.Legend = append(m.Legend, legendEntry{string(sm.State), sm.Meaning})

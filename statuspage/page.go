@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/revisions"
 )
 
 // statusPage is the human view of the status API at GET /: the node states
@@ -36,6 +37,7 @@ th{font-weight:600;font-size:12px;color:#656d76;background:#f6f8fa}
 .banner.bad{background:#ffebe9;border:1px solid #ff8182;color:#82071e}.banner.ok{background:#dafbe1;border:1px solid #4ac26b;color:#116329}
 .card{background:#fff;border:1px solid #d0d7de;border-left:6px solid #8c959f;border-radius:6px;padding:12px 14px;margin:12px 0}
 .card.InSync{border-left-color:#1a7f37}.card.Pending,.card.Degraded,.card.Unconfigured{border-left-color:#bf8700}.card.Rollback,.card.RollbackFailed,.card.Rejected{border-left-color:#cf222e}
+.card.Progressing{border-left-color:#0969da}.Progressing .badge.state{background:#ddf4ff;color:#0550ae}
 .card.problem{border-color:#ff8182;border-left-width:8px}
 .head{display:flex;flex-wrap:wrap;gap:8px;align-items:baseline}
 .badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600;border:1px solid transparent;cursor:help;white-space:nowrap}
@@ -74,8 +76,18 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 {{with .Replica}}<div class="replica">{{.}}</div>{{end}}
 {{if .Problems}}<div class="banner bad" id="banner">needs attention: {{.Attention}}</div>
 {{else if .Nodes}}<div class="banner ok" id="banner">all is well: {{.Counts}}</div>{{end}}
-<div class="muted counts">{{with .Counts}}{{.}}{{else}}no nodes yet{{end}} · refreshes every 10 s · <a href="api/v1/nodes">nodes JSON</a> · <a href="api/v1/sources">sources JSON</a> · <a href="metrics">metrics</a> · <a href="#states">what the states mean</a></div>
+<div class="muted counts">{{with .Counts}}{{.}}{{else}}no nodes yet{{end}} · refreshes every 10 s · <a href="api/v1/nodes">nodes JSON</a> · <a href="api/v1/sources">sources JSON</a> · {{if .Rollouts}}<a href="api/v1/rollouts">rollouts JSON</a> · {{end}}<a href="metrics">metrics</a> · <a href="#states">what the states mean</a></div>
 
+{{if .Rollouts}}<h2 id="rollouts">Rollouts</h2>
+<table class="rollouts stack"><colgroup><col style="width:16%"><col style="width:11%"><col style="width:17%"><col style="width:17%"><col></colgroup>
+<tr class="labels"><th>node</th><th>phase</th><th>step</th><th>proxies</th><th>waits for</th></tr>
+{{range .Rollouts}}<tr data-rollout="{{.Node}}" class="rollout {{.Class}}"><td data-label="node"><span><a href="#node-{{.Node}}"><b>{{.Node}}</b></a><br><span class="small muted">revision <code>{{.Candidate}}</code> over <code>{{.Stable}}</code>{{if .Commit.Text}}, commit {{template "commit" .Commit}}{{end}}</span></span></td>
+<td data-label="phase"><span><span class="badge {{.Class}}">{{.Phase}}</span></span></td>
+<td data-label="step" class="step"><span>{{.Step}}{{with .Superseded}}<br><span class="small muted">superseded <code>{{.}}</code>, restarted at step 1</span>{{end}}</span></td>
+<td data-label="proxies" class="side"><span>{{.Side}}</span></td>
+<td data-label="waits for" class="wait"><span{{if .Problem}} class="err"{{end}}>{{.Wait}}</span></td></tr>
+{{end}}</table>{{with .MoreRollouts}}<p class="muted">and {{.}} more (<a href="api/v1/rollouts">rollouts JSON</a>)</p>{{end}}
+{{end}}
 <h2>Nodes</h2>
 {{range .Nodes}}{{$node := .ID}}
 <section class="card {{.State}}{{if .Problem}} problem{{end}}" id="node-{{.ID}}" data-node="{{.ID}}" data-state="{{.State}}">
@@ -90,6 +102,7 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 {{with .Attempt}}<dt>newest commit</dt><dd class="attempt">{{template "commit" .Commit}} <span class="badge {{.Class}}">{{.Verdict}}</span>{{if .SameAsServed}} <span class="muted small">(the served revision)</span>{{end}}
 {{with .Error}}<div class="err first-error">{{.}}</div>{{end}}</dd>{{end}}
 {{with .Waiting}}<dt>waiting</dt><dd class="err">{{.}}</dd>{{end}}
+{{with .Rollout}}<dt>rollout</dt><dd class="rollout"><a href="#rollouts">{{.}}</a></dd>{{end}}
 </dl>{{end}}
 {{with .Next}}<div class="next"><b>What to do</b>{{range .}}<p>{{.}}</p>{{end}}</div>{{end}}
 {{if .History}}<table class="history stack"><colgroup><col style="width:150px"><col style="width:130px"><col><col style="width:130px"><col style="width:90px"><col style="width:22%"></colgroup>
@@ -130,6 +143,9 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 type Page struct {
 	Nodes   []NodeView
 	Sources []Source
+	// Rollouts are the nodes' progressive rollouts, under way or the last
+	// one (revisions.Engine.Rollouts); nil: the page shows none.
+	Rollouts []revisions.RolloutView
 	// Forges maps a source name to its forge provider, for commit links
 	// (empty when unknown).
 	Forges map[string]forge.Provider
@@ -142,7 +158,7 @@ type Page struct {
 
 // Write renders the page to w.
 func (p Page) Write(w io.Writer) error {
-	m := buildPage(p.Nodes, p.Sources, p.Forges, p.Now)
+	m := buildPage(p.Nodes, p.Sources, p.Rollouts, p.Forges, p.Now)
 	m.Replica = p.Replica
 	return statusPage.Execute(w, m)
 }
