@@ -260,6 +260,15 @@ func (s *Server) mutatePod(ctx context.Context, req *admissionv1.AdmissionReques
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
+	// The patch is the difference between the Pod as legate's types know
+	// it before and after the injection, not from the request's JSON: a
+	// field this build does not know (an API server newer than its
+	// k8s.io/api) is missing from both, so the patch leaves it alone
+	// instead of removing it.
+	original, err := json.Marshal(&pod)
+	if err != nil {
+		return deny(http.StatusInternalServerError, "encode the Pod: "+err.Error())
+	}
 	sidecar, injected, err := s.Mutator.Inject(&pod)
 	if err != nil {
 		return deny(http.StatusUnprocessableEntity, fmt.Sprintf("legate cannot inject an Envoy sidecar into Pod %s: %v", podName(&pod), err))
@@ -280,7 +289,7 @@ func (s *Server) mutatePod(ctx context.Context, req *admissionv1.AdmissionReques
 	if err != nil {
 		return deny(http.StatusInternalServerError, "encode the injected Pod: "+err.Error())
 	}
-	patch, err := jsonpatch.CreatePatch(req.Object.Raw, mutated)
+	patch, err := jsonpatch.CreatePatch(original, mutated)
 	if err != nil {
 		return deny(http.StatusInternalServerError, "compute the Pod's patch: "+err.Error())
 	}
