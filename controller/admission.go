@@ -38,7 +38,7 @@ func (c *Controller) serveWebhooks(ctx context.Context, lis net.Listener) error 
 	if err := admission.Register(c.http.reg); err != nil {
 		return err
 	}
-	return webhook.Serve(ctx, lis, admission.Handler(), c.webhookTLS)
+	return admission.Serve(ctx, lis, c.webhookTLS)
 }
 
 // WebhookAddr is where the admission webhooks listen ("" when off).

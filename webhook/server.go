@@ -74,7 +74,8 @@ type Server struct {
 	EnvoyConfigs, EnvoySources Validator
 	Log                        logr.Logger
 
-	duration *prometheus.HistogramVec
+	duration    *prometheus.HistogramVec
+	connections prometheus.Counter
 }
 
 // Register adds the server's admission metrics to reg.
@@ -84,7 +85,14 @@ func (s *Server) Register(reg prometheus.Registerer) error {
 		Help:    "Time legate's admission webhooks took to answer, by webhook and verdict.",
 		Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, 1, 5},
 	}, []string{"webhook", "allowed"})
-	return reg.Register(s.duration)
+	// A count that grows with the calls says the API server's connections
+	// are not kept alive: each call then pays a TCP and TLS handshake
+	// that legate_admission_duration_seconds does not show.
+	s.connections = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "legate_admission_connections_total",
+		Help: "Connections opened to legate's admission webhooks (each a TLS handshake).",
+	})
+	return errors.Join(reg.Register(s.duration), reg.Register(s.connections))
 }
 
 // Handler serves the webhooks' paths.
@@ -252,6 +260,15 @@ func (s *Server) mutatePod(ctx context.Context, req *admissionv1.AdmissionReques
 	if pod.Namespace == "" {
 		pod.Namespace = req.Namespace
 	}
+	// The patch is the difference between the Pod as legate's types know
+	// it before and after the injection, not from the request's JSON: a
+	// field this build does not know (an API server newer than its
+	// k8s.io/api) is missing from both, so the patch leaves it alone
+	// instead of removing it.
+	original, err := json.Marshal(&pod)
+	if err != nil {
+		return deny(http.StatusInternalServerError, "encode the Pod: "+err.Error())
+	}
 	sidecar, injected, err := s.Mutator.Inject(&pod)
 	if err != nil {
 		return deny(http.StatusUnprocessableEntity, fmt.Sprintf("legate cannot inject an Envoy sidecar into Pod %s: %v", podName(&pod), err))
@@ -272,7 +289,7 @@ func (s *Server) mutatePod(ctx context.Context, req *admissionv1.AdmissionReques
 	if err != nil {
 		return deny(http.StatusInternalServerError, "encode the injected Pod: "+err.Error())
 	}
-	patch, err := jsonpatch.CreatePatch(req.Object.Raw, mutated)
+	patch, err := jsonpatch.CreatePatch(original, mutated)
 	if err != nil {
 		return deny(http.StatusInternalServerError, "compute the Pod's patch: "+err.Error())
 	}

@@ -288,3 +288,38 @@ func BenchmarkAdmitPod(b *testing.B) {
 		b.ReportMetric(float64(l[len(l)*99/100])/1e3, name+"-p99-µs")
 	}
 }
+
+// A Pod from an API server newer than legate's k8s.io/api carries fields
+// legate's types drop when they decode it: the patch must leave them, not
+// remove them, while it still injects.
+func TestMutatePodKeepsFieldsItDoesNotKnow(t *testing.T) {
+	s := &Server{Mutator: stubMutator(addSidecar), Log: logr.Discard()}
+	req := podRequest(t, pod(map[string]string{InjectLabel: Enabled}), false)
+	var obj map[string]any
+	require.NoError(t, json.Unmarshal(req.Object.Raw, &obj))
+	obj["spec"].(map[string]any)["futureField"] = map[string]any{"mode": "x"}
+	obj["spec"].(map[string]any)["containers"].([]any)[0].(map[string]any)["futureContainerField"] = true
+	obj["futureTopLevel"] = "y"
+	raw, err := json.Marshal(obj)
+	require.NoError(t, err)
+	req.Object.Raw = raw
+
+	resp := answerOf(t, post(t, s.Handler(), MutatePodsPath, "application/json", review(t, req)))
+	require.True(t, resp.Allowed, "%+v", resp.Result)
+	assert.NotContains(t, string(resp.Patch), `"remove"`)
+	patch, err := jsonpatch.DecodePatch(resp.Patch)
+	require.NoError(t, err)
+	patched, err := patch.Apply(raw)
+	require.NoError(t, err)
+	var got map[string]any
+	require.NoError(t, json.Unmarshal(patched, &got))
+	spec := got["spec"].(map[string]any)
+	assert.Equal(t, map[string]any{"mode": "x"}, spec["futureField"])
+	assert.Equal(t, true, spec["containers"].([]any)[0].(map[string]any)["futureContainerField"])
+	assert.Equal(t, "y", got["futureTopLevel"])
+	var typed corev1.Pod
+	require.NoError(t, json.Unmarshal(patched, &typed))
+	want := pod(map[string]string{InjectLabel: Enabled})
+	_, _, _ = addSidecar(want)
+	assert.Equal(t, want.Spec, typed.Spec, "the sidecar is still injected")
+}
