@@ -180,7 +180,10 @@ func TestPreviewCancelledClosesItsCheck(t *testing.T) {
 			post := &poster{}
 			p := previewer(t, fstest.MapFS{"nodes/edge/clusters.yaml": clusterFile("1s", "api")}, post)
 			ctx, cancel := context.WithCancelCause(context.Background())
-			p.Render = func(_ context.Context, f fs.FS) *render.Result { cancel(tt.cause); return render.Render(f, render.Options{}) }
+			p.Render = func(_ context.Context, f fs.FS) *render.Result {
+				cancel(tt.cause)
+				return render.Render(f, render.Options{})
+			}
 			p.Run(ctx, "cfg", Request{Number: 9, HeadSHA: head})
 			require.Len(t, post.statuses, 2)
 			assert.Equal(t, forge.StatePending, post.statuses[0].State)
