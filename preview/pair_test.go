@@ -85,8 +85,10 @@ spec:
 		why  string
 	}{
 		"a file outside node directories": {func(_, h fstest.MapFS) { h["edge.yaml"] = envoyConfig("node-0001") }, "edge.yaml is in no nodes/<nodeID>/ directory"},
-		"a legate.yaml":                    {func(_, h fstest.MapFS) { h["nodes/legate.yaml"] = &fstest.MapFile{Data: []byte("nodes: [node-0001]\n")} }, "nodes/legate.yaml targets nodes"},
-		"a CUE file":                       {func(b, _ fstest.MapFS) { b["policies/p.cue"] = &fstest.MapFile{Data: []byte("package p\n")} }, "policies/p.cue is CUE"},
+		"a legate.yaml": {func(_, h fstest.MapFS) {
+			h["nodes/legate.yaml"] = &fstest.MapFile{Data: []byte("nodes: [node-0001]\n")}
+		}, "nodes/legate.yaml targets nodes"},
+		"a CUE file": {func(b, _ fstest.MapFS) { b["policies/p.cue"] = &fstest.MapFile{Data: []byte("package p\n")} }, "policies/p.cue is CUE"},
 		// A node directory whose document names another node: that
 		// node's configuration depends on a file outside its directory.
 		"a document naming another node": {func(_, h fstest.MapFS) { h["nodes/node-0002/other.yaml"] = envoyConfig("node-0003") }, ""},
