@@ -39,6 +39,10 @@ type Pair struct {
 // rendered from its changed nodes' files only. In any other case both
 // sides are rendered in full, side by side.
 func RenderPair(base, head fs.FS, limits render.Options, renderFn func(fs.FS) *render.Result) (Fleet, Fleet, Pair) {
+	// The head is rendered whatever the base, from the start: on two
+	// cores the reading of both trees and the base's render run beside it.
+	headDone := make(chan *render.Result, 1)
+	go func() { headDone <- renderFn(head) }()
 	var headIdx, baseIdx *treeIndex
 	var headErr, baseErr error
 	var wg sync.WaitGroup
@@ -55,7 +59,7 @@ func RenderPair(base, head fs.FS, limits render.Options, renderFn func(fs.FS) *r
 		why = "base: " + baseErr.Error()
 	}
 	if why != "" {
-		return renderBoth(base, head, renderFn, why)
+		return renderBase(base, headDone, renderFn, why)
 	}
 
 	// The base's changed nodes, as a tree of their files only.
@@ -70,22 +74,23 @@ func RenderPair(base, head fs.FS, limits render.Options, renderFn func(fs.FS) *r
 			sub[p] = &fstest.MapFile{Data: baseIdx.data[p], Mode: 0o644}
 		}
 	}
+	baseIdx.data = nil
 	subRes := &render.Result{}
 	if changed > 0 {
-		wg.Go(func() { subRes = renderFn(sub) })
+		subRes = renderFn(sub)
 	}
-	headRes := renderFn(head)
-	wg.Wait()
+	headRes := <-headDone
+	headDone <- headRes // for renderBase
 	if len(headRes.Diagnostics) > 0 {
 		// An invalid head: rare, and its diagnostics may be the limits'
 		// (not any one node's); no sharing to reason about.
-		return renderBoth(base, head, renderFn, "the head does not render")
+		return renderBase(base, headDone, renderFn, "the head does not render")
 	}
 	if err := ownFiles(headRes); err != nil {
-		return renderBoth(base, head, renderFn, "head: "+err.Error())
+		return renderBase(base, headDone, renderFn, "head: "+err.Error())
 	}
 	if err := ownFiles(subRes); err != nil {
-		return renderBoth(base, head, renderFn, "base: "+err.Error())
+		return renderBase(base, headDone, renderFn, "base: "+err.Error())
 	}
 	nodes := make(map[string]*render.NodeConfig, len(baseIdx.nodes))
 	resources := 0
@@ -100,7 +105,7 @@ func RenderPair(base, head fs.FS, limits render.Options, renderFn func(fs.FS) *r
 		}
 	}
 	if max := limitOr(limits.MaxResources, render.DefaultMaxResources); resources > max {
-		return renderBoth(base, head, renderFn, "the base is over the resource limit")
+		return renderBase(base, headDone, renderFn, "the base is over the resource limit")
 	}
 	baseFleet := Fleet{Nodes: nodes, Diagnostics: subRes.Diagnostics, Warnings: subRes.Warnings}
 	if len(subRes.Diagnostics) > 0 {
@@ -109,14 +114,19 @@ func RenderPair(base, head fs.FS, limits render.Options, renderFn func(fs.FS) *r
 	return baseFleet, FleetOf(headRes), Pair{Shared: true, BaseRendered: changed}
 }
 
+// renderBase renders the base in full, beside the head's render (which
+// headDone delivers).
+func renderBase(base fs.FS, headDone chan *render.Result, renderFn func(fs.FS) *render.Result, why string) (Fleet, Fleet, Pair) {
+	b := renderFn(base)
+	h := <-headDone
+	return FleetOf(b), FleetOf(h), Pair{BaseRendered: len(b.Nodes), Why: why}
+}
+
 // renderBoth renders both sides in full, side by side.
 func renderBoth(base, head fs.FS, renderFn func(fs.FS) *render.Result, why string) (Fleet, Fleet, Pair) {
-	var b *render.Result
-	var wg sync.WaitGroup
-	wg.Go(func() { b = renderFn(base) })
-	h := renderFn(head)
-	wg.Wait()
-	return FleetOf(b), FleetOf(h), Pair{BaseRendered: len(b.Nodes), Why: why}
+	headDone := make(chan *render.Result, 1)
+	go func() { headDone <- renderFn(head) }()
+	return renderBase(base, headDone, renderFn, why)
 }
 
 // treeIndex is a tree's configuration files per node.
