@@ -54,7 +54,7 @@ func BenchmarkFleetDiff(b *testing.B) {
 			for b.Loop() {
 				renderBench(b, head)
 			}
-			b.ReportMetric((cpuTime() - start).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 		})
 		b.Run(fmt.Sprintf("changed=%d/render+diff", changed), func(b *testing.B) {
 			for b.Loop() {
@@ -76,7 +76,7 @@ func BenchmarkFleetDiff(b *testing.B) {
 					b.Fatalf("%d nodes changed, want %d (shared %v: %s)", r.Summary.Changed, changed, pair.Shared, pair.Why)
 				}
 			}
-			b.ReportMetric((cpuTime() - start).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 		})
 		b.Run(fmt.Sprintf("changed=%d/diff-both-sides-unshared", changed), func(b *testing.B) {
 			start := cpuTime()
@@ -86,7 +86,7 @@ func BenchmarkFleetDiff(b *testing.B) {
 					b.Fatalf("%d nodes changed, want %d", r.Summary.Changed, changed)
 				}
 			}
-			b.ReportMetric((cpuTime() - start).Seconds()/float64(b.N), "cpu-s/op")
+			b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 		})
 		b.Run(fmt.Sprintf("changed=%d/diff+markdown", changed), func(b *testing.B) {
 			h := FleetOf(renderBench(b, head))
