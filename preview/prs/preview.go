@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -65,11 +66,13 @@ type Previewer struct {
 func (p *Previewer) Run(ctx context.Context, _ string, req Request) {
 	log := p.Log.WithValues("source", p.Source, "pullRequest", req.Number, "commit", req.HeadSHA)
 	p.status(ctx, log, req.HeadSHA, forge.StatePending, "rendering a preview of this commit")
+	start := time.Now()
 	res, err := p.Fetch(ctx, req)
 	if ctx.Err() != nil {
 		p.abandoned(ctx, log, req.HeadSHA)
 		return
 	}
+	log.V(1).Info("pull request preview: head fetched", "took", time.Since(start).String())
 	if err != nil {
 		log.Error(err, "pull request preview: fetch failed")
 		p.status(ctx, log, req.HeadSHA, forge.StateFailure, "legate could not fetch this commit: "+err.Error())
@@ -85,11 +88,13 @@ func (p *Previewer) Run(ctx context.Context, _ string, req Request) {
 		p.status(ctx, log, req.HeadSHA, forge.StateError, supersededText(commit))
 		p.status(ctx, log, commit, forge.StatePending, "rendering a preview of this commit")
 	}
+	start = time.Now()
 	result := p.Render(ctx, res.Files)
 	if ctx.Err() != nil {
 		p.abandoned(ctx, log, commit)
 		return
 	}
+	log.V(1).Info("pull request preview: head rendered", "took", time.Since(start).String())
 	var notes []string
 	if req.Fork {
 		notes = append(notes, ForkNote)
