@@ -75,6 +75,11 @@ func RenderPair(base, head fs.FS, limits render.Options, renderFn func(fs.FS) *r
 		}
 	}
 	baseIdx.data = nil
+	if changed*2 > len(baseIdx.nodes) {
+		// Most nodes changed: the base's full render costs about the
+		// same and needs no proof of locality.
+		return renderBase(base, headDone, renderFn, "most nodes changed")
+	}
 	subRes := &render.Result{}
 	if changed > 0 {
 		subRes = renderFn(sub)

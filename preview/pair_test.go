@@ -50,6 +50,11 @@ func TestRenderPairSharesUnchangedNodes(t *testing.T) {
 	assert.True(t, pair.Shared, pair.Why)
 	assert.Equal(t, 4, pair.BaseRendered, "the 3 changed nodes and the removed one")
 
+	// Most nodes changed: the base renders in full.
+	pair = comparePair(t, base, benchFleetRepo(40, 21))
+	assert.False(t, pair.Shared)
+	assert.Equal(t, "most nodes changed", pair.Why)
+
 	// Nothing changed: the base renders nothing.
 	pair = comparePair(t, base, benchFleetRepo(40, 0))
 	assert.True(t, pair.Shared, pair.Why)
