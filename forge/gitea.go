@@ -31,6 +31,7 @@ var giteaStates = map[State]gitea.StatusState{
 	StatePending: gitea.StatusPending,
 	StateSuccess: gitea.StatusSuccess,
 	StateFailure: gitea.StatusFailure,
+	StateError:   gitea.StatusError,
 }
 
 // Post implements Reporter.

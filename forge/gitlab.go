@@ -33,6 +33,7 @@ var gitlabStates = map[State]gitlab.BuildStateValue{
 	StatePending: gitlab.Pending,
 	StateSuccess: gitlab.Success,
 	StateFailure: gitlab.Failed,
+	StateError:   gitlab.Canceled,
 }
 
 // Post implements Reporter.

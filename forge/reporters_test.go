@@ -102,23 +102,24 @@ func TestReporters(t *testing.T) {
 		wantRaw   string
 		wantAuth  func(forgeRequest) string
 		wantState string
+		wantError string // StateError's word on the forge
 		ctxField  string
 	}{
 		{
 			name: "github", provider: ProviderGitHub, repo: "org/cfg", base: func(u string) string { return u + "/api/v3/" },
 			limit: GitHubDescriptionLimit, wantPath: "/api/v3/repos/org/cfg/statuses/" + sha,
-			wantAuth: func(r forgeRequest) string { return r.Auth }, wantState: "failure", ctxField: "context",
+			wantAuth: func(r forgeRequest) string { return r.Auth }, wantState: "failure", wantError: "error", ctxField: "context",
 		},
 		{
 			name: "gitlab", provider: ProviderGitLab, repo: "group/sub/cfg", base: func(u string) string { return u },
 			limit: GitLabDescriptionLimit, wantPath: "/api/v4/projects/group/sub/cfg/statuses/" + sha,
 			wantRaw:  "/api/v4/projects/group%2Fsub%2Fcfg/statuses/" + sha,
-			wantAuth: func(r forgeRequest) string { return r.PrivateToken }, wantState: "failed", ctxField: "name",
+			wantAuth: func(r forgeRequest) string { return r.PrivateToken }, wantState: "failed", wantError: "canceled", ctxField: "name",
 		},
 		{
 			name: "gitea", provider: ProviderGitea, repo: "org/cfg", base: func(u string) string { return u },
 			limit: GiteaDescriptionLimit, wantPath: "/api/v1/repos/org/cfg/statuses/" + sha,
-			wantAuth: func(r forgeRequest) string { return r.Auth }, wantState: "failure", ctxField: "context",
+			wantAuth: func(r forgeRequest) string { return r.Auth }, wantState: "failure", wantError: "error", ctxField: "context",
 		},
 	}
 	for _, tt := range tests {
@@ -148,6 +149,14 @@ func TestReporters(t *testing.T) {
 			assert.NotContains(t, desc, token)
 			assert.NotContains(t, desc, "MIIE")
 
+			// A check legate could not finish (a superseded preview).
+			errored := st
+			errored.State = StateError
+			require.NoError(t, rep.Post(context.Background(), errored))
+			reqs = srv.requests()
+			require.Len(t, reqs, 2)
+			assert.Equal(t, tt.wantError, reqs[1].Body["state"])
+
 			srv.setCode(http.StatusInternalServerError)
 			err = rep.Post(context.Background(), st)
 			require.Error(t, err)
@@ -167,7 +176,7 @@ func TestReporterValidation(t *testing.T) {
 	srv := startForge(t, http.StatusCreated)
 	rep, err := NewGitHub(Config{BaseURL: srv.URL, Repository: "org/cfg", Token: tokenFile(t)})
 	require.NoError(t, err)
-	err = rep.Post(context.Background(), Status{Commit: sha, State: "error", Context: "legate/x"})
+	err = rep.Post(context.Background(), Status{Commit: sha, State: "cancelled", Context: "legate/x"})
 	assert.True(t, IsPermanent(err))
 	assert.Empty(t, srv.requests())
 

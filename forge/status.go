@@ -18,6 +18,11 @@ const (
 	StatePending State = "pending"
 	StateSuccess State = "success"
 	StateFailure State = "failure"
+	// StateError closes a check legate could not finish, such as a preview
+	// superseded by a newer push: the commit was not judged, which
+	// "failure" would wrongly claim. GitLab has no "error" and gets
+	// "canceled", its own word for a pipeline a newer push replaced.
+	StateError State = "error"
 )
 
 // Status is one commit status.
@@ -83,9 +88,9 @@ func Trim(s string, limit int) string {
 // to limit.
 func prepare(st Status, limit int, known ...string) (Status, error) {
 	switch st.State {
-	case StatePending, StateSuccess, StateFailure:
+	case StatePending, StateSuccess, StateFailure, StateError:
 	default:
-		return st, &PermanentError{fmt.Errorf("commit status state %q is not pending, success or failure", st.State)}
+		return st, &PermanentError{fmt.Errorf("commit status state %q is not pending, success, failure or error", st.State)}
 	}
 	if st.Commit == "" || st.Context == "" {
 		return st, &PermanentError{fmt.Errorf("commit status needs a commit and a context")}

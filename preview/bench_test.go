@@ -2,6 +2,7 @@ package preview
 
 import (
 	"fmt"
+	"io/fs"
 	"strings"
 	"testing"
 	"testing/fstest"
@@ -37,19 +38,23 @@ func renderBench(b *testing.B, fsys fstest.MapFS) *render.Result {
 // BenchmarkFleetDiff compares, on a 1 000-node repository, rendering the
 // head alone with rendering it and comparing it with the base (what a
 // pull-request preview does against the served fleet), for a change of
-// 10 nodes and of every node. Issue 29's target: render+diff under twice
-// the render.
+// 10 nodes and of every node, and what legate diff does: render both
+// sides (sharing the unchanged nodes) and compare. Issue 29's target: a
+// diff under twice the render.
 //
 //	go test ./preview -run '^$' -bench FleetDiff -benchmem
 func BenchmarkFleetDiff(b *testing.B) {
 	const nodes = 1000
-	base := FleetOf(renderBench(b, benchFleetRepo(nodes, 0)))
+	baseRepo := benchFleetRepo(nodes, 0)
+	base := FleetOf(renderBench(b, baseRepo))
 	for _, changed := range []int{10, nodes} {
 		head := benchFleetRepo(nodes, changed)
 		b.Run(fmt.Sprintf("changed=%d/render", changed), func(b *testing.B) {
+			start := cpuTime()
 			for b.Loop() {
 				renderBench(b, head)
 			}
+			b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 		})
 		b.Run(fmt.Sprintf("changed=%d/render+diff", changed), func(b *testing.B) {
 			for b.Loop() {
@@ -58,6 +63,30 @@ func BenchmarkFleetDiff(b *testing.B) {
 					b.Fatalf("%d nodes changed, want %d", r.Summary.Changed, changed)
 				}
 			}
+		})
+		// legate diff: both sides rendered (RenderPair shares the
+		// unchanged nodes), then compared; "unshared" renders both in full
+		// side by side, as before RenderPair.
+		renderFn := func(f fs.FS) *render.Result { return render.Render(f, render.Options{}) }
+		b.Run(fmt.Sprintf("changed=%d/diff-both-sides", changed), func(b *testing.B) {
+			start := cpuTime()
+			for b.Loop() {
+				bf, hf, pair := RenderPair(baseRepo, head, render.Options{}, renderFn)
+				if r := Compare(bf, hf, Options{}); r.Summary.Changed != changed || pair.Shared != (changed*2 <= nodes) {
+					b.Fatalf("%d nodes changed, want %d (shared %v: %s)", r.Summary.Changed, changed, pair.Shared, pair.Why)
+				}
+			}
+			b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
+		})
+		b.Run(fmt.Sprintf("changed=%d/diff-both-sides-unshared", changed), func(b *testing.B) {
+			start := cpuTime()
+			for b.Loop() {
+				bf, hf, _ := renderBoth(baseRepo, head, renderFn, "")
+				if r := Compare(bf, hf, Options{}); r.Summary.Changed != changed {
+					b.Fatalf("%d nodes changed, want %d", r.Summary.Changed, changed)
+				}
+			}
+			b.ReportMetric((cpuTime()-start).Seconds()/float64(b.N), "cpu-s/op")
 		})
 		b.Run(fmt.Sprintf("changed=%d/diff+markdown", changed), func(b *testing.B) {
 			h := FleetOf(renderBench(b, head))

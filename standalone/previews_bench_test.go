@@ -8,9 +8,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/forge"
@@ -44,6 +46,7 @@ func BenchmarkPullRequestFeedback(b *testing.B) {
 		"nodes/edge/listener.yaml": previewListener("api"),
 		"nodes/east/clusters.yaml": previewClusters("1s", "api"),
 	})
+	logs := &phaseLog{}
 	s, err := New(Config{
 		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: b.TempDir(),
 		Sources: []SourceConfig{{
@@ -53,7 +56,7 @@ func BenchmarkPullRequestFeedback(b *testing.B) {
 			Previews: &PreviewsConfig{Enabled: true},
 		}},
 		Webhooks: WebhookConfig{Gitea: sources.Secret{File: hookFile}},
-	}, Options{})
+	}, Options{Log: funcr.New(logs.add, funcr.Options{Verbosity: 1})})
 	require.NoError(b, err)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -83,19 +86,44 @@ func BenchmarkPullRequestFeedback(b *testing.B) {
 	waitFor("the first preview", previewed(head))
 
 	var prTimes, mainTimes []time.Duration
+	// Where the time goes, per phase: until legate has the webhook
+	// (git push and Gitea's own work and delivery), then legate's fetch,
+	// render and the rest until the test sees the feedback on Gitea.
+	phases := map[string][]time.Duration{}
+	phase := func(name string, from, to time.Time) {
+		if !from.IsZero() && !to.IsZero() {
+			phases[name] = append(phases[name], to.Sub(from))
+		}
+	}
 	b.ResetTimer()
 	for i := range b.N {
 		w.git("checkout", "-q", "change")
 		start := time.Now()
 		sha := w.commit("change", "pr push", map[string]string{"nodes/edge/clusters.yaml": previewClusters(fmt.Sprintf("%ds", i+3), "api")})
+		pushed := time.Now()
 		waitFor("the preview of "+sha, previewed(sha))
-		prTimes = append(prTimes, time.Since(start))
+		seen := time.Now()
+		prTimes = append(prTimes, seen.Sub(start))
+		hook := logs.first(start, "pull request webhook")
+		fetched := logs.first(start, "pull request preview: head fetched")
+		rendered := logs.first(start, "pull request preview: head rendered")
+		phase("pr-push", start, pushed)
+		phase("pr-webhook", pushed, hook)
+		phase("pr-fetch", hook, fetched)
+		phase("pr-render", fetched, rendered)
+		phase("pr-feedback", rendered, seen)
 
 		w.git("checkout", "-q", "main")
 		start = time.Now()
 		sha = w.commit("main", "served push", map[string]string{"nodes/east/clusters.yaml": previewClusters(fmt.Sprintf("%ds", i+3), "api")})
+		pushed = time.Now()
 		waitFor("the status of "+sha, func() bool { return srv.LatestStatus(repo, sha, forge.ContextFor("east")).State != "" })
-		mainTimes = append(mainTimes, time.Since(start))
+		seen = time.Now()
+		mainTimes = append(mainTimes, seen.Sub(start))
+		hook = logs.first(start, "push webhook")
+		phase("main-push", start, pushed)
+		phase("main-webhook", pushed, hook)
+		phase("main-rest", hook, seen)
 	}
 	b.StopTimer()
 	report := func(name string, ds []time.Duration) {
@@ -106,4 +134,39 @@ func BenchmarkPullRequestFeedback(b *testing.B) {
 	}
 	report("pr", prTimes)
 	report("main", mainTimes)
+	for name, ds := range phases {
+		slices.Sort(ds)
+		b.ReportMetric(float64(ds[len(ds)/2].Microseconds())/1000, name+"-p50-ms")
+	}
+}
+
+// phaseLog keeps when the server logged each message, to split a
+// benchmark's time into phases.
+type phaseLog struct {
+	mu   sync.Mutex
+	msgs []phaseMsg
+}
+
+type phaseMsg struct {
+	at   time.Time
+	text string
+}
+
+func (l *phaseLog) add(_, args string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.msgs = append(l.msgs, phaseMsg{time.Now(), args})
+}
+
+// first is when msg was first logged after since (zero: never).
+func (l *phaseLog) first(since time.Time, msg string) time.Time {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	want := `"msg"="` + msg + `"`
+	for _, m := range l.msgs {
+		if m.at.After(since) && strings.Contains(m.text, want) {
+			return m.at
+		}
+	}
+	return time.Time{}
 }

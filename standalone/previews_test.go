@@ -216,12 +216,44 @@ func TestPullRequestPreviewsOnGitea(t *testing.T) {
 		return len(cs) == 1 && strings.Contains(cs[0].Body, "nodes/edge/listener.yaml:")
 	}, wait, 50*time.Millisecond)
 
+	// Two pushes in quick succession: the newest head gets the verdict,
+	// the older one's check is not left pending, and the request still
+	// has one comment.
+	h4 := w.commit("broken", "route to api", map[string]string{"nodes/edge/listener.yaml": previewListener("api")})
+	h5 := w.commit("broken", "route to api, east changed", map[string]string{"nodes/east/clusters.yaml": previewClusters("3s", "api")})
+	st = srv.WaitStatus(t, repo, h5, prs.StatusContext, "success", wait)
+	assert.Equal(t, "valid; would change 1 node(s): east", st.Description)
+	require.Eventually(t, func() bool {
+		old := srv.LatestStatus(repo, h4, prs.StatusContext)
+		return old.State != "pending" // none (never started) or closed
+	}, wait, 50*time.Millisecond, "the superseded head's check is not left pending")
+	if old := srv.LatestStatus(repo, h4, prs.StatusContext); old.State == "error" {
+		assert.Equal(t, "superseded by "+h5[:12]+": not previewed, the newer head is", old.Description)
+	}
+	require.Eventually(t, func() bool {
+		cs := legateComments(t, srv, repo, broken.Number)
+		return len(cs) == 1 && strings.Contains(cs[0].Body, h5)
+	}, wait, 50*time.Millisecond, "one comment, edited for the newest head")
+
 	// Closed: its work area goes.
 	area := filepath.Join(stateDir, "previews", "cfg", strconv.FormatInt(pr.Number, 10))
 	require.DirExists(t, area)
 	srv.ClosePullRequest(repo, pr.Number)
 	require.Eventually(t, func() bool { _, err := os.Stat(area); return os.IsNotExist(err) }, wait, 50*time.Millisecond, "the closed request's work area is removed")
 	assert.DirExists(t, filepath.Join(stateDir, "previews", "cfg", strconv.FormatInt(broken.Number, 10)), "the open one keeps its own")
+
+	// Reopened: previewed again (its work area back, a new verdict on its
+	// head), and still one comment.
+	posted := len(srv.Statuses(t, repo, h2))
+	require.NoError(t, srv.API(http.MethodPatch, fmt.Sprintf("api/v1/repos/%s/pulls/%d", repo.FullName, pr.Number), map[string]any{"state": "open"}, nil))
+	require.Eventually(t, func() bool {
+		all := srv.Statuses(t, repo, h2)
+		return len(all) > posted && all[0].State == "success"
+	}, wait, 50*time.Millisecond, "the reopened request is previewed again")
+	assert.DirExists(t, area, "the reopened request has its work area again")
+	cs = legateComments(t, srv, repo, pr.Number)
+	require.Len(t, cs, 1)
+	assert.Equal(t, comment.ID, cs[0].ID)
 
 	assert.Equal(t, before, previewFleet(s), "nothing was stored or published")
 	assert.Equal(t, served, s.Sources()[0].Commit)

@@ -5,8 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strings"
-	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -14,7 +14,6 @@ import (
 	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/git"
 )
 
@@ -255,8 +254,8 @@ func runRefDiff(cmd *cobra.Command, f refDiffFlags, dir string) error {
 		return fail(err)
 	}
 	// The commits are read one after the other (a go-git repository is
-	// not shared between goroutines), then rendered side by side: on two
-	// cores the diff takes about the time of one render.
+	// not shared between goroutines), then rendered side by side, each
+	// node whose files did not change only once (preview.RenderPair).
 	baseSnap, err := repo.Read(f.base)
 	if err != nil {
 		return fail(fmt.Errorf("--base: %w", err))
@@ -266,17 +265,15 @@ func runRefDiff(cmd *cobra.Command, f refDiffFlags, dir string) error {
 		return fail(fmt.Errorf("--head: %w", err))
 	}
 	with := newRenderOptions()
-	renderSnap := func(snap *sources.Snapshot) preview.Fleet {
+	renderFiles := func(files fs.FS) *render.Result {
 		opts := with()
 		opts.DefaultNode = f.node
 		opts.Context = cmd.Context()
-		return preview.FleetOf(render.Render(snap.Files, opts))
+		return render.Render(files, opts)
 	}
-	var base preview.Fleet
-	var wg sync.WaitGroup
-	wg.Go(func() { base = renderSnap(baseSnap) })
-	head := renderSnap(headSnap)
-	wg.Wait()
+	limits := with()
+	limits.DefaultNode = f.node
+	base, head, _ := preview.RenderPair(baseSnap.Files, headSnap.Files, limits, renderFiles)
 	baseCommit, headCommit := baseSnap.Origin.Commit, headSnap.Origin.Commit
 	r := preview.Compare(base, head, preview.Options{
 		BaseLabel: refLabel(f.base, baseCommit),

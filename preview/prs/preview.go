@@ -2,9 +2,11 @@ package prs
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io/fs"
 	"strings"
+	"time"
 
 	"github.com/go-logr/logr"
 
@@ -58,15 +60,19 @@ type Previewer struct {
 	Log       logr.Logger
 }
 
-// Run previews req. It returns without posting more when ctx ends (a newer
-// head or a close superseded it).
+// Run previews req. When ctx ends first (a newer head or a close
+// superseded it, or the home stops), it closes the check it opened on the
+// head with an error saying why, and posts no verdict and no comment.
 func (p *Previewer) Run(ctx context.Context, _ string, req Request) {
 	log := p.Log.WithValues("source", p.Source, "pullRequest", req.Number, "commit", req.HeadSHA)
 	p.status(ctx, log, req.HeadSHA, forge.StatePending, "rendering a preview of this commit")
+	start := time.Now()
 	res, err := p.Fetch(ctx, req)
 	if ctx.Err() != nil {
+		p.abandoned(ctx, log, req.HeadSHA)
 		return
 	}
+	log.V(1).Info("pull request preview: head fetched", "took", time.Since(start).String())
 	if err != nil {
 		log.Error(err, "pull request preview: fetch failed")
 		p.status(ctx, log, req.HeadSHA, forge.StateFailure, "legate could not fetch this commit: "+err.Error())
@@ -79,13 +85,16 @@ func (p *Previewer) Run(ctx context.Context, _ string, req Request) {
 	if commit != req.HeadSHA {
 		// The head moved between the event and the fetch: the event of
 		// the newer head follows; close this one's check.
-		p.status(ctx, log, req.HeadSHA, forge.StateSuccess, "superseded by "+revisions.Short(commit)+" before its preview")
+		p.status(ctx, log, req.HeadSHA, forge.StateError, supersededText(commit))
 		p.status(ctx, log, commit, forge.StatePending, "rendering a preview of this commit")
 	}
+	start = time.Now()
 	result := p.Render(ctx, res.Files)
 	if ctx.Err() != nil {
+		p.abandoned(ctx, log, commit)
 		return
 	}
+	log.V(1).Info("pull request preview: head rendered", "took", time.Since(start).String())
 	var notes []string
 	if req.Fork {
 		notes = append(notes, ForkNote)
@@ -104,6 +113,34 @@ func (p *Previewer) Run(ctx context.Context, _ string, req Request) {
 	log.Info("pull request previewed", "headCommit", commit, "state", string(state), "changed", report.Summary.Changed+report.Summary.Added+report.Summary.Removed)
 	p.status(ctx, log, commit, state, desc)
 	p.comment(ctx, log, req.Number, commit, report)
+}
+
+// supersededText is the description of a head's check closed because
+// newer, a later head of the same request, is previewed instead.
+func supersededText(newer string) string {
+	return "superseded by " + revisions.Short(newer) + ": not previewed, the newer head is"
+}
+
+// abandoned closes the check a cancelled preview opened on commit. Left
+// pending, it would stay so for ever: nothing previews that head again.
+// The state is error, not failure: the commit was not judged.
+func (p *Previewer) abandoned(ctx context.Context, log logr.Logger, commit string) {
+	var desc string
+	var newer *Superseded
+	switch cause := context.Cause(ctx); {
+	case errors.As(cause, &newer):
+		if newer.By == commit {
+			return // the head moved to this commit while fetching: its own run follows
+		}
+		desc = supersededText(newer.By)
+	case errors.Is(cause, ErrClosed):
+		desc = "not previewed: the pull request was closed"
+	default:
+		desc = "not previewed: legate stopped before the preview finished; push again to preview"
+	}
+	// ctx is over; the status goes to the persisted outbox, which a
+	// cancelled context must not stop.
+	p.status(context.WithoutCancel(ctx), log, commit, forge.StateError, desc)
 }
 
 // verdict is the commit status of a report: failure with the first

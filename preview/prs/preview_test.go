@@ -163,16 +163,67 @@ func TestPreviewBrokenRoute(t *testing.T) {
 	assert.Contains(t, post.comments[0].Body, ForkNote)
 }
 
-// A preview superseded while it renders posts nothing more.
-func TestPreviewSupersededPostsNothing(t *testing.T) {
+// A preview cancelled while it renders posts no verdict and no comment,
+// and closes the check it opened with an error saying why: a pending
+// status would stay so for ever.
+func TestPreviewCancelledClosesItsCheck(t *testing.T) {
+	const newer = "2222222222222222222222222222222222222222"
+	for name, tt := range map[string]struct {
+		cause error
+		want  string
+	}{
+		"superseded": {&Superseded{By: newer}, "superseded by 222222222222: not previewed, the newer head is"},
+		"closed":     {ErrClosed, "not previewed: the pull request was closed"},
+		"stopped":    {context.Canceled, "not previewed: legate stopped before the preview finished; push again to preview"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			post := &poster{}
+			p := previewer(t, fstest.MapFS{"nodes/edge/clusters.yaml": clusterFile("1s", "api")}, post)
+			ctx, cancel := context.WithCancelCause(context.Background())
+			p.Render = func(_ context.Context, f fs.FS) *render.Result {
+				cancel(tt.cause)
+				return render.Render(f, render.Options{})
+			}
+			p.Run(ctx, "cfg", Request{Number: 9, HeadSHA: head})
+			require.Len(t, post.statuses, 2)
+			assert.Equal(t, forge.StatePending, post.statuses[0].State)
+			assert.Equal(t, forge.Status{Commit: head, State: forge.StateError, Context: StatusContext, Description: tt.want}, post.statuses[1])
+			assert.Empty(t, post.comments)
+		})
+	}
+}
+
+// Through the queue: a push while the older head renders closes the older
+// head's check as superseded by the newer one, which gets the verdict and
+// the request's only comment.
+func TestQueueSupersededHeadIsNotLeftPending(t *testing.T) {
+	const newer = "2222222222222222222222222222222222222222"
 	post := &poster{}
-	p := previewer(t, fstest.MapFS{"nodes/edge/clusters.yaml": clusterFile("1s", "api")}, post)
-	ctx, cancel := context.WithCancel(context.Background())
-	p.Render = func(_ context.Context, f fs.FS) *render.Result { cancel(); return render.Render(f, render.Options{}) }
-	p.Run(ctx, "cfg", Request{Number: 9, HeadSHA: head})
-	require.Len(t, post.statuses, 1)
-	assert.Equal(t, forge.StatePending, post.statuses[0].State)
-	assert.Empty(t, post.comments)
+	p := previewer(t, fstest.MapFS{"nodes/edge/clusters.yaml": clusterFile("2s", "api")}, post)
+	rendering := make(chan struct{})
+	var first sync.Once
+	p.Render = func(ctx context.Context, f fs.FS) *render.Result {
+		first.Do(func() {
+			close(rendering)
+			<-ctx.Done() // the older head renders until the newer one cancels it
+		})
+		return render.Render(f, render.Options{})
+	}
+	q := NewQueue(context.Background(), 2, p.Run, nil)
+	require.NoError(t, q.Submit("cfg", Request{Number: 4, HeadSHA: head}))
+	<-rendering
+	require.NoError(t, q.Submit("cfg", Request{Number: 4, HeadSHA: newer}))
+	q.Wait()
+
+	last := map[string]forge.Status{}
+	for _, st := range post.statuses {
+		last[st.Commit] = st
+	}
+	assert.Equal(t, forge.StateError, last[head].State, "the older head is not left pending")
+	assert.Equal(t, "superseded by 222222222222: not previewed, the newer head is", last[head].Description)
+	assert.Equal(t, forge.StateSuccess, last[newer].State)
+	require.Len(t, post.comments, 1)
+	assert.Contains(t, post.comments[0].Body, newer)
 }
 
 // A comment larger than the forge's limit is cut to it.

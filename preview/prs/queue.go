@@ -32,9 +32,20 @@ const MaxOpen = 1000
 // ErrTooMany refuses an event of one more pull request than MaxOpen.
 var ErrTooMany = errors.New("too many open pull requests are being previewed")
 
+// ErrClosed is the cause (context.Cause) of a preview cancelled because its
+// request was closed.
+var ErrClosed = errors.New("the pull request was closed")
+
+// Superseded is the cause (context.Cause) of a preview cancelled because a
+// newer head of its request arrived: By is that head.
+type Superseded struct{ By string }
+
+func (s *Superseded) Error() string { return "superseded by " + s.By }
+
 // RunFunc does one preview. ctx ends when a newer head of the same request
-// arrives, the request is closed, or the queue stops; the preview then
-// returns early and posts nothing more.
+// arrives (context.Cause: *Superseded), the request is closed (ErrClosed),
+// or the queue stops; the preview then returns early, closing the check it
+// opened on its head rather than leaving it pending.
 type RunFunc func(ctx context.Context, source string, req Request)
 
 // ClosedFunc is called once a closed request's last preview has returned:
@@ -67,7 +78,7 @@ type prState struct {
 	working  bool
 	closing  bool
 	running  string // head being rendered, "" when none
-	cancel   context.CancelFunc
+	cancel   context.CancelCauseFunc
 	lastDone string // head whose preview completed
 }
 
@@ -106,7 +117,7 @@ func (q *Queue) Submit(source string, req Request) error {
 	if req.Closed {
 		st.closing, st.pending = true, nil
 		if st.cancel != nil {
-			st.cancel()
+			st.cancel(ErrClosed)
 		}
 		if st.working {
 			q.mu.Unlock() // the worker removes the work area when it returns
@@ -128,7 +139,7 @@ func (q *Queue) Submit(source string, req Request) error {
 	r := req
 	st.pending = &r
 	if st.cancel != nil && st.running != req.HeadSHA {
-		st.cancel() // only the newest head is worth finishing
+		st.cancel(&Superseded{By: req.HeadSHA}) // only the newest head is worth finishing
 	}
 	if !st.working {
 		st.working = true
@@ -176,13 +187,13 @@ func (q *Queue) work(key prKey, st *prState) {
 			<-q.slots
 			continue
 		}
-		ctx, cancel := context.WithCancel(q.ctx)
+		ctx, cancel := context.WithCancelCause(q.ctx)
 		st.cancel, st.running = cancel, req.HeadSHA
 		q.mu.Unlock()
 
 		q.run(ctx, key.source, *req)
 		superseded := ctx.Err() != nil
-		cancel()
+		cancel(nil)
 		<-q.slots
 
 		q.mu.Lock()

@@ -77,6 +77,7 @@ type githubStylePR struct {
 			SHA    string `json:"sha"`
 			RepoID int64  `json:"repo_id"` // Gitea only
 			Repo   *struct {
+				ID       int64  `json:"id"`
 				FullName string `json:"full_name"`
 			} `json:"repo"`
 		} `json:"head"`
@@ -84,6 +85,7 @@ type githubStylePR struct {
 			Ref    string `json:"ref"`
 			RepoID int64  `json:"repo_id"` // Gitea only
 			Repo   *struct {
+				ID       int64  `json:"id"`
 				FullName string `json:"full_name"`
 			} `json:"repo"`
 		} `json:"base"`
@@ -115,9 +117,12 @@ func parseGitHubStylePR(provider string, body []byte) (PullRequest, bool, error)
 		return PullRequest{}, false, nil
 	}
 	head, base := p.PullRequest.Head, p.PullRequest.Base
+	// A fork is a head in another repository than the base, whatever the
+	// repositories are: head.repo.fork only says the head's repository is
+	// a fork of something, which a branch of a forked origin also is.
 	fork := head.RepoID != base.RepoID
 	if head.Repo != nil && base.Repo != nil {
-		fork = fork || !strings.EqualFold(head.Repo.FullName, base.Repo.FullName)
+		fork = fork || head.Repo.ID != base.Repo.ID || !strings.EqualFold(head.Repo.FullName, base.Repo.FullName)
 	} else if head.Repo == nil && head.RepoID == 0 {
 		// A head whose repository was deleted: treat it as a fork, the
 		// safe side.
@@ -205,7 +210,9 @@ func gitlabMergeRequest(r *http.Request, body []byte) (PullRequest, bool, error)
 		BaseBranch: a.TargetBranch,
 		HeadSHA:    strings.ToLower(a.LastCommit.ID),
 		HeadRef:    "refs/merge-requests/" + strconv.FormatInt(a.IID, 10) + "/head",
-		Fork:       a.SourceProjectID != a.TargetProjectID,
+		// A payload without the projects' IDs counts as a fork: the
+		// safe side.
+		Fork: a.SourceProjectID != a.TargetProjectID || a.SourceProjectID == 0,
 	}
 	if err := validPR(pr); err != nil {
 		return PullRequest{}, false, err

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -169,4 +171,62 @@ func TestPullRequestEventsWithoutReceiver(t *testing.T) {
 	GitHub(secret, pushes.trigger).ServeHTTP(w, req)
 	assert.Equal(t, http.StatusNoContent, w.Code)
 	assert.Empty(t, pushes.got())
+}
+
+// TestForkDetection reads the forges' own payload shapes (testdata/
+// pullrequest, trimmed from real deliveries): a head in another repository
+// is a fork on each forge, however the forge says it, and a head in the
+// target repository is not, even when that repository is itself a fork.
+func TestForkDetection(t *testing.T) {
+	tests := []struct {
+		file    string
+		headers map[string]string
+		number  int64
+		closed  bool
+		fork    bool
+	}{
+		// GitHub: head.repo differs from base.repo.
+		{"github-fork-opened.json", map[string]string{"X-GitHub-Event": "pull_request"}, 12, false, true},
+		// head.repo.fork is about the repository, not the request: a
+		// branch of a forked origin is no fork request.
+		{"github-forked-origin-same-repo.json", map[string]string{"X-GitHub-Event": "pull_request"}, 13, false, false},
+		// The fork was deleted: head.repo is null; the safe side.
+		{"github-fork-deleted-closed.json", map[string]string{"X-GitHub-Event": "pull_request"}, 14, true, true},
+		// Gitea: head.repo_id differs from base.repo_id.
+		{"gitea-fork-opened.json", map[string]string{"X-Gitea-Event": "pull_request", "X-Gitea-Event-Type": "pull_request"}, 3, false, true},
+		{"gitea-same-repo-synchronized.json", map[string]string{"X-Gitea-Event": "pull_request", "X-Gitea-Event-Type": "pull_request_sync"}, 4, false, false},
+		// GitLab: source_project_id differs from target_project_id.
+		{"gitlab-fork-open.json", map[string]string{"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": string(secret)}, 5, false, true},
+		{"gitlab-same-project-update.json", map[string]string{"X-Gitlab-Event": "Merge Request Hook", "X-Gitlab-Token": string(secret)}, 6, false, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			body, err := os.ReadFile(filepath.Join("testdata", "pullrequest", tt.file))
+			require.NoError(t, err)
+			path := "/hooks/" + strings.SplitN(tt.file, "-", 2)[0]
+			req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+			for k, v := range tt.headers {
+				req.Header.Set(k, v)
+			}
+			switch {
+			case tt.headers["X-GitHub-Event"] != "":
+				req.Header.Set("X-Hub-Signature-256", "sha256="+sign(secret, body))
+			case tt.headers["X-Gitea-Event"] != "":
+				req.Header.Set("X-Gitea-Signature", sign(secret, body))
+			}
+			var rec prRecorder
+			mux := http.NewServeMux()
+			RegisterReceivers(mux, Secrets{Gitea: secret, GitHub: secret, GitLab: secret}, Receivers{Push: func([]string, string) {}, PullRequest: rec.add})
+			w := httptest.NewRecorder()
+			mux.ServeHTTP(w, req)
+			require.Equal(t, http.StatusAccepted, w.Code, w.Body.String())
+			require.Len(t, rec.prs, 1)
+			pr := rec.prs[0]
+			assert.Equal(t, tt.number, pr.Number)
+			assert.Equal(t, tt.closed, pr.Closed)
+			assert.Equal(t, tt.fork, pr.Fork, "fork")
+			assert.Equal(t, "main", pr.BaseBranch)
+			assert.Contains(t, pr.RepoURLs[0], "platform/envoy-config", "the target repository, never the fork's")
+		})
+	}
 }
