@@ -173,6 +173,7 @@ func (e *Engine) endRollout(n *nodeState, phase rollout.Phase, msg string, now t
 	}
 	rr.Status.Phase, rr.Status.Message = phase, msg
 	rr.Status.StepStarted = now
+	e.noteRollout(n)
 	e.stopAnalysis(n)
 	n.ro = nil
 	n.track.candidate = ""
@@ -210,6 +211,14 @@ func (e *Engine) decideRollout(ctx context.Context, n *nodeState, now time.Time,
 		n.ro = &liveRollout{step: -1, announced: -1}
 	}
 	before := rr.Status
+	defer func() {
+		// rr is the record decided on; promote and rollBackCandidate
+		// end it in place. Not every ACK: the message alone changes
+		// with each, and a move is worth a status write.
+		if durable(before) != durable(rr.Status) {
+			e.noteRollout(n)
+		}
+	}()
 	for range len(plan.Steps) + 2 {
 		obs := e.observe1(n, plan, now)
 		st, act := rollout.Decide(plan, rr.Status, obs)
