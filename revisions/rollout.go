@@ -31,6 +31,11 @@ type analysisDoneEvent struct {
 	result    rollout.AnalysisResult
 }
 
+// RolloutUnpublished ends a rollout whose candidate newer content
+// replaced without a rollout of its own (the source went back to the
+// stable content, say): homes tell it apart from a person's abort.
+const RolloutUnpublished = "the rollout ended without promotion: its revision is no longer the one to publish"
+
 // maxStepConns bounds the proxies whose reconnects a step counts.
 const maxStepConns = 10000
 
@@ -74,7 +79,7 @@ func (e *Engine) reconcileRollout(n *nodeState, c choice, now time.Time) (handle
 	sr := n.revs[stable]
 	if plan == nil || sr == nil || sr.Taint != nil || c.Hash == "" || c.Hash == stable || c.State != StateInSync {
 		if active {
-			e.endRollout(n, rollout.PhaseAborted, "the rollout ended without promotion: its revision is no longer the one to publish", now)
+			e.endRollout(n, rollout.PhaseAborted, RolloutUnpublished, now)
 			return false, true
 		}
 		return false, false
