@@ -211,14 +211,16 @@ func RolloutEvents(was, now *v1alpha1.RolloutStatus) []RolloutEvent {
 		add(corev1.EventTypeNormal, v1alpha1.ReasonRolloutSuperseded,
 			fmt.Sprintf("commit %s (revision %s) supersedes the rollout of revision %s at step %d/%d", now.Commit, now.Revision, was.Revision, was.Step, was.Total))
 	}
-	if sameRollout && was.Phase == now.Phase && was.Step == now.Step {
+	if !rollout.Phase(now.Phase).Done() && (!sameRollout || was.Step != now.Step) {
+		// Also when the status first shows the rollout paused at a later
+		// step: a step whose gates passed before a status was written
+		// is announced all the same.
+		add(corev1.EventTypeNormal, EventRolloutStep, fmt.Sprintf("revision %s: step %d/%d started: %s", now.Revision, now.Step, now.Total, now.Message))
+	}
+	if sameRollout && was.Phase == now.Phase {
 		return out
 	}
 	switch rollout.Phase(now.Phase) {
-	case rollout.PhaseProgressing:
-		if !sameRollout || was.Step != now.Step {
-			add(corev1.EventTypeNormal, EventRolloutStep, fmt.Sprintf("revision %s: step %d/%d started: %s", now.Revision, now.Step, now.Total, now.Message))
-		}
 	case rollout.PhasePaused:
 		kind := corev1.EventTypeNormal
 		if strings.Contains(now.Message, "failed at") {
