@@ -228,7 +228,11 @@ func RolloutEvents(was, now *v1alpha1.RolloutStatus) []RolloutEvent {
 		}
 		add(kind, v1alpha1.ReasonRolloutPaused, fmt.Sprintf("revision %s: %s", now.Revision, now.Message))
 	case rollout.PhaseSucceeded:
-		add(corev1.EventTypeNormal, v1alpha1.ReasonRolloutSucceeded, fmt.Sprintf("revision %s (commit %s) promoted to every proxy", now.Revision, now.Commit))
+		of := now.Revision
+		if now.Commit != "" {
+			of += " (commit " + now.Commit + ")"
+		}
+		add(corev1.EventTypeNormal, v1alpha1.ReasonRolloutSucceeded, fmt.Sprintf("revision %s promoted to every proxy", of))
 	case rollout.PhaseFailed:
 		add(corev1.EventTypeWarning, v1alpha1.ReasonRolloutFailed, fmt.Sprintf("revision %s: %s", now.Revision, now.Message))
 	case rollout.PhaseAborted:
