@@ -135,19 +135,25 @@ func TestRolloutEvents(t *testing.T) {
 		{"the next step", at("Progressing", 1, "r1", "c1"), at("Progressing", 2, "r1", "c1"), []ev{{corev1.EventTypeNormal, EventRolloutStep}}},
 		{"an EnvoySource's leading node changes", at("Progressing", 1, "r1", "c1"), at("Progressing", 1, "r2", "c1"), nil},
 		{"paused", at("Progressing", 2, "r1", "c1"), at("Paused", 2, "r1", "c1"), []ev{{corev1.EventTypeNormal, v1alpha1.ReasonRolloutPaused}}},
-		{"first seen paused at step 2", nil, at("Paused", 2, "r1", "c1"),
-			[]ev{{corev1.EventTypeNormal, EventRolloutStep}, {corev1.EventTypeNormal, v1alpha1.ReasonRolloutPaused}}},
+		{
+			"first seen paused at step 2", nil, at("Paused", 2, "r1", "c1"),
+			[]ev{{corev1.EventTypeNormal, EventRolloutStep}, {corev1.EventTypeNormal, v1alpha1.ReasonRolloutPaused}},
+		},
 		{"resumed", at("Paused", 2, "r1", "c1"), at("Progressing", 2, "r1", "c1"), nil},
 		{"promoted past the pause", at("Paused", 2, "r1", "c1"), at("Progressing", 3, "r1", "c1"), []ev{{corev1.EventTypeNormal, EventRolloutStep}}},
 		{"promoted", at("Paused", 3, "r1", "c1"), at("Succeeded", 3, "r1", "c1"), []ev{{corev1.EventTypeNormal, v1alpha1.ReasonRolloutSucceeded}}},
 		{"promotion told once", at("Succeeded", 3, "r1", "c1"), at("Succeeded", 3, "r1", "c1"), nil},
 		{"failed", at("Progressing", 1, "r1", "c1"), at("Failed", 1, "r1", "c1"), []ev{{corev1.EventTypeWarning, v1alpha1.ReasonRolloutFailed}}},
 		{"aborted", at("Paused", 2, "r1", "c1"), at("Aborted", 2, "r1", "c1"), []ev{{corev1.EventTypeWarning, v1alpha1.ReasonRolloutAborted}}},
-		{"superseded by a newer commit", at("Progressing", 2, "r1", "c1"), at("Progressing", 1, "r2", "c2"),
-			[]ev{{corev1.EventTypeNormal, v1alpha1.ReasonRolloutSuperseded}, {corev1.EventTypeNormal, EventRolloutStep}}},
+		{
+			"superseded by a newer commit", at("Progressing", 2, "r1", "c1"), at("Progressing", 1, "r2", "c2"),
+			[]ev{{corev1.EventTypeNormal, v1alpha1.ReasonRolloutSuperseded}, {corev1.EventTypeNormal, EventRolloutStep}},
+		},
 		{"a new rollout after one ended", at("Succeeded", 3, "r1", "c1"), at("Progressing", 1, "r2", "c2"), []ev{{corev1.EventTypeNormal, EventRolloutStep}}},
-		{"an EnvoyConfig's next generation", at("Progressing", 2, "r1", ""), at("Progressing", 1, "r2", ""),
-			[]ev{{corev1.EventTypeNormal, v1alpha1.ReasonRolloutSuperseded}, {corev1.EventTypeNormal, EventRolloutStep}}},
+		{
+			"an EnvoyConfig's next generation", at("Progressing", 2, "r1", ""), at("Progressing", 1, "r2", ""),
+			[]ev{{corev1.EventTypeNormal, v1alpha1.ReasonRolloutSuperseded}, {corev1.EventTypeNormal, EventRolloutStep}},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var got []ev
