@@ -218,6 +218,7 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	c.core.Engine().Subscribe(c.outcome)
+	c.core.Engine().SubscribeRollouts(c.rolloutMoved)
 	// Several controllers may run in one process (tests, and the replicas
 	// of the HA tests): the metric names they share are the manager's.
 	skip := true
@@ -293,6 +294,12 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if c.replicas == nil {
+		if err := c.loadPlans(ctx); err != nil {
+			if ctx.Err() != nil {
+				return nil // stopped while reading
+			}
+			return err
+		}
 		if err := c.core.Engine().Restore(ctx); err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while restoring
@@ -312,6 +319,9 @@ func (c *Controller) Run(ctx context.Context) error {
 			case <-ctx.Done():
 				return
 			case <-c.mgr.Elected():
+			}
+			if err := c.loadPlans(ctx); err != nil {
+				c.log.Error(err, "rollouts under way whose policy cannot be read end without promotion")
 			}
 			if err := c.core.Engine().Lead(ctx); err != nil {
 				c.log.Error(err, "leading from the stored state")

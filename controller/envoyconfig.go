@@ -8,19 +8,16 @@ import (
 	"slices"
 	"sync"
 
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
-	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/tenancy"
@@ -85,18 +82,29 @@ func (r *envoyConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		return ctrl.Result{}, err
 	}
 	synced := r.core.Pipeline().Sync(ctx, src.Name(), res)
-	if node, cmd := src.RolloutCommand(); cmd != "" {
-		if err := r.rolloutCommand(ctx, req.NamespacedName, node, cmd); err != nil {
+	node, cmd := src.RolloutCommand()
+	if cmd != "" {
+		ec := &v1alpha1.EnvoyConfig{ObjectMeta: metav1.ObjectMeta{Namespace: req.Namespace, Name: req.Name}}
+		// Only the object's own node, and only when this object owns it:
+		// the refusal reads the same whether another namespace serves
+		// the node or nobody does.
+		refusal := fmt.Sprintf("this EnvoyConfig does not serve node %q", node)
+		if err := r.rolloutCommand(ctx, ec, src.Name(), []string{node}, cmd, refusal); err != nil {
 			return ctrl.Result{}, err
 		}
 	}
+	// Read before the write: mutate may run several times.
+	ro := readiness.RolloutStatus(r.rolloutViews(src.Name(), []string{node}))
 
 	var ec v1alpha1.EnvoyConfig
 	var was, now *metav1.Condition
+	var wasRO *v1alpha1.RolloutStatus
 	wrote, err := r.status.update(ctx, req.NamespacedName, &ec, func() bool {
 		before := ec.Status.DeepCopy()
 		readiness.EnvoyConfigStatus(&ec, synced, r.nodeOf(&ec), r.home)
-		was, now = readiness.ReadyOf(before.Conditions), readiness.ReadyOf(ec.Status.Conditions)
+		ec.Status.Rollout = ro.DeepCopy()
+		readiness.SetProgressing(&ec.Status.Conditions, ec.Generation, ro)
+		was, now, wasRO = readiness.ReadyOf(before.Conditions), readiness.ReadyOf(ec.Status.Conditions), before.Rollout
 		return !readiness.EqualStatus(before, &ec.Status)
 	})
 	if err != nil {
@@ -104,6 +112,7 @@ func (r *envoyConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	}
 	if wrote {
 		r.announce(&ec, was, now)
+		r.announceRollout(&ec, wasRO, ec.Status.Rollout)
 	}
 	return settled(ec.Status.Conditions), nil
 }
@@ -157,41 +166,4 @@ func (r *envoyConfigReconciler) nodeOf(ec *v1alpha1.EnvoyConfig) revisions.NodeS
 	}
 	node, _ := r.core.Engine().Node(ec.Spec.NodeID)
 	return node
-}
-
-// rolloutCommand carries out the legate.dev/rollout annotation of the
-// EnvoyConfig key on its node's rollout, then removes the annotation; a
-// command that cannot be carried out (unknown, or no rollout under way)
-// is removed too, with a warning event saying why.
-func (r *envoyConfigReconciler) rolloutCommand(ctx context.Context, key types.NamespacedName, node, cmd string) error {
-	ec := &v1alpha1.EnvoyConfig{ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name}}
-	var warning string
-	switch c := rollout.Command(cmd); c {
-	case rollout.CommandPromote, rollout.CommandPause, rollout.CommandResume, rollout.CommandAbort:
-		// Only the object's own node, and only when this object owns it:
-		// another namespace's rollout is not reachable through an
-		// annotation.
-		if owner := r.core.Owner(node); owner != sources.EnvoyConfigRef(key.Namespace, key.Name).String() {
-			warning = fmt.Sprintf("%s=%s: this EnvoyConfig does not serve node %q", v1alpha1.RolloutAnnotation, cmd, node)
-			break
-		}
-		if _, err := r.core.Engine().RolloutCommand(ctx, node, c); err != nil {
-			if errors.Is(err, revisions.ErrNotLeader) {
-				return err // the leader will do it
-			}
-			warning = fmt.Sprintf("%s=%s: %v", v1alpha1.RolloutAnnotation, cmd, err)
-		}
-	default:
-		warning = fmt.Sprintf("%s=%q is not promote, pause, resume or abort", v1alpha1.RolloutAnnotation, cmd)
-	}
-	patch := client.RawPatch(types.MergePatchType, []byte(`{"metadata":{"annotations":{"`+v1alpha1.RolloutAnnotation+`":null}}}`))
-	if err := r.client.Patch(ctx, ec, patch); err != nil {
-		return client.IgnoreNotFound(err)
-	}
-	if warning != "" {
-		r.recorder.Eventf(ec, nil, corev1.EventTypeWarning, "RolloutCommandRefused", "Reconcile", "%s", warning)
-	} else {
-		r.recorder.Eventf(ec, nil, corev1.EventTypeNormal, "RolloutCommand", "Reconcile", "%s=%s carried out", v1alpha1.RolloutAnnotation, cmd)
-	}
-	return nil
 }

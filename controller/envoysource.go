@@ -32,7 +32,8 @@ import (
 	"github.com/legate-dev/legate/sources/flux"
 )
 
-// +kubebuilder:rbac:groups=legate.dev,resources=envoysources,verbs=get;list;watch
+// The patch removes a handled legate.dev/rollout annotation, nothing else.
+// +kubebuilder:rbac:groups=legate.dev,resources=envoysources,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=legate.dev,resources=envoysources/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories,verbs=get;list;watch
 
@@ -129,6 +130,16 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	// Previews after the sync: they compare with what the source serves
 	// now, and their forge client is the one configured above.
 	previews := r.previews.Sync(ctx, &es, name)
+	nodes := es.Status.Nodes
+	if synced != nil {
+		nodes = synced.Nodes
+	}
+	if cmd := es.Annotations[v1alpha1.RolloutAnnotation]; cmd != "" {
+		if err := r.rolloutCommand(ctx, &es, name, nodes, cmd, "no rollout of this EnvoySource is under way"); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	ro := readiness.RolloutStatus(r.rolloutViews(name, nodes))
 	var verdicts []readiness.Verdict
 	if synced != nil && !synced.Invalid {
 		for _, id := range synced.Nodes {
@@ -149,6 +160,8 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		s.Previews = previews
 		readiness.Of(es.Generation, synced, reason, fetchErr, verdicts).Set(&s.Conditions)
+		s.Rollout = ro.DeepCopy()
+		readiness.SetProgressing(&s.Conditions, es.Generation, ro)
 		reconciling = meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReconciling)
 	})
 	if err != nil {
@@ -171,6 +184,7 @@ func (r *envoySourceReconciler) writeStatus(ctx context.Context, es *v1alpha1.En
 	token, asked := es.Annotations[v1alpha1.ReconcileRequestAnnotation]
 	var latest v1alpha1.EnvoySource
 	var was, now *metav1.Condition
+	var wasRO *v1alpha1.RolloutStatus
 	wrote, err := r.status.update(ctx, client.ObjectKeyFromObject(es), &latest, func() bool {
 		before := latest.Status.DeepCopy()
 		s := &latest.Status
@@ -179,7 +193,7 @@ func (r *envoySourceReconciler) writeStatus(ctx context.Context, es *v1alpha1.En
 			s.LastHandledReconcileAt = token
 		}
 		fill(s)
-		was, now = readiness.ReadyOf(before.Conditions), readiness.ReadyOf(s.Conditions)
+		was, now, wasRO = readiness.ReadyOf(before.Conditions), readiness.ReadyOf(s.Conditions), before.Rollout
 		x, y := *before, *s
 		x.Conditions, y.Conditions = readiness.WithoutTransitions(x.Conditions), readiness.WithoutTransitions(y.Conditions)
 		return !equality.Semantic.DeepEqual(x, y)
@@ -189,6 +203,7 @@ func (r *envoySourceReconciler) writeStatus(ctx context.Context, es *v1alpha1.En
 	}
 	if wrote {
 		r.announce(&latest, was, now)
+		r.announceRollout(&latest, wasRO, latest.Status.Rollout)
 	}
 	return nil
 }

@@ -163,6 +163,10 @@ func (c *Controller) trigger(source string) {
 // outcome concerns (a publication, an answer, a rollback).
 func (c *Controller) outcome(o revisions.Outcome) { c.trigger(o.Origin.Source) }
 
+// rolloutMoved asks for a status update of the object whose node's
+// rollout moved (a gate, a step, a command, its end).
+func (c *Controller) rolloutMoved(m revisions.RolloutMove) { c.trigger(m.Source) }
+
 // sourceRefs are the objects whose sources run, sorted: the status API
 // and page list them (http.go).
 func (c *Controller) sourceRefs() []sources.Ref {

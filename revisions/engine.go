@@ -107,6 +107,11 @@ type Engine struct {
 
 	subsMu sync.Mutex
 	subs   []func(Outcome)
+	// moved are the nodes whose rollout moved (a step, a gate, a command,
+	// its end) since mu was last released, delivered by unlock to
+	// rolloutSubs (SubscribeRollouts).
+	moved       []RolloutMove
+	rolloutSubs []func(RolloutMove)
 }
 
 // waiting is a revision chosen to be served that the Publisher could not

@@ -141,12 +141,15 @@ func successText(n *nodeState) string {
 func (e *Engine) unlock() {
 	out := e.outbound
 	e.outbound = nil
+	moved := e.moved
+	e.moved = nil
 	var ticket uint64
 	if len(out) > 0 {
 		ticket = e.tickets
 		e.tickets++
 	}
 	e.mu.Unlock()
+	e.deliverMoves(moved)
 	if len(out) == 0 {
 		return
 	}
@@ -167,6 +170,46 @@ func (e *Engine) unlock() {
 	for _, o := range out {
 		for _, fn := range subs {
 			fn(o)
+		}
+	}
+}
+
+// RolloutMove names a node whose rollout moved and the source that owns
+// it.
+type RolloutMove struct {
+	Node, Source string
+}
+
+// SubscribeRollouts registers fn to be told of every node whose rollout
+// moved: a step began or ended, a gate passed, a command was carried
+// out, the rollout ended. It says which node, not how: fn reads the
+// engine (Rollout) for that, so a home can have the status of the
+// node's object written without polling. fn is called after the
+// engine's lock is released, possibly from several goroutines at once
+// and more than once per move; it must return quickly and must not call
+// Apply, ClearTaint, RolloutCommand or Restore.
+func (e *Engine) SubscribeRollouts(fn func(RolloutMove)) {
+	e.subsMu.Lock()
+	defer e.subsMu.Unlock()
+	e.rolloutSubs = append(e.rolloutSubs, fn)
+}
+
+// noteRollout queues a move of n's rollout for the rollout subscribers.
+// Called with mu held.
+func (e *Engine) noteRollout(n *nodeState) {
+	e.moved = append(e.moved, RolloutMove{Node: n.rec.Node, Source: n.rec.Owner})
+}
+
+func (e *Engine) deliverMoves(moved []RolloutMove) {
+	if len(moved) == 0 {
+		return
+	}
+	e.subsMu.Lock()
+	subs := slices.Clone(e.rolloutSubs)
+	e.subsMu.Unlock()
+	for _, m := range moved {
+		for _, fn := range subs {
+			fn(m)
 		}
 	}
 }

@@ -31,6 +31,11 @@ type analysisDoneEvent struct {
 	result    rollout.AnalysisResult
 }
 
+// RolloutUnpublished ends a rollout whose candidate newer content
+// replaced without a rollout of its own (the source went back to the
+// stable content, say): homes tell it apart from a person's abort.
+const RolloutUnpublished = "the rollout ended without promotion: its revision is no longer the one to publish"
+
 // maxStepConns bounds the proxies whose reconnects a step counts.
 const maxStepConns = 10000
 
@@ -74,7 +79,7 @@ func (e *Engine) reconcileRollout(n *nodeState, c choice, now time.Time) (handle
 	sr := n.revs[stable]
 	if plan == nil || sr == nil || sr.Taint != nil || c.Hash == "" || c.Hash == stable || c.State != StateInSync {
 		if active {
-			e.endRollout(n, rollout.PhaseAborted, "the rollout ended without promotion: its revision is no longer the one to publish", now)
+			e.endRollout(n, rollout.PhaseAborted, RolloutUnpublished, now)
 			return false, true
 		}
 		return false, false
@@ -173,6 +178,7 @@ func (e *Engine) endRollout(n *nodeState, phase rollout.Phase, msg string, now t
 	}
 	rr.Status.Phase, rr.Status.Message = phase, msg
 	rr.Status.StepStarted = now
+	e.noteRollout(n)
 	e.stopAnalysis(n)
 	n.ro = nil
 	n.track.candidate = ""
@@ -210,6 +216,14 @@ func (e *Engine) decideRollout(ctx context.Context, n *nodeState, now time.Time,
 		n.ro = &liveRollout{step: -1, announced: -1}
 	}
 	before := rr.Status
+	defer func() {
+		// rr is the record decided on; promote and rollBackCandidate
+		// end it in place. Not every ACK: the message alone changes
+		// with each, and a move is worth a status write.
+		if durable(before) != durable(rr.Status) {
+			e.noteRollout(n)
+		}
+	}()
 	for range len(plan.Steps) + 2 {
 		obs := e.observe1(n, plan, now)
 		st, act := rollout.Decide(plan, rr.Status, obs)

@@ -35,6 +35,7 @@ func (e *Engine) RolloutCommand(ctx context.Context, node string, cmd rollout.Co
 		return rr.Status, fmt.Errorf("node %q: %w", node, err)
 	}
 	rr.Status = st
+	e.noteRollout(n)
 	e.log.Info("rollout command", "node", node, "command", string(cmd), "revision", st.Candidate)
 	if cmd == rollout.CommandResume && n.ro != nil {
 		n.ro.analysis = nil

@@ -2,6 +2,7 @@ package revisions_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -236,4 +237,37 @@ func TestNoPolicyPublishesAtOnce(t *testing.T) {
 	_, err := h.e.RolloutCommand(context.Background(), node, rollout.CommandPromote)
 	require.ErrorIs(t, err, revisions.ErrNotFound)
 	assert.Contains(t, err.Error(), `node "edge" has no rollout`)
+}
+
+// A home learns of each move of a rollout (SubscribeRollouts) without
+// polling: a gate passing, a command, the end; not each ACK alone.
+func TestRolloutMovesAreTold(t *testing.T) {
+	h, _, cand := startRollout(t, "steps: [{proxies: 10%}, {proxies: 50%}, {pause: {}}]")
+	var mu sync.Mutex
+	var moves []revisions.RolloutMove
+	h.e.SubscribeRollouts(func(m revisions.RolloutMove) {
+		_, _ = h.e.Rollout(m.Node) // subscribers may read the engine
+		mu.Lock()
+		defer mu.Unlock()
+		moves = append(moves, m)
+	})
+	count := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		return len(moves)
+	}
+	h.events(ack("p-rest", cand))
+	assert.Zero(t, count(), "an answer of a proxy outside the step moves nothing")
+	h.events(ack("p-canary", cand))
+	require.Positive(t, count(), "the step's gate passed: the rollout moved to step 2")
+	mu.Lock()
+	assert.Equal(t, revisions.RolloutMove{Node: node, Source: "config"}, moves[0])
+	mu.Unlock()
+	n := count()
+	h.events(ack("p-half", cand))
+	require.Greater(t, count(), n, "step 2 passed: the rollout waits at its pause")
+	n = count()
+	_, err := h.e.RolloutCommand(context.Background(), node, rollout.CommandPromote)
+	require.NoError(t, err)
+	assert.Greater(t, count(), n, "a command moves it")
 }

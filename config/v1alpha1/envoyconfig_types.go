@@ -184,12 +184,17 @@ type EnvoyConfigStatus struct {
 	// revision.
 	// +optional
 	Rejection string `json:"rejection,omitempty"`
-	// Rollout is where the rollout of the newest revision stands, while
-	// spec.rollout is set.
+	// Rollout is where the rollout of the node's newest revision stands
+	// (the last one, once it ended). `kubectl annotate envoyconfig NAME
+	// legate.dev/rollout=promote|pause|resume|abort` acts on it.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// Conditions are Ready, Reconciling and Stalled, with reasons from Flux's
-	// github.com/fluxcd/pkg/apis/meta where Flux has one.
+	// github.com/fluxcd/pkg/apis/meta where Flux has one, and Progressing
+	// once a rollout ran: True while it is under way (reason Step1, Step2,
+	// …, WaitingForAnalysis or RolloutPaused), False after it (reason
+	// RolloutSucceeded, RolloutFailed, RolloutAborted or
+	// RolloutSuperseded).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

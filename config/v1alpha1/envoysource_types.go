@@ -206,15 +206,24 @@ type EnvoySourceStatus struct {
 	// ArtifactDigest is the digest of the last artifact verified.
 	// +optional
 	ArtifactDigest string `json:"artifactDigest,omitempty"`
-	// Rollout is where the rollout of the newest commit stands, its proxy
-	// counts summed over the source's nodes.
+	// Rollout is where the rollout of the newest commit stands over the
+	// source's nodes: the nodes it changed count, their proxies are
+	// summed, and the rest is the word of the node that holds it back
+	// (paused before progressing, the earliest step first; once all ended,
+	// failed before aborted before succeeded), which the message names.
+	// `kubectl annotate envoysource NAME legate.dev/rollout=promote|pause|resume|abort`
+	// acts on every node of the source with a rollout under way.
 	// +optional
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 	// Previews are the pull requests being previewed (spec.previews).
 	// +optional
 	Previews *PreviewsStatus `json:"previews,omitempty"`
 	// Conditions are Ready, Reconciling and Stalled, with reasons from Flux's
-	// github.com/fluxcd/pkg/apis/meta where Flux has one.
+	// github.com/fluxcd/pkg/apis/meta where Flux has one, and Progressing
+	// once a rollout ran: True while it is under way (reason Step1, Step2,
+	// …, WaitingForAnalysis or RolloutPaused), False after it (reason
+	// RolloutSucceeded, RolloutFailed, RolloutAborted or
+	// RolloutSuperseded).
 	// +listType=map
 	// +listMapKey=type
 	// +optional

@@ -5,9 +5,11 @@ import (
 )
 
 // ConditionProgressing is True while a rollout moves a new revision through
-// its steps, with the step in its message ("step 2/5: 10% of proxies"), and
-// False once it ended (reason RolloutSucceeded, RolloutFailed or
-// RolloutAborted) or while it waits (RolloutPaused).
+// its steps, with the step as its reason (Step2, WaitingForAnalysis, or
+// RolloutPaused while it waits for a person) and why it waits as its
+// message, and False once it ended (reason RolloutSucceeded, RolloutFailed,
+// RolloutAborted, or RolloutSuperseded when newer content replaced the
+// candidate without a rollout).
 const ConditionProgressing = "Progressing"
 
 // Reasons of the Progressing condition and of rollout events.
@@ -239,17 +241,20 @@ type AnalysisSecretKeyRef struct {
 
 // RolloutStatus is where the rollout of the newest revision stands.
 type RolloutStatus struct {
-	// Phase is Progressing, Paused, Succeeded, Failed or Aborted.
+	// Phase is Progressing, Paused (at an untimed pause, after an
+	// inconclusive analysis or a failure under onFailure: pause, or by a
+	// pause command), Succeeded, Failed or Aborted.
 	// +optional
 	Phase string `json:"phase,omitempty"`
-	// Step is the 1-based step in progress (0 before the first).
+	// Step is the 1-based step in progress; once the rollout ended, the
+	// step it ended at (the failed one after a failure).
 	// +optional
 	Step int32 `json:"step,omitempty"`
 	// Total is the number of steps.
 	// +optional
 	Total int32 `json:"total,omitempty"`
-	// Revision is the version being rolled out; StableRevision the one
-	// the other proxies keep.
+	// Revision is the version being rolled out (a revision's short hash,
+	// as desiredVersion); StableRevision the one the other proxies keep.
 	// +optional
 	Revision string `json:"revision,omitempty"`
 	// +optional
@@ -263,12 +268,13 @@ type RolloutStatus struct {
 	// StepStartedAt is when the current step started.
 	// +optional
 	StepStartedAt *metav1.Time `json:"stepStartedAt,omitempty"`
-	// Gate is what the step waits for: ack, soak, analysis, pause or
-	// promote.
+	// Gate is what the step waits for: ack (every proxy of the step to
+	// ACK), soak, analysis, pause (a timed one), nodes (the nodes an
+	// earlier nodes step takes) or promote (a person).
 	// +optional
 	Gate string `json:"gate,omitempty"`
 	// Message says why it waits or failed, naming the step, the proxy and
-	// its text, or the analysis metric.
+	// its text (cut at 1 KiB), or the analysis metric.
 	// +optional
 	Message string `json:"message,omitempty"`
 	// Proxies counts the connected proxies on each side.
