@@ -199,7 +199,7 @@ func BenchmarkAPIServerWritesPerPublication(b *testing.B) {
 				// it every generation had the same node hash, and each
 				// "publication" re-applied the stored revision (2 writes:
 				// the record and the revision's state) instead of storing
-				// new content (TestAPICallsPerPublication's 4).
+				// new content (TestAPICallsPerPublication's 3).
 				nc := &render.NodeConfig{NodeID: id, Types: map[string]render.TypeSet{
 					"type.googleapis.com/envoy.config.cluster.v3.Cluster": {Hash: fmt.Sprintf("c%d", gen), Resources: []render.Resource{{Name: fmt.Sprintf("c%d", gen), Body: []byte(fmt.Sprintf(`{"name":"c%d"}`, gen))}}},
 				}}
