@@ -66,6 +66,7 @@ type Store struct {
 
 	records  *recordCache
 	statuses *statusCache
+	unmarks  *unmarkQueue
 }
 
 // New returns the Store of namespace through c.
@@ -74,6 +75,7 @@ func New(c client.Client, namespace string) Store {
 		Client: c, Namespace: namespace,
 		records:  &recordCache{byNode: map[string]*corev1.ConfigMap{}},
 		statuses: &statusCache{byName: map[string]writtenStatus{}},
+		unmarks:  newUnmarkQueue(),
 	}
 }
 
@@ -194,11 +196,12 @@ func (s Store) nodeData(ctx context.Context, cm *corev1.ConfigMap) (revisions.No
 // names yet, which a later prune deletes.
 //
 // Each API call counts (a commit that changes 1 000 nodes makes a few
-// thousand), so a publication of new content makes three and reads
-// nothing: the revision's Create, carrying its state and its published
-// flag (revisions have no status subresource, so a Create keeps the
-// status), the record's Update with the resourceVersion this store last
-// wrote, and a patch that unmarks the revision served before. The
+// thousand), so a publication of new content makes two and reads
+// nothing before it returns: the revision's Create, carrying its state
+// and its published flag (revisions have no status subresource, so a
+// Create keeps the status), and the record's Update with the
+// resourceVersion this store last wrote. The patch that unmarks the
+// revision served before is queued, written after (unmark.go). The
 // published flag is written with the state, before the record that makes
 // it true: it is for kubectl, the record stays the source of truth, and a
 // commit that fails is made again whole by the engine (every revision of
@@ -208,6 +211,7 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	if node == "" {
 		return errors.New("commit needs a node ID")
 	}
+	defer s.unmarks.lockNode(node)()
 	cm, stored, err := s.recordFor(ctx, node, u.Record.Revision-1)
 	if err != nil {
 		return err
@@ -256,8 +260,14 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		return err
 	}
 	if u.Record.Published != stored.Published {
-		s.markPublished(ctx, node, stored.Published, false, flagged)
 		s.markPublished(ctx, node, u.Record.Published, true, flagged)
+		switch old := stored.Published; {
+		case old == "" || flagged[old]:
+		case s.unmarks == nil:
+			s.markPublished(ctx, node, old, false, flagged)
+		default:
+			s.unmarks.add(node, old, s.writeUnmark)
+		}
 	}
 	for _, h := range u.Delete {
 		obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, h), Namespace: s.Namespace}}
