@@ -211,6 +211,7 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	if node == "" {
 		return errors.New("commit needs a node ID")
 	}
+	defer s.unmarks.begin()()
 	defer s.unmarks.lockNode(node)()
 	cm, stored, err := s.recordFor(ctx, node, u.Record.Revision-1)
 	if err != nil {
@@ -237,7 +238,7 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// Content is written once: the same hash is the same content.
-			err = s.replaceStatus(ctx, node, r.Hash, st)
+			err = s.replaceStatus(ctx, node, r.Hash, st, true)
 		case err != nil:
 			return fmt.Errorf("create revision %s of node %q: %w", r.Hash, node, err)
 		default:
@@ -251,7 +252,7 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	for _, rs := range u.States {
 		st := statusOf(rs)
 		st.Published = rs.Hash == u.Record.Published
-		if err := s.replaceStatus(ctx, node, rs.Hash, st); err != nil {
+		if err := s.replaceStatus(ctx, node, rs.Hash, st, true); err != nil {
 			return fmt.Errorf("write the state of revision %s of node %q: %w", rs.Hash, node, err)
 		}
 		flagged[rs.Hash] = true
@@ -260,11 +261,11 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		return err
 	}
 	if u.Record.Published != stored.Published {
-		s.markPublished(ctx, node, u.Record.Published, true, flagged)
+		s.markPublished(ctx, node, u.Record.Published, true, flagged, true)
 		switch old := stored.Published; {
 		case old == "" || flagged[old]:
 		case s.unmarks == nil:
-			s.markPublished(ctx, node, old, false, flagged)
+			s.markPublished(ctx, node, old, false, flagged, true)
 		default:
 			s.unmarks.add(node, old, s.writeUnmark)
 		}
@@ -363,8 +364,10 @@ func (s Store) record(ctx context.Context, node string) (*corev1.ConfigMap, revi
 // object's generation by one: the conditions say the generation the
 // write makes, and the patch first tests that the object is still at the
 // generation this store knows (someone else's status edit fails the test;
-// the store then reads the object and writes once more).
-func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1.EnvoyConfigRevisionStatus) error {
+// the store then reads the object and writes once more, unless reread is
+// false: a queued unmarking that finds the object changed since gives up,
+// as the change may be a newer leader serving the revision again).
+func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1.EnvoyConfigRevisionStatus, reread bool) error {
 	obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, hash), Namespace: s.Namespace}}
 	before, generation, cached := s.statuses.get(obj.Name)
 	now := metav1.Now()
@@ -398,7 +401,7 @@ func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1
 			return nil
 		}
 		s.statuses.forget(obj.Name)
-		if !cached || attempt > 0 || ctx.Err() != nil {
+		if !cached || !reread || attempt > 0 || ctx.Err() != nil {
 			return err
 		}
 		cached = false
@@ -409,7 +412,7 @@ func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1
 // conditions, for kubectl, unless this commit wrote it with the
 // revision's status (flagged); the record stays the source of truth, so
 // a failure is ignored.
-func (s Store) markPublished(ctx context.Context, node, hash string, published bool, flagged map[string]bool) {
+func (s Store) markPublished(ctx context.Context, node, hash string, published bool, flagged map[string]bool, reread bool) {
 	if hash == "" || flagged[hash] {
 		return
 	}
@@ -422,7 +425,7 @@ func (s Store) markPublished(ctx context.Context, node, hash string, published b
 		st = obj.Status
 	}
 	st.Published = published
-	_ = s.replaceStatus(ctx, node, hash, st)
+	_ = s.replaceStatus(ctx, node, hash, st, reread)
 }
 
 func position(p render.Position) v1alpha1.SourcePosition {

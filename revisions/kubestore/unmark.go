@@ -18,12 +18,23 @@ import (
 
 // unmarkWorkers bounds the API calls the queue has in flight: the
 // publications it trails keep the rest of the API server.
-const unmarkWorkers = 2
+const unmarkWorkers = 1
+
+// unmarkDelay is how long an unmarking gives way to commits in flight:
+// during a burst (a commit that changes 1 000 nodes) the publications go
+// first, and a steady stream of commits holds none back for longer
+// than this.
+const unmarkDelay = 5 * time.Second
 
 // unmarkTimeout bounds one unmarking's API calls.
 const unmarkTimeout = 30 * time.Second
 
 type unmark struct{ node, hash string }
+
+type queuedUnmark struct {
+	unmark
+	at time.Time
+}
 
 // beforeUnmark, set by tests only, is called before an unmarking takes
 // its node's lock.
@@ -34,18 +45,62 @@ var beforeUnmark func(node, hash string)
 // commits.
 type unmarkQueue struct {
 	mu      sync.Mutex
-	pending []unmark
+	pending []queuedUnmark
 	queued  map[unmark]bool
 	running int
 	idle    *sync.Cond
+
+	// inflight counts the commits running; quiet is closed when it
+	// drops to zero.
+	inflight int
+	quiet    chan struct{}
 
 	nodes sync.Map // node ID → *sync.Mutex
 }
 
 func newUnmarkQueue() *unmarkQueue {
-	q := &unmarkQueue{queued: map[unmark]bool{}}
+	q := &unmarkQueue{queued: map[unmark]bool{}, quiet: make(chan struct{})}
+	close(q.quiet)
 	q.idle = sync.NewCond(&q.mu)
 	return q
+}
+
+// begin counts a commit in flight until the function it returns is
+// called.
+func (q *unmarkQueue) begin() func() {
+	if q == nil {
+		return func() {}
+	}
+	q.mu.Lock()
+	if q.inflight == 0 {
+		q.quiet = make(chan struct{})
+	}
+	q.inflight++
+	q.mu.Unlock()
+	return func() {
+		q.mu.Lock()
+		defer q.mu.Unlock()
+		if q.inflight--; q.inflight == 0 {
+			close(q.quiet)
+		}
+	}
+}
+
+// giveWay waits until no commit is in flight or until is reached.
+func (q *unmarkQueue) giveWay(until time.Time) {
+	q.mu.Lock()
+	quiet := q.quiet
+	q.mu.Unlock()
+	wait := time.Until(until)
+	if wait <= 0 {
+		return
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-quiet:
+	case <-t.C:
+	}
 }
 
 // lockNode takes node's lock and returns the function that lets it go.
@@ -69,7 +124,7 @@ func (q *unmarkQueue) add(node, hash string, write func(unmark)) {
 		return
 	}
 	q.queued[u] = true
-	q.pending = append(q.pending, u)
+	q.pending = append(q.pending, queuedUnmark{u, time.Now()})
 	if q.running < unmarkWorkers {
 		q.running++
 		go q.work(write)
@@ -86,11 +141,21 @@ func (q *unmarkQueue) work(write func(unmark)) {
 			q.mu.Unlock()
 			return
 		}
+		oldest := q.pending[0].at
+		q.mu.Unlock()
+		q.giveWay(oldest.Add(unmarkDelay))
+		// Another worker may have taken it meanwhile: take the oldest
+		// left, no younger than the one waited for.
+		q.mu.Lock()
+		if len(q.pending) == 0 {
+			q.mu.Unlock()
+			continue
+		}
 		u := q.pending[0]
 		q.pending = q.pending[1:]
-		delete(q.queued, u)
+		delete(q.queued, u.unmark)
 		q.mu.Unlock()
-		write(u)
+		write(u.unmark)
 	}
 }
 
@@ -130,5 +195,5 @@ func (s Store) writeUnmark(u unmark) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), unmarkTimeout)
 	defer cancel()
-	s.markPublished(ctx, u.node, u.hash, false, nil)
+	s.markPublished(ctx, u.node, u.hash, false, nil, false)
 }
