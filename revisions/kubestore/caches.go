@@ -9,33 +9,43 @@ import (
 )
 
 // statusCache holds, per revision object, the status this store last
-// wrote to it. A status is replaced whole without a read, but its
-// conditions keep their lastTransitionTime across writes and say
-// "Untainted" after a taint was cleared: both need the status before.
-// Entries go with the revision objects (Update.Delete), so the cache is
-// as large as the history the engine keeps in memory anyway.
+// wrote to it and the generation that write gave the object. A status is
+// replaced whole without a read, but its conditions keep their
+// lastTransitionTime across writes and say "Untainted" after a taint was
+// cleared: both need the status before; and every status write bumps the
+// object's generation (revisions have no status subresource), which the
+// conditions' observedGeneration follows. Entries go with the revision
+// objects (Update.Delete), so the cache is as large as the history the
+// engine keeps in memory anyway.
 type statusCache struct {
 	mu     sync.Mutex
-	byName map[string]v1alpha1.EnvoyConfigRevisionStatus
+	byName map[string]writtenStatus
 }
 
-func (c *statusCache) get(name string) (v1alpha1.EnvoyConfigRevisionStatus, bool) {
+// writtenStatus is a status as written and the generation of the object
+// after the write.
+type writtenStatus struct {
+	status     v1alpha1.EnvoyConfigRevisionStatus
+	generation int64
+}
+
+func (c *statusCache) get(name string) (v1alpha1.EnvoyConfigRevisionStatus, int64, bool) {
 	if c == nil {
-		return v1alpha1.EnvoyConfigRevisionStatus{}, false
+		return v1alpha1.EnvoyConfigRevisionStatus{}, 0, false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	st, ok := c.byName[name]
-	return *st.DeepCopy(), ok
+	w, ok := c.byName[name]
+	return *w.status.DeepCopy(), w.generation, ok
 }
 
-func (c *statusCache) put(name string, st v1alpha1.EnvoyConfigRevisionStatus) {
+func (c *statusCache) put(name string, st v1alpha1.EnvoyConfigRevisionStatus, generation int64) {
 	if c == nil {
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.byName[name] = *st.DeepCopy()
+	c.byName[name] = writtenStatus{status: *st.DeepCopy(), generation: generation}
 }
 
 func (c *statusCache) forget(name string) {

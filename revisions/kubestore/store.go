@@ -24,7 +24,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -67,6 +66,7 @@ type Store struct {
 
 	records  *recordCache
 	statuses *statusCache
+	unmarks  *unmarkQueue
 }
 
 // New returns the Store of namespace through c.
@@ -74,7 +74,8 @@ func New(c client.Client, namespace string) Store {
 	return Store{
 		Client: c, Namespace: namespace,
 		records:  &recordCache{byNode: map[string]*corev1.ConfigMap{}},
-		statuses: &statusCache{byName: map[string]v1alpha1.EnvoyConfigRevisionStatus{}},
+		statuses: &statusCache{byName: map[string]writtenStatus{}},
+		unmarks:  newUnmarkQueue(),
 	}
 }
 
@@ -195,19 +196,23 @@ func (s Store) nodeData(ctx context.Context, cm *corev1.ConfigMap) (revisions.No
 // names yet, which a later prune deletes.
 //
 // Each API call counts (a commit that changes 1 000 nodes makes a few
-// thousand), so a publication of new content makes four and reads
-// nothing: the revision's Create, one status write carrying its state and
-// its published flag, the record's Update with the resourceVersion this
-// store last wrote, and a status patch that unmarks the revision served
-// before. The published flag is written with the state, before the record
-// that makes it true: it is for kubectl, the record stays the source of
-// truth, and a commit that fails is made again whole by the engine (every
-// revision of the node rewritten), which puts the flags right.
+// thousand), so a publication of new content makes two and reads
+// nothing before it returns: the revision's Create, carrying its state
+// and its published flag (revisions have no status subresource, so a
+// Create keeps the status), and the record's Update with the
+// resourceVersion this store last wrote. The patch that unmarks the
+// revision served before is queued, written after (unmark.go). The
+// published flag is written with the state, before the record that makes
+// it true: it is for kubectl, the record stays the source of truth, and a
+// commit that fails is made again whole by the engine (every revision of
+// the node rewritten), which puts the flags right.
 func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	node := u.Record.Node
 	if node == "" {
 		return errors.New("commit needs a node ID")
 	}
+	defer s.unmarks.begin()()
+	defer s.unmarks.lockNode(node)()
 	cm, stored, err := s.recordFor(ctx, node, u.Record.Revision-1)
 	if err != nil {
 		return err
@@ -222,22 +227,22 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		st := statusOf(revisions.StateOf(r))
 		st.Published = r.Hash == u.Record.Published
 		obj := toObject(r, s.Namespace)
+		// A new object is at generation 1, and its status goes in with it.
+		// The cache keeps the status as sent: the one the API server
+		// returns has its times cut to the second, and would never equal
+		// the next status worked out here.
+		written := *st.DeepCopy()
+		setConditions(&written, nil, node, 1, metav1.Now())
+		obj.Status = *written.DeepCopy()
 		err := s.Client.Create(ctx, obj)
 		switch {
 		case apierrors.IsAlreadyExists(err):
 			// Content is written once: the same hash is the same content.
-			err = s.replaceStatus(ctx, node, r.Hash, st)
+			err = s.replaceStatus(ctx, node, r.Hash, st, true)
 		case err != nil:
 			return fmt.Errorf("create revision %s of node %q: %w", r.Hash, node, err)
 		default:
-			// A new object has no status yet (the API server drops it
-			// from a Create); Create returned its resourceVersion, so
-			// the status is written without a read.
-			setConditions(&st, nil, node, obj.Generation, metav1.Now())
-			obj.Status = st
-			if err = s.Client.Status().Update(ctx, obj); err == nil {
-				s.statuses.put(obj.Name, st)
-			}
+			s.statuses.put(obj.Name, written, obj.Generation)
 		}
 		if err != nil {
 			return fmt.Errorf("write the state of revision %s of node %q: %w", r.Hash, node, err)
@@ -247,7 +252,7 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 	for _, rs := range u.States {
 		st := statusOf(rs)
 		st.Published = rs.Hash == u.Record.Published
-		if err := s.replaceStatus(ctx, node, rs.Hash, st); err != nil {
+		if err := s.replaceStatus(ctx, node, rs.Hash, st, true); err != nil {
 			return fmt.Errorf("write the state of revision %s of node %q: %w", rs.Hash, node, err)
 		}
 		flagged[rs.Hash] = true
@@ -256,8 +261,14 @@ func (s Store) Commit(ctx context.Context, u revisions.Update) error {
 		return err
 	}
 	if u.Record.Published != stored.Published {
-		s.markPublished(ctx, node, stored.Published, false, flagged)
-		s.markPublished(ctx, node, u.Record.Published, true, flagged)
+		s.markPublished(ctx, node, u.Record.Published, true, flagged, true)
+		switch old := stored.Published; {
+		case old == "" || flagged[old]:
+		case s.unmarks == nil:
+			s.markPublished(ctx, node, old, false, flagged, true)
+		default:
+			s.unmarks.add(node, old, s.writeUnmark)
+		}
 	}
 	for _, h := range u.Delete {
 		obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, h), Namespace: s.Namespace}}
@@ -344,48 +355,68 @@ func (s Store) record(ctx context.Context, node string) (*corev1.ConfigMap, revi
 // conditions worked out from the status before, without reading it: a
 // JSON patch that adds /status replaces what is there, so that fields
 // this status leaves out (a taint cleared) are cleared too. The status
-// before is the one this store last wrote; a store that has not written
-// the object since it started reads it once. A status equal to the one
-// this store last wrote is not written again.
-func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1.EnvoyConfigRevisionStatus) error {
+// before, and the object's generation, are the ones this store last
+// wrote; a store that has not written the object since it started reads
+// it once. A status equal to the one the object holds is not written
+// again.
+//
+// Revisions have no status subresource, so a status write bumps the
+// object's generation by one: the conditions say the generation the
+// write makes, and the patch first tests that the object is still at the
+// generation this store knows (someone else's status edit fails the test;
+// the store then reads the object and writes once more, unless reread is
+// false: a queued unmarking that finds the object changed since gives up,
+// as the change may be a newer leader serving the revision again).
+func (s Store) replaceStatus(ctx context.Context, node, hash string, st v1alpha1.EnvoyConfigRevisionStatus, reread bool) error {
 	obj := &v1alpha1.EnvoyConfigRevision{ObjectMeta: metav1.ObjectMeta{Name: RevisionName(node, hash), Namespace: s.Namespace}}
-	before, ok := s.statuses.get(obj.Name)
-	generation := int64(1) // the content is written once
-	if !ok {
-		if err := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+	before, generation, cached := s.statuses.get(obj.Name)
+	now := metav1.Now()
+	for attempt := 0; ; attempt++ {
+		if !cached {
+			if err := s.Client.Get(ctx, client.ObjectKeyFromObject(obj), obj); err != nil {
+				return err
+			}
+			before, generation = obj.Status, obj.Generation
+		}
+		same := *st.DeepCopy()
+		setConditions(&same, before.Conditions, node, generation, now)
+		if equality.Semantic.DeepEqual(before, same) {
+			// The object holds this status already (content applied
+			// again from the same origin): a write would change nothing
+			// kubectl shows.
+			return nil
+		}
+		next := *st.DeepCopy()
+		setConditions(&next, before.Conditions, node, generation+1, now)
+		patch, err := json.Marshal([]map[string]any{
+			{"op": "test", "path": "/metadata/generation", "value": generation},
+			{"op": "add", "path": "/status", "value": next},
+		})
+		if err != nil {
 			return err
 		}
-		before, generation = obj.Status, obj.Generation
-	} else if c := meta.FindStatusCondition(before.Conditions, v1alpha1.ConditionPublished); c != nil {
-		generation = c.ObservedGeneration
+		err = s.Client.Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch))
+		if err == nil {
+			s.statuses.put(obj.Name, next, obj.Generation)
+			return nil
+		}
+		s.statuses.forget(obj.Name)
+		if !cached || !reread || attempt > 0 || ctx.Err() != nil {
+			return err
+		}
+		cached = false
 	}
-	setConditions(&st, before.Conditions, node, generation, metav1.Now())
-	if ok && equality.Semantic.DeepEqual(before, st) {
-		// The object holds this status already, as this store wrote it
-		// (content applied again from the same origin): a write would
-		// change nothing kubectl shows.
-		return nil
-	}
-	patch, err := json.Marshal([]map[string]any{{"op": "add", "path": "/status", "value": st}})
-	if err != nil {
-		return err
-	}
-	if err := s.Client.Status().Patch(ctx, obj, client.RawPatch(types.JSONPatchType, patch)); err != nil {
-		return err
-	}
-	s.statuses.put(obj.Name, st)
-	return nil
 }
 
 // markPublished sets the status.published flag of a revision and its
 // conditions, for kubectl, unless this commit wrote it with the
 // revision's status (flagged); the record stays the source of truth, so
 // a failure is ignored.
-func (s Store) markPublished(ctx context.Context, node, hash string, published bool, flagged map[string]bool) {
+func (s Store) markPublished(ctx context.Context, node, hash string, published bool, flagged map[string]bool, reread bool) {
 	if hash == "" || flagged[hash] {
 		return
 	}
-	st, ok := s.statuses.get(RevisionName(node, hash))
+	st, _, ok := s.statuses.get(RevisionName(node, hash))
 	if !ok {
 		var obj v1alpha1.EnvoyConfigRevision
 		if err := s.Client.Get(ctx, client.ObjectKey{Namespace: s.Namespace, Name: RevisionName(node, hash)}, &obj); err != nil {
@@ -394,7 +425,7 @@ func (s Store) markPublished(ctx context.Context, node, hash string, published b
 		st = obj.Status
 	}
 	st.Published = published
-	_ = s.replaceStatus(ctx, node, hash, st)
+	_ = s.replaceStatus(ctx, node, hash, st, reread)
 }
 
 func position(p render.Position) v1alpha1.SourcePosition {

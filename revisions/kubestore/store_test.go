@@ -113,13 +113,22 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 	require.NoError(t, e.Apply(ctx, node, bad, origin("sha2")))
 
 	var list v1alpha1.EnvoyConfigRevisionList
-	require.NoError(t, c.List(ctx, &list, client.InNamespace("default")))
-	require.Len(t, list.Items, 2)
+	// The unmarking of the revision served before trails the publication.
+	require.Eventually(t, func() bool {
+		if err := c.List(ctx, &list, client.InNamespace("default")); err != nil || len(list.Items) != 2 {
+			return false
+		}
+		for _, obj := range list.Items {
+			if obj.Status.Published != (obj.Spec.Hash == bad.Hash) {
+				return false
+			}
+		}
+		return true
+	}, 30*time.Second, 10*time.Millisecond, "only the revision served is marked published")
 	for _, obj := range list.Items {
 		assert.Equal(t, node, obj.Spec.NodeID)
 		assert.True(t, strings.HasPrefix(obj.Name, "legate-"))
 		require.NotNil(t, obj.Status.Origin)
-		assert.Equal(t, obj.Spec.Hash == bad.Hash, obj.Status.Published, "only the revision served is marked published")
 	}
 
 	e.ObserveProxy(revisions.ProxyEvent{Kind: revisions.ProxyConnected, Node: node, Proxy: "p"})
