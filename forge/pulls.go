@@ -3,6 +3,7 @@ package forge
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"regexp"
 	"strconv"
 
@@ -81,6 +82,43 @@ func listError(repo, base string, code int, err error, token string) error {
 
 func pullRef(n int64) string { return "refs/pull/" + strconv.FormatInt(n, 10) + "/head" }
 
+// walkPulls reads the pages of one forge's listing of the requests open
+// into base: page fetches page n (1-based) with the HTTP status of its
+// answer (0 when there was none), entry turns one listed item into a
+// request into base (false: not one). It stops at a short page, at
+// maxPullPages or when MaxOpenPullRequests are kept, and reports whether
+// requests were left out.
+func walkPulls[T any](repo, base, token string, page func(n int) ([]T, int, error), entry func(T) (OpenPullRequest, bool)) ([]OpenPullRequest, bool, error) {
+	var p pulls
+	for n := 1; n <= maxPullPages; n++ {
+		list, code, err := page(n)
+		if err != nil {
+			return nil, false, listError(repo, base, code, err, token)
+		}
+		for _, item := range list {
+			pr, ok := entry(item)
+			if !ok {
+				continue
+			}
+			if !p.add(pr) {
+				return p.out, true, nil
+			}
+		}
+		if len(list) < pullPageSize {
+			return p.out, false, nil
+		}
+	}
+	return p.out, true, nil
+}
+
+// statusOf is the HTTP status of an SDK's answer, 0 without one.
+func statusOf(resp *http.Response) int {
+	if resp == nil {
+		return 0
+	}
+	return resp.StatusCode
+}
+
 // OpenPullRequests implements PullLister (GET /repos/{o}/{r}/pulls; Gitea
 // does not filter by base branch, so the pages are filtered here).
 func (g *Gitea) OpenPullRequests(ctx context.Context, base string) ([]OpenPullRequest, bool, error) {
@@ -95,32 +133,21 @@ func (g *Gitea) OpenPullRequests(ctx context.Context, base string) ([]OpenPullRe
 	if err != nil {
 		return nil, false, listError(g.cfg.Repository, base, 0, err, tok)
 	}
-	var p pulls
-	for page := 1; page <= maxPullPages; page++ {
+	return walkPulls(g.cfg.Repository, base, tok, func(n int) ([]*gitea.PullRequest, int, error) {
 		list, resp, err := client.ListRepoPullRequests(g.owner, g.name, gitea.ListPullRequestsOptions{
-			State: gitea.StateOpen, ListOptions: gitea.ListOptions{Page: page, PageSize: pullPageSize},
+			State: gitea.StateOpen, ListOptions: gitea.ListOptions{Page: n, PageSize: pullPageSize},
 		})
-		if err != nil {
-			code := 0
-			if resp != nil {
-				code = resp.StatusCode
-			}
-			return nil, false, listError(g.cfg.Repository, base, code, err, tok)
+		if resp == nil {
+			return list, 0, err
 		}
-		for _, pr := range list {
-			if pr == nil || pr.Base == nil || pr.Head == nil || pr.Base.Ref != base {
-				continue
-			}
-			fork := pr.Head.Repository == nil || pr.Base.Repository == nil || pr.Head.Repository.ID != pr.Base.Repository.ID
-			if !p.add(OpenPullRequest{Number: pr.Index, HeadSHA: pr.Head.Sha, HeadRef: pullRef(pr.Index), Fork: fork}) {
-				return p.out, true, nil
-			}
+		return list, statusOf(resp.Response), err
+	}, func(pr *gitea.PullRequest) (OpenPullRequest, bool) {
+		if pr == nil || pr.Base == nil || pr.Head == nil || pr.Base.Ref != base {
+			return OpenPullRequest{}, false
 		}
-		if len(list) < pullPageSize {
-			return p.out, false, nil
-		}
-	}
-	return p.out, true, nil
+		fork := pr.Head.Repository == nil || pr.Base.Repository == nil || pr.Head.Repository.ID != pr.Base.Repository.ID
+		return OpenPullRequest{Number: pr.Index, HeadSHA: pr.Head.Sha, HeadRef: pullRef(pr.Index), Fork: fork}, true
+	})
 }
 
 // OpenPullRequests implements PullLister
@@ -134,34 +161,23 @@ func (g *GitHub) OpenPullRequests(ctx context.Context, base string) ([]OpenPullR
 	if g.base != nil {
 		client.BaseURL = g.base
 	}
-	var p pulls
-	for page := 1; page <= maxPullPages; page++ {
+	return walkPulls(g.cfg.Repository, base, tok, func(n int) ([]*github.PullRequest, int, error) {
 		list, resp, err := client.PullRequests.List(ctx, g.owner, g.name, &github.PullRequestListOptions{
-			State: "open", Base: base, ListOptions: github.ListOptions{Page: page, PerPage: pullPageSize},
+			State: "open", Base: base, ListOptions: github.ListOptions{Page: n, PerPage: pullPageSize},
 		})
-		if err != nil {
-			code := 0
-			if resp != nil {
-				code = resp.StatusCode
-			}
-			return nil, false, listError(g.cfg.Repository, base, code, err, tok)
+		if resp == nil {
+			return list, 0, err
 		}
-		for _, pr := range list {
-			if pr == nil || pr.GetBase().GetRef() != base {
-				continue
-			}
-			headRepo, baseRepo := pr.GetHead().GetRepo(), pr.GetBase().GetRepo()
-			fork := headRepo == nil || baseRepo == nil || headRepo.GetID() != baseRepo.GetID()
-			n := int64(pr.GetNumber())
-			if !p.add(OpenPullRequest{Number: n, HeadSHA: pr.GetHead().GetSHA(), HeadRef: pullRef(n), Fork: fork}) {
-				return p.out, true, nil
-			}
+		return list, statusOf(resp.Response), err
+	}, func(pr *github.PullRequest) (OpenPullRequest, bool) {
+		if pr == nil || pr.GetBase().GetRef() != base {
+			return OpenPullRequest{}, false
 		}
-		if len(list) < pullPageSize {
-			return p.out, false, nil
-		}
-	}
-	return p.out, true, nil
+		headRepo, baseRepo := pr.GetHead().GetRepo(), pr.GetBase().GetRepo()
+		fork := headRepo == nil || baseRepo == nil || headRepo.GetID() != baseRepo.GetID()
+		n := int64(pr.GetNumber())
+		return OpenPullRequest{Number: n, HeadSHA: pr.GetHead().GetSHA(), HeadRef: pullRef(n), Fork: fork}, true
+	})
 }
 
 // OpenPullRequests implements PullLister
@@ -179,31 +195,20 @@ func (g *GitLab) OpenPullRequests(ctx context.Context, base string) ([]OpenPullR
 	if err != nil {
 		return nil, false, listError(g.cfg.Repository, base, 0, err, tok)
 	}
-	var p pulls
-	for page := int64(1); page <= maxPullPages; page++ {
+	return walkPulls(g.cfg.Repository, base, tok, func(n int) ([]*gitlab.BasicMergeRequest, int, error) {
 		list, resp, err := client.MergeRequests.ListProjectMergeRequests(g.project, &gitlab.ListProjectMergeRequestsOptions{
 			State: gitlab.Ptr("opened"), TargetBranch: gitlab.Ptr(base),
-			ListOptions: gitlab.ListOptions{Page: page, PerPage: pullPageSize},
+			ListOptions: gitlab.ListOptions{Page: int64(n), PerPage: pullPageSize},
 		}, gitlab.WithContext(ctx))
-		if err != nil {
-			code := 0
-			if resp != nil {
-				code = resp.StatusCode
-			}
-			return nil, false, listError(g.cfg.Repository, base, code, err, tok)
+		if resp == nil {
+			return list, 0, err
 		}
-		for _, mr := range list {
-			if mr == nil || mr.TargetBranch != base {
-				continue
-			}
-			ref := "refs/merge-requests/" + strconv.FormatInt(mr.IID, 10) + "/head"
-			if !p.add(OpenPullRequest{Number: mr.IID, HeadSHA: mr.SHA, HeadRef: ref, Fork: mr.SourceProjectID != mr.TargetProjectID}) {
-				return p.out, true, nil
-			}
+		return list, statusOf(resp.Response), err
+	}, func(mr *gitlab.BasicMergeRequest) (OpenPullRequest, bool) {
+		if mr == nil || mr.TargetBranch != base {
+			return OpenPullRequest{}, false
 		}
-		if len(list) < pullPageSize {
-			return p.out, false, nil
-		}
-	}
-	return p.out, true, nil
+		ref := "refs/merge-requests/" + strconv.FormatInt(mr.IID, 10) + "/head"
+		return OpenPullRequest{Number: mr.IID, HeadSHA: mr.SHA, HeadRef: ref, Fork: mr.SourceProjectID != mr.TargetProjectID}, true
+	})
 }
