@@ -97,7 +97,11 @@ type EnvoyConfigRevisionStatus struct {
 	// revision in Flux's form.
 	// +optional
 	Origin *RevisionOrigin `json:"origin,omitempty"`
-	// Published is true while it is the revision served.
+	// Published is true while it is the revision served. The flag of the
+	// revision served before is cleared just after a new publication, off
+	// its path (within seconds of a burst of many nodes), so for a moment
+	// two revisions of a node may show it; the EnvoyConfig's
+	// status.publishedVersion and the node's record name the one served.
 	// +optional
 	Published bool `json:"published,omitempty"`
 	// LastPublishedAt is when it was last published.
