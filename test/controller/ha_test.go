@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"k8s.io/client-go/util/retry"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -248,9 +249,13 @@ func TestReplicasServeOneLeadersDecisions(t *testing.T) {
 	}
 	next := leader(t, left)
 	assert.NotEqual(t, lead.name, next.name)
-	cur = get(t, c, ec)
-	cur.Spec = envoyConfig(t, "ha", good("b")...).Spec
-	require.NoError(t, c.Update(ctx, cur))
+	// The new leader may write the object (its status, a handled
+	// annotation) between the read and the update: retry on a conflict.
+	require.NoError(t, retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur = get(t, c, ec)
+		cur.Spec = envoyConfig(t, "ha", good("b")...).Spec
+		return c.Update(ctx, cur)
+	}))
 	for _, r := range left {
 		i := indexOf(rs, r)
 		require.Eventually(t, func() bool { return clients[i].Call() == "b" }, 60*time.Second, 50*time.Millisecond, "the client of replica %d follows the new leader", i)
