@@ -121,6 +121,7 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 	timeout := fs.Duration("timeout", 5*time.Minute, "limit for one cell")
 	skip := fs.String("skip", "", "cells to leave out, e.g. gcp/10000/1000")
 	out := fs.String("out", "", "write the results as JSON to this file")
+	pin := fs.Bool("pin", false, "run the server on CPU 0 and the client on CPU 1 (taskset), so that neither takes the other's core")
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -151,7 +152,7 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 					continue
 				}
 				fmt.Fprintf(stderr, "cell %s streams=%d clusters=%d ... ", impl, n, c)
-				res, err := runCell(self, impl, n, c, *publishes, *perConn, *grpcClient, *timeout, *profiles)
+				res, err := runCell(self, impl, n, c, *publishes, *perConn, *grpcClient, *pin, *timeout, *profiles)
 				if err != nil {
 					res = &Result{Impl: impl, Streams: n, Clusters: c, Error: err.Error()}
 					fmt.Fprintf(stderr, "error: %v\n", err)
@@ -179,9 +180,19 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 	return nil
 }
 
+// onCPU is the command for name and args, run under taskset on the given
+// CPU when pin is set (the Go runtime then sizes GOMAXPROCS to that one
+// CPU).
+func onCPU(pin bool, cpu, name string, args ...string) *exec.Cmd {
+	if !pin {
+		return exec.Command(name, args...)
+	}
+	return exec.Command("taskset", append([]string{"-c", cpu, name}, args...)...)
+}
+
 // runCell starts a server process, then a client process pointed at it, and
 // returns the server's result.
-func runCell(self, impl string, streams, clusters, publishes, perConn int, grpcClient bool, timeout time.Duration, profiles string) (*Result, error) {
+func runCell(self, impl string, streams, clusters, publishes, perConn int, grpcClient, pin bool, timeout time.Duration, profiles string) (*Result, error) {
 	args := []string{
 		"server", "-impl", impl, "-streams", strconv.Itoa(streams),
 		"-clusters", strconv.Itoa(clusters), "-publishes", strconv.Itoa(publishes),
@@ -190,7 +201,7 @@ func runCell(self, impl string, streams, clusters, publishes, perConn int, grpcC
 		args = append(args, "-cpuprofile", filepath.Join(profiles, fmt.Sprintf("%s-%d-%d.pprof", impl, streams, clusters)),
 			"-heapprofile", filepath.Join(profiles, fmt.Sprintf("%s-%d-%d.heap", impl, streams, clusters)))
 	}
-	srv := exec.Command(self, args...)
+	srv := onCPU(pin, "0", self, args...)
 	srv.Stderr = os.Stderr
 	srvOut, err := srv.StdoutPipe()
 	if err != nil {
@@ -209,7 +220,7 @@ func runCell(self, impl string, streams, clusters, publishes, perConn int, grpcC
 	if !ok {
 		return nil, fmt.Errorf("server printed %q, want its address", lines.Text())
 	}
-	cli := exec.Command(self, "client", "-addr", addr, "-streams", strconv.Itoa(streams),
+	cli := onCPU(pin, "1", self, "client", "-addr", addr, "-streams", strconv.Itoa(streams),
 		"-streams-per-conn", strconv.Itoa(perConn), "-grpc="+strconv.FormatBool(grpcClient))
 	cli.Stderr = os.Stderr
 	if err := cli.Start(); err != nil {
