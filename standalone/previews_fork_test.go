@@ -21,6 +21,7 @@ import (
 	"github.com/legate-dev/legate/preview/prs"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sds"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/gitea"
 )
@@ -37,9 +38,9 @@ func TestPreviewReadsNoKeyMaterial(t *testing.T) {
 	for _, f := range []string{sds.TLSCertFile, sds.TLSKeyFile} {
 		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, f), 0o600))
 	}
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"*"},
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: "/nowhere"}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: "/nowhere"}}},
 	}, Options{})
 	t.Cleanup(s.close)
 
@@ -126,15 +127,15 @@ func TestForkPullRequestReadsNoKeyMaterial(t *testing.T) {
 	w.git("init", "-q", "-b", "main")
 	served := w.commit("main", "base", map[string]string{"nodes/west/clusters.yaml": previewClusters("1s", "api")})
 
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), SecretsDir: filepath.Dir(filepath.Dir(keyDir)), XDSInsecureSecrets: []string{"*"},
-		Sources: []SourceConfig{{
-			Name: "cfg", Interval: Duration{time.Hour},
-			Git:      &GitSource{URL: repo.CloneURL, Branch: "main", Auth: &GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
-			Forge:    &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
-			Previews: &PreviewsConfig{Enabled: true},
+		Sources: []serveconfig.SourceConfig{{
+			Name: "cfg", Interval: serveconfig.Duration{Duration: time.Hour},
+			Git:      &serveconfig.GitSource{URL: repo.CloneURL, Branch: "main", Auth: &serveconfig.GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
+			Forge:    &serveconfig.ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
+			Previews: &serveconfig.PreviewsConfig{Enabled: true},
 		}},
-		Webhooks: WebhookConfig{Gitea: sources.Secret{File: hookFile}},
+		Webhooks: serveconfig.WebhookConfig{Gitea: sources.Secret{File: hookFile}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, func() bool { return s.Sources()[0].AppliedRevision != "" && len(s.engine.Nodes()) == 1 }, time.Minute, 20*time.Millisecond)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/preview/prs"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/gitea"
 )
@@ -148,15 +149,15 @@ func TestPullRequestPreviewsOnGitea(t *testing.T) {
 	served := w.commit("main", "base", base)
 
 	stateDir := t.TempDir()
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: stateDir,
-		Sources: []SourceConfig{{
-			Name: "cfg", Interval: Duration{time.Hour},
-			Git:      &GitSource{URL: repo.CloneURL, Branch: "main", Auth: &GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
-			Forge:    &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
-			Previews: &PreviewsConfig{Enabled: true},
+		Sources: []serveconfig.SourceConfig{{
+			Name: "cfg", Interval: serveconfig.Duration{Duration: time.Hour},
+			Git:      &serveconfig.GitSource{URL: repo.CloneURL, Branch: "main", Auth: &serveconfig.GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
+			Forge:    &serveconfig.ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
+			Previews: &serveconfig.PreviewsConfig{Enabled: true},
 		}},
-		Webhooks: WebhookConfig{Gitea: sources.Secret{File: hookFile}},
+		Webhooks: serveconfig.WebhookConfig{Gitea: sources.Secret{File: hookFile}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, func() bool { return s.Sources()[0].AppliedRevision != "" && len(s.engine.Nodes()) == 3 }, time.Minute, 20*time.Millisecond)
@@ -260,36 +261,4 @@ func TestPullRequestPreviewsOnGitea(t *testing.T) {
 	for _, st := range srv.Statuses(t, repo, served) {
 		assert.NotEqual(t, prs.StatusContext, st.Context, "the served commit got no preview status")
 	}
-}
-
-func TestPreviewsConfigChecks(t *testing.T) {
-	tok := sources.Secret{File: "/run/token"}
-	gitForge := &ForgeConfig{Provider: forge.ProviderGitea, BaseURL: "https://gitea.example/", Repository: "org/cfg", Token: tok}
-	for name, tt := range map[string]struct {
-		src  SourceConfig
-		want string
-	}{
-		"no forge":         {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a forge"},
-		"oci":              {SourceConfig{Name: "a", OCI: &OCISource{URL: "oci://r.example/cfg"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a git source"},
-		"no branch":        {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a source that follows a branch"},
-		"wild concurrency": {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true, Concurrency: 1000}}, "sources[0].previews.concurrency: 1000 is outside 0..64"},
-		"valid":            {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true, Concurrency: 3}}, ""},
-	} {
-		t.Run(name, func(t *testing.T) {
-			err := Config{Sources: []SourceConfig{tt.src}}.Validate()
-			if tt.want == "" {
-				assert.NoError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tt.want)
-		})
-	}
-}
-
-func TestPreviewsSourceFlag(t *testing.T) {
-	sc, err := ParseSourceFlag("name=edge,git=https://gitea.example/org/cfg.git,branch=main,forge=gitea,forge-token-file=/t,previews=true,preview-concurrency=3")
-	require.NoError(t, err)
-	assert.Equal(t, &PreviewsConfig{Enabled: true, Concurrency: 3}, sc.Previews)
-	_, err = ParseSourceFlag("name=edge,git=https://gitea.example/org/cfg.git,previews=yes-please")
-	assert.ErrorContains(t, err, "previews")
 }
