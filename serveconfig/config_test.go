@@ -56,6 +56,9 @@ sources:
 	fc := edge.forgeConfig()
 	assert.Equal(t, "https://gitea.example/", fc.BaseURL, "taken from the git url")
 	assert.Equal(t, "org/cfg", fc.Repository, "taken from the git url")
+	r, err := edge.Reporter()
+	require.NoError(t, err)
+	assert.IsType(t, &forge.Gitea{}, r, "the source's provider")
 	assert.Equal(t, DefaultInterval, cfg.Sources[1].Interval.Duration)
 	assert.Equal(t, "stable", cfg.Sources[1].ociConfig().Ref.Tag)
 
