@@ -16,6 +16,7 @@ import (
 
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 )
 
@@ -24,9 +25,9 @@ import (
 func TestUntaintResolvesPrefixesAndNeedsTheToken(t *testing.T) {
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "other",
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, s.Ready, 10*time.Second, 10*time.Millisecond)
@@ -71,9 +72,9 @@ func TestUntaintResolvesPrefixesAndNeedsTheToken(t *testing.T) {
 func TestTaintThresholdReachesTheEngine(t *testing.T) {
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "other", TaintThreshold: 0.5,
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, s.Ready, 10*time.Second, 10*time.Millisecond)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 // contest is a server following two repositories, "one" and "two", that
@@ -25,11 +27,11 @@ func newContest(t *testing.T) *contest {
 	t.Helper()
 	c := &contest{repos: map[string]*localRepo{"one": newLocalRepo(t), "two": newLocalRepo(t)}}
 	c.commits = map[string]string{"one": c.repos["one"].commit("a"), "two": c.repos["two"].commit("b")}
-	c.s = newServer(t, Config{
+	c.s = newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "shared",
-		Sources: []SourceConfig{
-			{Name: "one", Git: &GitSource{URL: c.repos["one"].dir}, Interval: Duration{time.Hour}},
-			{Name: "two", Git: &GitSource{URL: c.repos["two"].dir}, Interval: Duration{time.Hour}},
+		Sources: []serveconfig.SourceConfig{
+			{Name: "one", Git: &serveconfig.GitSource{URL: c.repos["one"].dir}, Interval: serveconfig.Duration{Duration: time.Hour}},
+			{Name: "two", Git: &serveconfig.GitSource{URL: c.repos["two"].dir}, Interval: serveconfig.Duration{Duration: time.Hour}},
 		},
 	}, Options{})
 	runServer(t, c.s)

@@ -17,6 +17,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 // selfSigned returns a fresh self-signed certificate and its key, in PEM.
@@ -89,10 +91,10 @@ func (s *syncBuffer) String() string {
 }
 
 func TestSecretsConfigChecks(t *testing.T) {
-	cfg := Config{Sources: []SourceConfig{{Name: "a", Git: &GitSource{URL: "/srv/cfg"}}}, SecretsInterval: Duration{-time.Second}}
+	cfg := serveconfig.Config{Sources: []serveconfig.SourceConfig{{Name: "a", Git: &serveconfig.GitSource{URL: "/srv/cfg"}}}, SecretsInterval: serveconfig.Duration{Duration: -time.Second}}
 	assert.ErrorContains(t, cfg.Validate(), "secretsInterval: must not be negative")
 
-	cfg.SecretsInterval = Duration{}
+	cfg.SecretsInterval = serveconfig.Duration{}
 	cfg.XDSAddr, cfg.HTTPAddr, cfg.StateDir = "127.0.0.1:0", "127.0.0.1:0", t.TempDir()
 	cfg.SecretsDir = filepath.Join(t.TempDir(), "absent")
 	_, err := New(cfg, Options{})

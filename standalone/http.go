@@ -12,6 +12,7 @@ import (
 	"github.com/legate-dev/legate/httpguard"
 	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources/hooks"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -22,7 +23,7 @@ import (
 // the admin token reads too.
 func (s *Server) newHTTPServer(reg *prometheus.Registry, secrets hooks.Secrets, t readapi.Timeouts) (*http.Server, error) {
 	var readTokens []string
-	if rt, err := readToken(s.cfg); err != nil {
+	if rt, err := s.cfg.ReadToken(); err != nil {
 		return nil, err
 	} else if rt != "" {
 		readTokens = []string{rt, s.token}
@@ -139,7 +140,7 @@ func (s *Server) readiness() (ready bool, text string) {
 func (s *Server) admin(next http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		if !httpguard.BearerAuthorized(r, s.token) {
-			readapi.WriteError(w, http.StatusUnauthorized, "a valid admin bearer token is required (legate serve keeps it in "+AdminTokenName+" under its state directory unless --admin-token-file names one)")
+			readapi.WriteError(w, http.StatusUnauthorized, "a valid admin bearer token is required (legate serve keeps it in "+serveconfig.AdminTokenName+" under its state directory unless --admin-token-file names one)")
 			return
 		}
 		next(w, r)

@@ -13,23 +13,15 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/readapi"
-	"github.com/legate-dev/legate/xds"
+	"github.com/legate-dev/legate/serveconfig"
 )
-
-func TestDefaultsListenOnLoopback(t *testing.T) {
-	cfg := Config{}.withDefaults()
-	assert.Equal(t, "127.0.0.1:18000", cfg.XDSAddr)
-	assert.Equal(t, "127.0.0.1:8080", cfg.HTTPAddr)
-	assert.False(t, xds.BeyondLoopback(cfg.XDSAddr))
-	assert.False(t, xds.BeyondLoopback(cfg.HTTPAddr))
-}
 
 // xDS beyond loopback without mutual TLS is refused before anything
 // listens, unless the operator opted in by name.
 func TestXDSBeyondLoopbackNeedsMutualTLSOrOptIn(t *testing.T) {
-	cfg := Config{
+	cfg := serveconfig.Config{
 		XDSAddr: "0.0.0.0:0", HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: newLocalRepo(t).dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: newLocalRepo(t).dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}
 	s, err := New(cfg, Options{})
 	require.Error(t, err)
@@ -38,35 +30,14 @@ func TestXDSBeyondLoopbackNeedsMutualTLSOrOptIn(t *testing.T) {
 	assert.Contains(t, err.Error(), "--xds-client-ca")
 
 	tlsOnly := cfg
-	tlsOnly.XDSTLS = &XDSTLSConfig{CertFile: "c", KeyFile: "k"}
-	require.ErrorContains(t, checkXDSExposure(tlsOnly), "TLS without client certificates")
+	tlsOnly.XDSTLS = &serveconfig.XDSTLSConfig{CertFile: "c", KeyFile: "k"}
+	require.ErrorContains(t, tlsOnly.CheckXDSExposure(), "TLS without client certificates")
 	mtls := cfg
-	mtls.XDSTLS = &XDSTLSConfig{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}
-	assert.NoError(t, checkXDSExposure(mtls))
+	mtls.XDSTLS = &serveconfig.XDSTLSConfig{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}
+	assert.NoError(t, mtls.CheckXDSExposure())
 	optIn := cfg
 	optIn.XDSInsecure = true
-	assert.NoError(t, checkXDSExposure(optIn))
-}
-
-func TestAdminTokenIsMadeOnceAndKept(t *testing.T) {
-	dir := t.TempDir()
-	tok, path, err := adminToken(Config{StateDir: dir})
-	require.NoError(t, err)
-	assert.Equal(t, filepath.Join(dir, AdminTokenName), path)
-	assert.Len(t, tok, 64)
-	fi, err := os.Stat(path)
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
-
-	again, _, err := adminToken(Config{StateDir: dir})
-	require.NoError(t, err)
-	assert.Equal(t, tok, again, "a restart keeps the token")
-
-	own := filepath.Join(t.TempDir(), "tok")
-	require.NoError(t, os.WriteFile(own, []byte("  mine\n"), 0o600))
-	got, _, err := adminToken(Config{StateDir: dir, AdminTokenFile: own})
-	require.NoError(t, err)
-	assert.Equal(t, "mine", got)
+	assert.NoError(t, optIn.CheckXDSExposure())
 }
 
 // A mutating call needs the token whoever sends it: a loopback peer may be
@@ -101,10 +72,10 @@ func TestAdminNeedsTheTokenFromLoopbackToo(t *testing.T) {
 func TestServedRoutesAreGuarded(t *testing.T) {
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge",
 		PublicURL: "https://Legate.Example.com/x", HTTPAllowedHosts: []string{"a.b"},
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	req, err := http.NewRequest(http.MethodDelete, "http://"+s.HTTPAddr()+"/api/v1/nodes/edge/revisions/abc/taint", nil)
@@ -150,9 +121,9 @@ func TestReadsNeedTheReadTokenWhenConfigured(t *testing.T) {
 	repo.commit("a")
 	tokenFile := filepath.Join(t.TempDir(), "read-token")
 	require.NoError(t, os.WriteFile(tokenFile, []byte("r3ad-t0ken-value\n"), 0o600))
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge", ReadTokenFile: tokenFile,
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	// get answers the status code and the WWW-Authenticate header.
@@ -195,9 +166,9 @@ func TestReadsNeedTheReadTokenWhenConfigured(t *testing.T) {
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
 
 	// Without a read token configured, reads are open.
-	open := newServer(t, Config{
+	open := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge",
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, open)
 	resp, err = http.Get("http://" + open.HTTPAddr() + "/api/v1/nodes")

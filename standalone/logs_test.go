@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 // logLine is one JSON log record.
@@ -56,9 +57,9 @@ func TestLogsTellTheTruthAtTheirLevel(t *testing.T) {
 	var out syncBuffer
 	log, err := logging.New(&out, "info", "json")
 	require.NoError(t, err)
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge",
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{Log: log})
 	runServer(t, s)
 	state := func() string {
@@ -117,11 +118,11 @@ func TestLostConflictIsNotLoggedAsApplied(t *testing.T) {
 	var out syncBuffer
 	log, err := logging.New(&out, "info", "json")
 	require.NoError(t, err)
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "shared",
-		Sources: []SourceConfig{
-			{Name: "one", Git: &GitSource{URL: one.dir}, Interval: Duration{time.Hour}},
-			{Name: "two", Git: &GitSource{URL: two.dir}, Interval: Duration{time.Hour}},
+		Sources: []serveconfig.SourceConfig{
+			{Name: "one", Git: &serveconfig.GitSource{URL: one.dir}, Interval: serveconfig.Duration{Duration: time.Hour}},
+			{Name: "two", Git: &serveconfig.GitSource{URL: two.dir}, Interval: serveconfig.Duration{Duration: time.Hour}},
 		},
 	}, Options{Log: log})
 	runServer(t, s)

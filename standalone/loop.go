@@ -5,6 +5,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -13,7 +14,7 @@ import (
 // what it fetched to the pipeline. One goroutine runs it.
 type sourceLoop struct {
 	s    *Server
-	cfg  SourceConfig
+	cfg  serveconfig.SourceConfig
 	src  sources.Source
 	kick chan struct{}
 
@@ -26,7 +27,7 @@ type sourceLoop struct {
 	fetchErr string
 }
 
-func newSourceLoop(s *Server, cfg SourceConfig, src sources.Source) *sourceLoop {
+func newSourceLoop(s *Server, cfg serveconfig.SourceConfig, src sources.Source) *sourceLoop {
 	l := &sourceLoop{s: s, cfg: cfg, src: src, kick: make(chan struct{}, 1)}
 	l.status = statuspage.Source{Name: cfg.Name, Kind: string(sources.KindGit)}
 	if cfg.Git != nil {

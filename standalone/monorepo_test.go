@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/hooks"
 )
@@ -42,13 +43,13 @@ func TestMonorepoPushRendersOnlyTheSourceItTouched(t *testing.T) {
 
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte("generic-secret-123\n"), 0o600))
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(),
-		Sources: []SourceConfig{
-			{Name: "east", Git: &GitSource{URL: repo.dir, Path: "east"}, Interval: Duration{time.Hour}},
-			{Name: "west", Git: &GitSource{URL: repo.dir, Path: "west"}, Interval: Duration{time.Hour}},
+		Sources: []serveconfig.SourceConfig{
+			{Name: "east", Git: &serveconfig.GitSource{URL: repo.dir, Path: "east"}, Interval: serveconfig.Duration{Duration: time.Hour}},
+			{Name: "west", Git: &serveconfig.GitSource{URL: repo.dir, Path: "west"}, Interval: serveconfig.Duration{Duration: time.Hour}},
 		},
-		Webhooks: WebhookConfig{Generic: sources.Secret{File: secretFile}},
+		Webhooks: serveconfig.WebhookConfig{Generic: sources.Secret{File: secretFile}},
 	}, Options{})
 	runServer(t, s)
 	commits := func() map[string]string {

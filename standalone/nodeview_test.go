@@ -14,6 +14,7 @@ import (
 
 	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/statuspage"
 )
 
@@ -59,9 +60,9 @@ func TestOrphanedNodeIsMarkedAndPruned(t *testing.T) {
 	repo.writeNode("gone", "g")
 	repo.git("add", "-A")
 	repo.git("commit", "-qm", "two nodes")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(),
-		Sources:  []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources:  []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, func() bool { return len(s.Nodes()) == 2 }, 30*time.Second, 10*time.Millisecond)
@@ -104,9 +105,9 @@ func TestOrphanedNodeIsMarkedAndPruned(t *testing.T) {
 func TestRejectedCommitShowsOnSourceAndNode(t *testing.T) {
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge",
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, func() bool { return len(s.Nodes()) == 1 }, 30*time.Second, 10*time.Millisecond)

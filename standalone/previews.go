@@ -38,7 +38,7 @@ func (s *Server) buildPreviews(reporters map[string]forge.Reporter) {
 			continue
 		}
 		name := sc.Name
-		fetcher := prs.GitFetcher{Source: sc.gitConfig(s.cfg.StateDir), Root: filepath.Join(s.cfg.StateDir, "previews")}
+		fetcher := prs.GitFetcher{Source: sc.GitConfig(s.cfg.StateDir), Root: filepath.Join(s.cfg.StateDir, "previews")}
 		limit := 0
 		if c, ok := reporters[name].(forge.Commenter); ok {
 			limit = c.CommentLimit()
@@ -61,7 +61,7 @@ func (s *Server) buildPreviews(reporters map[string]forge.Reporter) {
 				s.log.Error(err, "pull request closed; its work area stays", "source", name, "pullRequest", n)
 			}
 		})
-		s.previews.sources = append(s.previews.sources, &previewedSource{name: name, url: sc.Git.URL, branch: sc.Git.gitRef().Branch, queue: q})
+		s.previews.sources = append(s.previews.sources, &previewedSource{name: name, url: sc.Git.URL, branch: sc.Git.GitRef().Branch, queue: q})
 	}
 }
 

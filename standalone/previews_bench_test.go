@@ -17,6 +17,7 @@ import (
 
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/preview/prs"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/gitea"
 )
@@ -47,15 +48,15 @@ func BenchmarkPullRequestFeedback(b *testing.B) {
 		"nodes/east/clusters.yaml": previewClusters("1s", "api"),
 	})
 	logs := &phaseLog{}
-	s, err := New(Config{
+	s, err := New(serveconfig.Config{
 		XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: b.TempDir(),
-		Sources: []SourceConfig{{
-			Name: "cfg", Interval: Duration{time.Hour},
-			Git:      &GitSource{URL: repo.CloneURL, Branch: "main", Auth: &GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
-			Forge:    &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
-			Previews: &PreviewsConfig{Enabled: true},
+		Sources: []serveconfig.SourceConfig{{
+			Name: "cfg", Interval: serveconfig.Duration{Duration: time.Hour},
+			Git:      &serveconfig.GitSource{URL: repo.CloneURL, Branch: "main", Auth: &serveconfig.GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
+			Forge:    &serveconfig.ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
+			Previews: &serveconfig.PreviewsConfig{Enabled: true},
 		}},
-		Webhooks: WebhookConfig{Gitea: sources.Secret{File: hookFile}},
+		Webhooks: serveconfig.WebhookConfig{Gitea: sources.Secret{File: hookFile}},
 	}, Options{Log: funcr.New(logs.add, funcr.Options{Verbosity: 1})})
 	require.NoError(b, err)
 	ctx, cancel := context.WithCancel(context.Background())

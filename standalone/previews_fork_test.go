@@ -17,11 +17,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/preview/prs"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sds"
-	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/test/gitea"
 )
 
@@ -37,9 +36,9 @@ func TestPreviewReadsNoKeyMaterial(t *testing.T) {
 	for _, f := range []string{sds.TLSCertFile, sds.TLSKeyFile} {
 		require.NoError(t, syscall.Mkfifo(filepath.Join(dir, f), 0o600))
 	}
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"*"},
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: "/nowhere"}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: "/nowhere"}}},
 	}, Options{})
 	t.Cleanup(s.close)
 
@@ -98,12 +97,6 @@ func forkPullRequest(t *testing.T, srv *gitea.Server, repo *gitea.Repository, us
 func TestForkPullRequestReadsNoKeyMaterial(t *testing.T) {
 	srv := gitea.Start(t, gitea.Options{})
 	repo := srv.CreateRepo("fork-previews")
-	secrets := t.TempDir()
-	tokenFile := filepath.Join(secrets, "token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(srv.Token+"\n"), 0o600))
-	hookSecret := "fork-hook-secret-0123"
-	hookFile := filepath.Join(secrets, "hook")
-	require.NoError(t, os.WriteFile(hookFile, []byte(hookSecret), 0o600))
 	keyDir := filepath.Join(t.TempDir(), "cfg", "edge-cert")
 	require.NoError(t, os.MkdirAll(keyDir, 0o700))
 	var pipes []string
@@ -126,23 +119,10 @@ func TestForkPullRequestReadsNoKeyMaterial(t *testing.T) {
 	w.git("init", "-q", "-b", "main")
 	served := w.commit("main", "base", map[string]string{"nodes/west/clusters.yaml": previewClusters("1s", "api")})
 
-	s := newServer(t, Config{
+	s := startPreviewServer(t, srv, repo, serveconfig.Config{
 		StateDir: t.TempDir(), SecretsDir: filepath.Dir(filepath.Dir(keyDir)), XDSInsecureSecrets: []string{"*"},
-		Sources: []SourceConfig{{
-			Name: "cfg", Interval: Duration{time.Hour},
-			Git:      &GitSource{URL: repo.CloneURL, Branch: "main", Auth: &GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
-			Forge:    &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
-			Previews: &PreviewsConfig{Enabled: true},
-		}},
-		Webhooks: WebhookConfig{Gitea: sources.Secret{File: hookFile}},
-	}, Options{})
-	runServer(t, s)
-	require.Eventually(t, func() bool { return s.Sources()[0].AppliedRevision != "" && len(s.engine.Nodes()) == 1 }, time.Minute, 20*time.Millisecond)
+	}, 1)
 	before := previewFleet(s)
-	require.NoError(t, srv.API(http.MethodPost, "api/v1/repos/"+repo.FullName+"/hooks", map[string]any{
-		"type": "gitea", "active": true, "events": []string{"pull_request"},
-		"config": map[string]string{"url": "http://" + s.HTTPAddr() + "/hooks/gitea", "content_type": "json", "secret": hookSecret},
-	}, nil))
 
 	pr, head := forkPullRequest(t, srv, repo, "contributor", "tls", "main", map[string]string{"edge.yaml": marin3rTLS})
 	st := srv.WaitStatus(t, repo, head, prs.StatusContext, "success", time.Minute)

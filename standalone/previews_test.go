@@ -16,6 +16,7 @@ import (
 
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/preview/prs"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/gitea"
 )
@@ -123,6 +124,35 @@ func legateComments(t testing.TB, srv *gitea.Server, repo *gitea.Repository, n i
 	return out
 }
 
+// startPreviewServer runs a server on cfg with one source, "cfg", that
+// follows repo's main branch with previews and Gitea commit statuses (the
+// admin's token), waits until its first commit gave it that many nodes,
+// and subscribes it to repo's pull-request webhook with its secret.
+func startPreviewServer(t *testing.T, srv *gitea.Server, repo *gitea.Repository, cfg serveconfig.Config, nodes int) *Server {
+	t.Helper()
+	secrets := t.TempDir()
+	tokenFile := filepath.Join(secrets, "token")
+	require.NoError(t, os.WriteFile(tokenFile, []byte(srv.Token+"\n"), 0o600))
+	const hookSecret = "preview-hook-secret-0123"
+	hookFile := filepath.Join(secrets, "hook")
+	require.NoError(t, os.WriteFile(hookFile, []byte(hookSecret), 0o600))
+	cfg.Sources = []serveconfig.SourceConfig{{
+		Name: "cfg", Interval: serveconfig.Duration{Duration: time.Hour},
+		Git:      &serveconfig.GitSource{URL: repo.CloneURL, Branch: "main", Auth: &serveconfig.GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
+		Forge:    &serveconfig.ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
+		Previews: &serveconfig.PreviewsConfig{Enabled: true},
+	}}
+	cfg.Webhooks = serveconfig.WebhookConfig{Gitea: sources.Secret{File: hookFile}}
+	s := newServer(t, cfg, Options{})
+	runServer(t, s)
+	require.Eventually(t, func() bool { return s.Sources()[0].AppliedRevision != "" && len(s.engine.Nodes()) == nodes }, time.Minute, 20*time.Millisecond)
+	require.NoError(t, srv.API(http.MethodPost, "api/v1/repos/"+repo.FullName+"/hooks", map[string]any{
+		"type": "gitea", "active": true, "events": []string{"pull_request"},
+		"config": map[string]string{"url": "http://" + s.HTTPAddr() + "/hooks/gitea", "content_type": "json", "secret": hookSecret},
+	}, nil))
+	return s
+}
+
 // TestPullRequestPreviewsOnGitea is the reviewer's loop on a real Gitea:
 // pull requests reach legate through the signed webhook, each gets the
 // legate/preview status on its head and one comment edited in place, a
@@ -130,12 +160,6 @@ func legateComments(t testing.TB, srv *gitea.Server, repo *gitea.Repository, n i
 func TestPullRequestPreviewsOnGitea(t *testing.T) {
 	srv := gitea.Start(t, gitea.Options{})
 	repo := srv.CreateRepo("previews")
-	secrets := t.TempDir()
-	tokenFile := filepath.Join(secrets, "token")
-	require.NoError(t, os.WriteFile(tokenFile, []byte(srv.Token+"\n"), 0o600))
-	hookSecret := "preview-hook-secret-0123"
-	hookFile := filepath.Join(secrets, "hook")
-	require.NoError(t, os.WriteFile(hookFile, []byte(hookSecret), 0o600))
 
 	w := giteaWork{t: t, dir: t.TempDir(), push: srv.PushURL(repo)}
 	w.git("init", "-q", "-b", "main")
@@ -148,24 +172,9 @@ func TestPullRequestPreviewsOnGitea(t *testing.T) {
 	served := w.commit("main", "base", base)
 
 	stateDir := t.TempDir()
-	s := newServer(t, Config{
-		StateDir: stateDir,
-		Sources: []SourceConfig{{
-			Name: "cfg", Interval: Duration{time.Hour},
-			Git:      &GitSource{URL: repo.CloneURL, Branch: "main", Auth: &GitAuth{Username: gitea.AdminUser, Password: sources.Secret{File: tokenFile}}},
-			Forge:    &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: tokenFile}},
-			Previews: &PreviewsConfig{Enabled: true},
-		}},
-		Webhooks: WebhookConfig{Gitea: sources.Secret{File: hookFile}},
-	}, Options{})
-	runServer(t, s)
-	require.Eventually(t, func() bool { return s.Sources()[0].AppliedRevision != "" && len(s.engine.Nodes()) == 3 }, time.Minute, 20*time.Millisecond)
+	s := startPreviewServer(t, srv, repo, serveconfig.Config{StateDir: stateDir}, 3)
 	require.Equal(t, served, s.Sources()[0].Commit)
 	before := previewFleet(s)
-	require.NoError(t, srv.API(http.MethodPost, "api/v1/repos/"+repo.FullName+"/hooks", map[string]any{
-		"type": "gitea", "active": true, "events": []string{"pull_request"},
-		"config": map[string]string{"url": "http://" + s.HTTPAddr() + "/hooks/gitea", "content_type": "json", "secret": hookSecret},
-	}, nil))
 	const wait = time.Minute
 
 	// Two nodes change: success, one comment naming exactly them.
@@ -260,36 +269,4 @@ func TestPullRequestPreviewsOnGitea(t *testing.T) {
 	for _, st := range srv.Statuses(t, repo, served) {
 		assert.NotEqual(t, prs.StatusContext, st.Context, "the served commit got no preview status")
 	}
-}
-
-func TestPreviewsConfigChecks(t *testing.T) {
-	tok := sources.Secret{File: "/run/token"}
-	gitForge := &ForgeConfig{Provider: forge.ProviderGitea, BaseURL: "https://gitea.example/", Repository: "org/cfg", Token: tok}
-	for name, tt := range map[string]struct {
-		src  SourceConfig
-		want string
-	}{
-		"no forge":         {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a forge"},
-		"oci":              {SourceConfig{Name: "a", OCI: &OCISource{URL: "oci://r.example/cfg"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a git source"},
-		"no branch":        {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true}}, "sources[0].previews: pull-request previews need a source that follows a branch"},
-		"wild concurrency": {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true, Concurrency: 1000}}, "sources[0].previews.concurrency: 1000 is outside 0..64"},
-		"valid":            {SourceConfig{Name: "a", Git: &GitSource{URL: "https://gitea.example/org/cfg.git", Branch: "main"}, Forge: gitForge, Previews: &PreviewsConfig{Enabled: true, Concurrency: 3}}, ""},
-	} {
-		t.Run(name, func(t *testing.T) {
-			err := Config{Sources: []SourceConfig{tt.src}}.Validate()
-			if tt.want == "" {
-				assert.NoError(t, err)
-				return
-			}
-			assert.ErrorContains(t, err, tt.want)
-		})
-	}
-}
-
-func TestPreviewsSourceFlag(t *testing.T) {
-	sc, err := ParseSourceFlag("name=edge,git=https://gitea.example/org/cfg.git,branch=main,forge=gitea,forge-token-file=/t,previews=true,preview-concurrency=3")
-	require.NoError(t, err)
-	assert.Equal(t, &PreviewsConfig{Enabled: true, Concurrency: 3}, sc.Previews)
-	_, err = ParseSourceFlag("name=edge,git=https://gitea.example/org/cfg.git,previews=yes-please")
-	assert.ErrorContains(t, err, "previews")
 }

@@ -10,6 +10,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 func getText(t *testing.T, url string) (int, string) {
@@ -51,11 +53,11 @@ func TestReadyOnlyOnceEverySourceWasFetched(t *testing.T) {
 		}
 	})
 
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "n",
-		Sources: []SourceConfig{
-			{Name: "good", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}},
-			{Name: "held", Git: &GitSource{URL: slow.URL + "/org/cfg.git"}, Interval: Duration{time.Hour}},
+		Sources: []serveconfig.SourceConfig{
+			{Name: "good", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}},
+			{Name: "held", Git: &serveconfig.GitSource{URL: slow.URL + "/org/cfg.git"}, Interval: serveconfig.Duration{Duration: time.Hour}},
 		},
 	}, Options{})
 	runServer(t, s)

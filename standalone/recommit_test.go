@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/statuspage"
 )
 
@@ -20,9 +21,9 @@ import (
 func TestCommitOutsideThePathMovesTheRevision(t *testing.T) {
 	repo := newLocalRepo(t)
 	first := repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "n",
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	outcomes := make(chan revisions.Outcome, 16)
 	s.engine.Subscribe(func(o revisions.Outcome) { outcomes <- o })
@@ -56,9 +57,9 @@ func TestCommitOutsideThePathMovesTheRevision(t *testing.T) {
 func TestAppliedRevisionTrailsAnInvalidCommit(t *testing.T) {
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "n",
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	var good statuspage.Source

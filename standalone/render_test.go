@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/statuspage"
 )
 
@@ -32,9 +33,9 @@ func TestStuckRenderRejectsTheCommit(t *testing.T) {
 	t.Cleanup(func() { close(release) })
 	var stuck atomic.Bool
 	stuck.Store(true)
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge",
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{Render: func() render.Options {
 		if stuck.Load() {
 			return render.Options{Generators: []render.Generator{stuckGenerator{release}}}
@@ -64,9 +65,9 @@ func TestStuckRenderRejectsTheCommit(t *testing.T) {
 func TestServeHonoursMaxFileSize(t *testing.T) {
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge", MaxFileSize: 16,
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	var st statuspage.Source

@@ -19,6 +19,7 @@ import (
 
 	"github.com/legate-dev/legate/revisions"
 	"github.com/legate-dev/legate/rollout"
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 // podsAround returns a pod name whose bucket is in a share of share basis
@@ -81,9 +82,9 @@ func TestRolloutContinuesAfterARestartOfLegateServe(t *testing.T) {
 	var policy rollout.Policy
 	require.NoError(t, yaml.UnmarshalStrict([]byte("steps: [{proxies: 50%}, {pause: {}}, {proxies: 100%}]\nackTimeout: 1m"), &policy))
 	stateDir := t.TempDir()
-	cfg := Config{
+	cfg := serveconfig.Config{
 		StateDir: stateDir, DefaultNode: "edge",
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}, Rollout: &policy}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}, Rollout: &policy}},
 	}
 	const wait, tick = 30 * time.Second, 10 * time.Millisecond
 	inPod, outPod := podsAround(t, 5000)

@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/legate-dev/legate/sds"
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 // marin3rTLS is a MARIN3R EnvoyConfig whose cluster uses an SDS secret
@@ -65,9 +66,9 @@ func TestServeSecretsFromFilesAndPushRotation(t *testing.T) {
 	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{sds.TLSCertFile: crt, sds.TLSKeyFile: key})
 
 	var logs syncBuffer
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"edge-cert", "other-cert"},
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{Log: logr.FromSlogHandler(slog.NewTextHandler(&logs, nil))})
 	ticks := make(chan time.Time)
 	s.secretTicks = func(time.Duration) (<-chan time.Time, func()) { return ticks, func() {} }
@@ -160,9 +161,9 @@ func TestKeyMaterialIsNotServedOverPlaintext(t *testing.T) {
 	crt, key := selfSigned(t, "edge.example")
 	writeSecret(t, secrets, "config/edge-cert", map[string][]byte{sds.TLSCertFile: crt, sds.TLSKeyFile: key})
 
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"some-other-secret"},
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, func() bool {

@@ -11,12 +11,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/sds"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/statuspage"
 )
 
 // A secrets grant of a bad shape is refused, naming the field.
 func TestSecretsGrantShapeIsChecked(t *testing.T) {
-	err := Config{Sources: []SourceConfig{{Name: "a", Git: &GitSource{URL: "/r"}, Secrets: []string{"ok", "../etc"}}}}.Validate()
+	err := serveconfig.Config{Sources: []serveconfig.SourceConfig{{Name: "a", Git: &serveconfig.GitSource{URL: "/r"}, Secrets: []string{"ok", "../etc"}}}}.Validate()
 	assert.ErrorContains(t, err, "sources[0].secrets[1]")
 }
 
@@ -34,9 +35,9 @@ func TestSecretOfAnotherSourceIsRefused(t *testing.T) {
 	crt, key := selfSigned(t, "edge.example")
 	writeSecret(t, secrets, "team-b/edge-cert", map[string][]byte{sds.TLSCertFile: crt, sds.TLSKeyFile: key})
 
-	cfg := Config{
+	cfg := serveconfig.Config{
 		StateDir: t.TempDir(), SecretsDir: secrets, XDSInsecureSecrets: []string{"*"},
-		Sources: []SourceConfig{{Name: "team-a", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "team-a", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}
 	s := newServer(t, cfg, Options{})
 	runServer(t, s)

@@ -15,7 +15,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
@@ -26,6 +25,7 @@ import (
 	"github.com/legate-dev/legate/revisions/boltstore"
 	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/sds"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
 	"github.com/legate-dev/legate/xds"
@@ -54,7 +54,7 @@ type Options struct {
 
 // Server is one running standalone home.
 type Server struct {
-	cfg      Config
+	cfg      serveconfig.Config
 	log      logr.Logger
 	render   func() render.Options
 	store    *boltstore.Store
@@ -90,8 +90,8 @@ type Server struct {
 
 // New opens the store, binds the listeners and builds every component. It
 // publishes nothing yet: Run restores and starts serving.
-func New(cfg Config, opts Options) (s *Server, err error) {
-	cfg = cfg.withDefaults()
+func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -112,7 +112,7 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 		t := time.NewTicker(d)
 		return t.C, t.Stop
 	}
-	if s.token, s.tokenPath, err = adminToken(cfg); err != nil {
+	if s.token, s.tokenPath, err = cfg.AdminToken(); err != nil {
 		return nil, err
 	}
 
@@ -131,14 +131,12 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if s.store, err = boltstore.Open(filepath.Join(cfg.StateDir, "store")); err != nil {
 		return nil, err
 	}
-	xdsSec := xdsSecurity(cfg)
+	xdsSec := cfg.XDSSecurity()
 	var grpcOpts []grpc.ServerOption
-	if cfg.XDSTLS != nil {
-		t, err := newXDSTLS(*cfg.XDSTLS)
-		if err != nil {
-			return nil, err
-		}
-		grpcOpts = append(grpcOpts, grpc.Creds(credentials.NewTLS(xds.ServerTLS(t))))
+	if tlsOpt, err := cfg.XDSTLS.Files().ServerOption(); err != nil {
+		return nil, err
+	} else if tlsOpt != nil {
+		grpcOpts = append(grpcOpts, tlsOpt)
 	}
 	var authorizer xds.Authorizer
 	if xdsSec.MutualTLS {
@@ -146,27 +144,27 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	}
 	reporters := map[string]forge.Reporter{}
 	for _, sc := range cfg.Sources {
-		b, err := sc.build(cfg.StateDir)
+		b, err := sc.Build(cfg.StateDir)
 		if err != nil {
 			return nil, err
 		}
-		l := newSourceLoop(s, sc, b.src)
-		l.status.Kind, l.status.URL = string(b.kind), b.url
+		l := newSourceLoop(s, sc, b.Source)
+		l.status.Kind, l.status.URL = string(b.Kind), b.URL
 		s.loops = append(s.loops, l)
 		if sc.Forge != nil {
-			if reporters[sc.Name], err = forge.New(sc.Forge.Provider, sc.forgeConfig()); err != nil {
+			if reporters[sc.Name], err = sc.Reporter(); err != nil {
 				return nil, fmt.Errorf("source %q: forge: %w", sc.Name, err)
 			}
 		}
 	}
-	plans, err := cfg.rolloutPlans()
+	plans, err := cfg.RolloutPlans()
 	if err != nil {
 		return nil, err
 	}
 	var rollouts func(string) *rollout.Plan
 	analyzer := opts.Analyzer
 	if analyzer == nil {
-		if analyzer, err = cfg.analyses(plans); err != nil {
+		if analyzer, err = cfg.Analyses(plans); err != nil {
 			return nil, err
 		}
 	}
@@ -206,12 +204,12 @@ func New(cfg Config, opts Options) (s *Server, err error) {
 	if err := s.loadSuspended(); err != nil {
 		return nil, err
 	}
-	secrets, err := cfg.Webhooks.secrets()
+	secrets, err := cfg.Webhooks.Secrets()
 	if err != nil {
 		return nil, err
 	}
 
-	if err := checkXDSExposure(cfg); err != nil {
+	if err := cfg.CheckXDSExposure(); err != nil {
 		return nil, err
 	}
 	if s.xdsLis, err = net.Listen("tcp", cfg.XDSAddr); err != nil {
@@ -278,7 +276,7 @@ func (s *Server) Run(ctx context.Context) error {
 		wg.Go(func() { l.run(ctx) })
 	}
 	s.log.Info("serving", "xds", s.XDSAddr(), "http", s.HTTPAddr(), "sources", len(s.loops), "adminTokenFile", s.tokenPath)
-	if warning := xdsExposure(s.xdsLis.Addr(), s.cfg.XDSTLS); warning != "" {
+	if warning := s.cfg.XDSExposureWarning(s.xdsLis.Addr()); warning != "" {
 		s.log.Info("WARNING: " + warning)
 	}
 

@@ -24,6 +24,7 @@ import (
 
 	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 var updateScreenshots = flag.Bool("update-screenshots", false, "write the status page screenshots to docs/")
@@ -252,9 +253,9 @@ func TestStatusPageInABrowser(t *testing.T) {
 		repo.git("commit", "-q", "-m", message)
 	}
 	write("a", "Add the backend cluster")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge",
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, func() bool { return len(s.Nodes()) == 1 }, 30*time.Second, 10*time.Millisecond)

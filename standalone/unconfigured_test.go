@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/pipeline/nodestate"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/statuspage"
 )
 
@@ -19,9 +20,9 @@ import (
 func TestUnconfiguredNodeIDsAreListedWithAHint(t *testing.T) {
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge",
-		Sources: []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, func() bool { _, ok := s.view(t, "edge"); return ok }, 30*time.Second, 10*time.Millisecond)

@@ -1,38 +1,12 @@
 package standalone
 
 import (
-	"fmt"
 	"net/http"
 
 	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/hooks"
 )
-
-// webhookSecrets reads the configured webhook secrets once, at start.
-func (c WebhookConfig) secrets() (hooks.Secrets, error) {
-	var out hooks.Secrets
-	for _, h := range []struct {
-		name string
-		sec  sources.Secret
-		dst  *[]byte
-	}{
-		{"gitea", c.Gitea, &out.Gitea},
-		{"github", c.GitHub, &out.GitHub},
-		{"gitlab", c.GitLab, &out.GitLab},
-		{"generic", c.Generic, &out.Generic},
-	} {
-		if !h.sec.IsSet() {
-			continue
-		}
-		v, err := h.sec.Read()
-		if err != nil {
-			return out, fmt.Errorf("webhooks.%s: %w", h.name, err)
-		}
-		*h.dst = []byte(v)
-	}
-	return out, nil
-}
 
 // hookRoutes mounts the push webhooks (/hooks/gitea, /hooks/github,
 // /hooks/gitlab, /hooks/generic): a valid push for a watched repository

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/logging"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/hooks"
 )
@@ -41,7 +42,7 @@ func newLocalRepo(t *testing.T) *localRepo {
 
 // newServer makes a server of cfg whose listeners are on loopback ports
 // of their own.
-func newServer(t *testing.T, cfg Config, opts Options) *Server {
+func newServer(t *testing.T, cfg serveconfig.Config, opts Options) *Server {
 	t.Helper()
 	cfg.XDSAddr, cfg.HTTPAddr = "127.0.0.1:0", "127.0.0.1:0"
 	s, err := New(cfg, opts)
@@ -89,10 +90,10 @@ func TestWebhookTriggersTheWatchedSource(t *testing.T) {
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte("generic-secret-123\n"), 0o600))
 
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "n",
-		Sources:  []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
-		Webhooks: WebhookConfig{Generic: sources.Secret{File: secretFile}},
+		Sources:  []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
+		Webhooks: serveconfig.WebhookConfig{Generic: sources.Secret{File: secretFile}},
 	}, Options{})
 	runServer(t, s)
 	commit := func() string { return s.Sources()[0].Commit }
@@ -141,10 +142,10 @@ func TestGiteaPushMatchesOnAnyURLForm(t *testing.T) {
 	var out syncBuffer
 	log, err := logging.New(&out, "debug", "json")
 	require.NoError(t, err)
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "n",
-		Sources:  []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
-		Webhooks: WebhookConfig{Gitea: sources.Secret{File: secretFile}},
+		Sources:  []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
+		Webhooks: serveconfig.WebhookConfig{Gitea: sources.Secret{File: secretFile}},
 	}, Options{Log: log})
 	runServer(t, s)
 	commit := func() string { return s.Sources()[0].Commit }
@@ -183,10 +184,10 @@ func TestEachProviderUsesItsOwnSecret(t *testing.T) {
 		require.NoError(t, os.WriteFile(p, []byte(secretOf[provider]), 0o600))
 		return sources.Secret{File: p}
 	}
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "n",
-		Sources:  []SourceConfig{{Name: "cfg", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
-		Webhooks: WebhookConfig{Gitea: file("gitea"), GitHub: file("github"), GitLab: file("gitlab"), Generic: file("generic")},
+		Sources:  []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
+		Webhooks: serveconfig.WebhookConfig{Gitea: file("gitea"), GitHub: file("github"), GitLab: file("gitlab"), Generic: file("generic")},
 	}, Options{})
 	runServer(t, s)
 

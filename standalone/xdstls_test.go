@@ -22,6 +22,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 // testPKI is a CA with the server's certificate for 127.0.0.1, written to
@@ -77,13 +79,13 @@ func (p *testPKI) client(t *testing.T, tmpl *x509.Certificate) *tls.Config {
 
 // startTLSServer runs a server on a repository whose configuration is for
 // node "edge", serving xDS with the given TLS settings.
-func startTLSServer(t *testing.T, tlsCfg *XDSTLSConfig) *Server {
+func startTLSServer(t *testing.T, tlsCfg *serveconfig.XDSTLSConfig) *Server {
 	t.Helper()
 	repo := newLocalRepo(t)
 	repo.commit("a")
-	s := newServer(t, Config{
+	s := newServer(t, serveconfig.Config{
 		StateDir: t.TempDir(), DefaultNode: "edge", XDSTLS: tlsCfg,
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: repo.dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, Options{})
 	runServer(t, s)
 	require.Eventually(t, func() bool {
@@ -119,7 +121,7 @@ func fetchClusters(t *testing.T, addr string, creds credentials.TransportCredent
 
 func TestXDSOverMutualTLSBindsCertificatesToNodes(t *testing.T) {
 	pki := newTestPKI(t)
-	s := startTLSServer(t, &XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
+	s := startTLSServer(t, &serveconfig.XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
 	spiffe, err := url.Parse("spiffe://example.org/ns/prod/sa/edge")
 	require.NoError(t, err)
 
@@ -181,7 +183,7 @@ func TestXDSOverMutualTLSBindsCertificatesToNodes(t *testing.T) {
 
 func TestXDSOverTLSReloadsTheServerCertificate(t *testing.T) {
 	pki := newTestPKI(t)
-	s := startTLSServer(t, &XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile})
+	s := startTLSServer(t, &serveconfig.XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile})
 	served := func() string {
 		cfg := pki.client(t, nil)
 		var cn string
@@ -207,52 +209,20 @@ func TestXDSOverTLSReloadsTheServerCertificate(t *testing.T) {
 	assert.Equal(t, renewed.cert.Subject.CommonName, served())
 }
 
-func TestXDSTLSConfigErrors(t *testing.T) {
-	err := Config{
-		Sources: []SourceConfig{{Name: "a", Git: &GitSource{URL: "/srv/cfg"}}},
-		XDSTLS:  &XDSTLSConfig{ClientCAFile: "/ca.crt"},
-	}.Validate()
-	require.Error(t, err)
-	assert.ErrorContains(t, err, "xdsTLS.certFile (--xds-tls-cert): required")
-	assert.ErrorContains(t, err, "xdsTLS.keyFile (--xds-tls-key): required")
-
+// The files' errors name the field, the flag and the file, never key
+// material (core.XDSTLSFiles, as the server loads them).
+func TestXDSTLSFilesErrors(t *testing.T) {
 	pki := newTestPKI(t)
-	_, err = newXDSTLS(XDSTLSConfig{CertFile: pki.certFile, KeyFile: filepath.Join(pki.dir, "missing.key")})
+	serverOption := func(c serveconfig.XDSTLSConfig) error {
+		_, err := c.Files().ServerOption()
+		return err
+	}
+	err := serverOption(serveconfig.XDSTLSConfig{CertFile: pki.certFile, KeyFile: filepath.Join(pki.dir, "missing.key")})
 	assert.ErrorContains(t, err, filepath.Join(pki.dir, "missing.key"))
-	_, err = newXDSTLS(XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.keyFile})
+	err = serverOption(serveconfig.XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.keyFile})
 	assert.ErrorContains(t, err, pki.keyFile+" holds no PEM certificate")
 	assert.NotContains(t, err.Error(), "PRIVATE KEY", "no key material in errors")
-	_, err = newXDSTLS(XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile})
-	assert.NoError(t, err)
-}
-
-func TestXDSExposureWarning(t *testing.T) {
-	loop := &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 18000}
-	loop6 := &net.TCPAddr{IP: net.IPv6loopback, Port: 18000}
-	all := &net.TCPAddr{IP: net.IPv4zero, Port: 18000}
-	lan := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 5), Port: 18000}
-	mtls := &XDSTLSConfig{CertFile: "c", KeyFile: "k", ClientCAFile: "ca"}
-	serverTLS := &XDSTLSConfig{CertFile: "c", KeyFile: "k"}
-	for _, tc := range []struct {
-		addr *net.TCPAddr
-		cfg  *XDSTLSConfig
-		want string
-	}{
-		{loop, nil, ""},
-		{loop6, nil, ""},
-		{all, mtls, ""},
-		{lan, mtls, ""},
-		{all, nil, "xDS is served on 0.0.0.0:18000 over plaintext: any client"},
-		{lan, serverTLS, "over TLS without client certificates"},
-	} {
-		got := xdsExposure(tc.addr, tc.cfg)
-		if tc.want == "" {
-			assert.Empty(t, got, "%s", tc.addr)
-			continue
-		}
-		assert.Contains(t, got, tc.want, "%s", tc.addr)
-		assert.Contains(t, got, "--xds-client-ca")
-	}
+	assert.NoError(t, serverOption(serveconfig.XDSTLSConfig{CertFile: pki.certFile, KeyFile: pki.keyFile, ClientCAFile: pki.caFile}))
 }
 
 // A start that fails after the store is open (here: the xDS port is taken,
@@ -262,16 +232,16 @@ func TestFailedStartReleasesTheStore(t *testing.T) {
 	taken, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = taken.Close() })
-	cfg := Config{
+	cfg := serveconfig.Config{
 		XDSAddr: taken.Addr().String(), HTTPAddr: "127.0.0.1:0", StateDir: t.TempDir(),
-		Sources: []SourceConfig{{Name: "config", Git: &GitSource{URL: newLocalRepo(t).dir}, Interval: Duration{time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "config", Git: &serveconfig.GitSource{URL: newLocalRepo(t).dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}
 	s, err := New(cfg, Options{})
 	require.Error(t, err)
 	assert.Nil(t, s)
 	assert.Contains(t, err.Error(), "listen for xDS on "+taken.Addr().String())
 
-	_, err = New(Config{StateDir: cfg.StateDir, Sources: cfg.Sources, XDSTLS: &XDSTLSConfig{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"}}, Options{})
+	_, err = New(serveconfig.Config{StateDir: cfg.StateDir, Sources: cfg.Sources, XDSTLS: &serveconfig.XDSTLSConfig{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"}}, Options{})
 	assert.ErrorContains(t, err, "xdsTLS.certFile (--xds-tls-cert): stat /nonexistent/tls.crt")
 
 	newServer(t, cfg, Options{}).close()

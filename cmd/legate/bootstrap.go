@@ -7,7 +7,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/legate-dev/legate/bootstrap"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 func newBootstrapCommand() *cobra.Command {
@@ -67,7 +67,7 @@ legate over ADS, for the node ID given.`,
 	}
 	fl := cmd.Flags()
 	fl.StringVar(&o.Node, "node", "", "node ID the client speaks for (required)")
-	fl.StringVar(&o.XDSAddr, "xds-addr", standalone.DefaultXDSAddr, "legate's xDS address, host:port (as --xds-addr of legate serve)")
+	fl.StringVar(&o.XDSAddr, "xds-addr", serveconfig.DefaultXDSAddr, "legate's xDS address, host:port (as --xds-addr of legate serve)")
 	fl.StringVar(&o.Pod, "pod", "", "name of this client within the node (node.metadata.pod_name, shown as the proxy's name)")
 	fl.StringVar(&o.CAFile, "ca", "", "CA of legate's server certificate: speak TLS")
 	fl.StringVar(&o.CertFile, "cert", "", "client certificate for mutual TLS (legate pki issue --node)")

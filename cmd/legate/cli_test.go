@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/standalone"
 	"github.com/legate-dev/legate/statuspage"
 )
@@ -53,9 +54,9 @@ func (r gitRepo) commit(name string) string {
 func startLegate(t *testing.T, repo gitRepo) (addr, stateDir string) {
 	t.Helper()
 	stateDir = t.TempDir()
-	srv, err := standalone.New(standalone.Config{
+	srv, err := standalone.New(serveconfig.Config{
 		StateDir: stateDir, DefaultNode: "edge", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		Sources: []standalone.SourceConfig{{Name: "cfg", Git: &standalone.GitSource{URL: repo.dir}, Interval: standalone.Duration{Duration: time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, standalone.Options{Render: newRenderOptions()})
 	require.NoError(t, err)
 	runUntilCleanup(t, srv)
@@ -180,9 +181,9 @@ func TestReadsCarryTheReadToken(t *testing.T) {
 	readToken := filepath.Join(t.TempDir(), "read-token")
 	require.NoError(t, os.WriteFile(readToken, []byte("r3ad-t0ken-for-the-cli"), 0o600))
 	stateDir := t.TempDir()
-	srv, err := standalone.New(standalone.Config{
+	srv, err := standalone.New(serveconfig.Config{
 		StateDir: stateDir, DefaultNode: "edge", XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", ReadTokenFile: readToken,
-		Sources: []standalone.SourceConfig{{Name: "cfg", Git: &standalone.GitSource{URL: repo.dir}, Interval: standalone.Duration{Duration: time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "cfg", Git: &serveconfig.GitSource{URL: repo.dir}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, standalone.Options{Render: newRenderOptions()})
 	require.NoError(t, err)
 	runUntilCleanup(t, srv)

@@ -19,7 +19,7 @@ import (
 
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/readapi"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/statuspage"
 )
 
@@ -37,7 +37,7 @@ func defaultServer() string {
 	if v := os.Getenv("LEGATE_SERVER"); v != "" {
 		return v
 	}
-	return standalone.DefaultHTTPAddr
+	return serveconfig.DefaultHTTPAddr
 }
 
 func (f *clientFlags) bind(fl *pflag.FlagSet, mutating bool) {
@@ -115,7 +115,7 @@ func (c *client) do(ctx context.Context, method, path string, admin bool, out an
 	resp, err := c.http.Do(req)
 	if err != nil {
 		if speaksHTTP2(ctx, c.base) {
-			return fmt.Errorf("%s is legate's xDS port (it answered in gRPC/HTTP/2): the read API listens on the --http-addr of legate serve or legate controller (%s by default); point --server there", c.base, standalone.DefaultHTTPAddr)
+			return fmt.Errorf("%s is legate's xDS port (it answered in gRPC/HTTP/2): the read API listens on the --http-addr of legate serve or legate controller (%s by default); point --server there", c.base, serveconfig.DefaultHTTPAddr)
 		}
 		return fmt.Errorf("cannot reach legate serve at %s (is it running? --server sets its HTTP address): %w", c.base, errors.Unwrap(err))
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/legate-dev/legate/pki"
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 // The files of a PKI directory: the CA at its top, each issued pair in a
@@ -223,5 +223,5 @@ func defaultPKIDir() string {
 	if d, err := os.UserConfigDir(); err == nil {
 		return filepath.Join(d, "legate", "pki")
 	}
-	return filepath.Join(standalone.DefaultStateDir, "pki")
+	return filepath.Join(serveconfig.DefaultStateDir, "pki")
 }

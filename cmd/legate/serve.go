@@ -13,6 +13,7 @@ import (
 
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/standalone"
 )
@@ -91,16 +92,16 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.gitURL, "git-url", "", "Git repository to follow: a local path, file://, http(s):// or ssh:// URL")
 	fl.StringVar(&f.gitRef, "git-ref", "", "branch to follow (default: the remote's default branch)")
 	fl.StringVar(&f.path, "path", "", "directory inside the repository that holds the configuration")
-	fl.DurationVar(&f.interval, "interval", standalone.DefaultInterval, "poll interval")
+	fl.DurationVar(&f.interval, "interval", serveconfig.DefaultInterval, "poll interval")
 	fl.StringVar(&f.node, "node", "", "node ID of files that name none")
 	fl.Int64Var(&f.maxFileSize, "max-file-size", render.DefaultMaxFileSize, "largest configuration file rendered, in bytes (as legate validate --max-file-size)")
-	fl.StringVar(&f.xdsAddr, "xds-addr", standalone.DefaultXDSAddr, "address of the xDS (ADS) server")
-	fl.StringVar(&f.httpAddr, "http-addr", standalone.DefaultHTTPAddr, "address of health checks, metrics and the status API")
-	fl.StringVar(&f.stateDir, "state-dir", standalone.DefaultStateDir, "directory of the embedded store and the clones")
+	fl.StringVar(&f.xdsAddr, "xds-addr", serveconfig.DefaultXDSAddr, "address of the xDS (ADS) server")
+	fl.StringVar(&f.httpAddr, "http-addr", serveconfig.DefaultHTTPAddr, "address of health checks, metrics and the status API")
+	fl.StringVar(&f.stateDir, "state-dir", serveconfig.DefaultStateDir, "directory of the embedded store and the clones")
 	fl.StringVar(&f.adminTokenFile, "admin-token-file", "", "file holding the bearer token of mutating API calls (default: <state-dir>/admin-token, made on the first start)")
 	fl.StringSliceVar(&f.plainSecrets, "xds-insecure-secrets", nil, "external secrets holding keys or opaque values that may be served while xDS has no mutual TLS (names, or * for all)")
 	fl.StringSliceVar(&f.allowedHosts, "http-allowed-hosts", nil, "further host names the HTTP API may be called by (IP addresses, localhost and --public-url's host always are)")
-	fl.StringArrayVar(&f.sourceFlags, "source", nil, standalone.SourceFlagHelp)
+	fl.StringArrayVar(&f.sourceFlags, "source", nil, sourceFlagHelp)
 	fl.StringVar(&f.publicURL, "public-url", "", "address people reach --http-addr at; commit statuses link to <public-url>/api/v1/nodes/<node>")
 	fl.StringArrayVar(&f.hookSecretFile, "webhook-secret-file", nil, "PROVIDER=FILE: the push webhook secret of gitea, github, gitlab or generic, read from FILE (repeatable)")
 	fl.StringVar(&f.secretsDir, "secrets-dir", "", "directory of the key material of the secrets configurations refer to: <dir>/<ref>/tls.crt, tls.key, ca.crt or the opaque key")
@@ -112,28 +113,28 @@ func (f *serveFlags) bind(fl *pflag.FlagSet) {
 }
 
 // config merges the --config file and the flags that were set.
-func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
-	var cfg standalone.Config
+func (f *serveFlags) config(fl *pflag.FlagSet) (serveconfig.Config, error) {
+	var cfg serveconfig.Config
 	if f.configFile != "" {
 		var err error
-		if cfg, err = standalone.LoadConfig(f.configFile); err != nil {
+		if cfg, err = serveconfig.LoadConfig(f.configFile); err != nil {
 			return cfg, err
 		}
 	}
 	set := func(name string) bool { return fl.Changed(name) || f.configFile == "" }
 	if fl.Changed("git-url") {
-		src := standalone.SourceConfig{
+		src := serveconfig.SourceConfig{
 			Name:     "default",
-			Git:      &standalone.GitSource{URL: f.gitURL, Branch: f.gitRef},
+			Git:      &serveconfig.GitSource{URL: f.gitURL, Branch: f.gitRef},
 			Path:     f.path,
-			Interval: standalone.Duration{Duration: f.interval},
+			Interval: serveconfig.Duration{Duration: f.interval},
 		}
-		cfg.Sources = append([]standalone.SourceConfig{src}, cfg.Sources...)
+		cfg.Sources = append([]serveconfig.SourceConfig{src}, cfg.Sources...)
 	} else if fl.Changed("git-ref") || fl.Changed("path") {
 		return cfg, fmt.Errorf("--git-ref and --path need --git-url")
 	}
 	for _, v := range f.sourceFlags {
-		sc, err := standalone.ParseSourceFlag(v)
+		sc, err := parseSourceFlag(v)
 		if err != nil {
 			return cfg, err
 		}
@@ -180,7 +181,7 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 	}
 	if fl.Changed("xds-tls-cert") || fl.Changed("xds-tls-key") || fl.Changed("xds-client-ca") {
 		if cfg.XDSTLS == nil {
-			cfg.XDSTLS = &standalone.XDSTLSConfig{}
+			cfg.XDSTLS = &serveconfig.XDSTLSConfig{}
 		}
 		for name, v := range map[string]struct{ dst, src *string }{
 			"xds-tls-cert":  {&cfg.XDSTLS.CertFile, &f.xdsTLSCert},
@@ -196,7 +197,7 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (standalone.Config, error) {
 }
 
 // setHookSecrets applies PROVIDER=VALUE webhook secret flags.
-func setHookSecrets(w *standalone.WebhookConfig, vals []string, env bool) error {
+func setHookSecrets(w *serveconfig.WebhookConfig, vals []string, env bool) error {
 	for _, v := range vals {
 		provider, val, ok := strings.Cut(v, "=")
 		if !ok || val == "" {

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
-	"github.com/legate-dev/legate/standalone"
 )
 
 func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
@@ -47,7 +47,7 @@ func TestServeFlagsMergeWithTheConfigFile(t *testing.T) {
 	assert.Equal(t, "/run/legate-secrets", cfg.SecretsDir, "the flag wins over the file")
 	assert.Equal(t, "127.0.0.1:9000", cfg.HTTPAddr, "an unset flag keeps the file's value")
 	require.NotNil(t, cfg.XDSTLS)
-	assert.Equal(t, standalone.XDSTLSConfig{CertFile: "/tls/flag.crt", KeyFile: "/tls/file.key", ClientCAFile: "/tls/ca.crt"}, *cfg.XDSTLS)
+	assert.Equal(t, serveconfig.XDSTLSConfig{CertFile: "/tls/flag.crt", KeyFile: "/tls/file.key", ClientCAFile: "/tls/ca.crt"}, *cfg.XDSTLS)
 }
 
 func TestServeFlagErrors(t *testing.T) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/serveconfig"
 )
 
 // tokenFlags find the admin token of a running legate serve for the
@@ -22,7 +22,7 @@ type tokenFlags struct {
 
 func (f *tokenFlags) bind(fl *pflag.FlagSet) {
 	fl.StringVar(&f.tokenFile, "token-file", "", "file holding legate's admin token, or for reads its read token (default: $LEGATE_TOKEN, $LEGATE_TOKEN_FILE, or admin-token under --state-dir)")
-	fl.StringVar(&f.stateDir, "state-dir", standalone.DefaultStateDir, "legate serve's state directory, where it keeps the admin token it made")
+	fl.StringVar(&f.stateDir, "state-dir", serveconfig.DefaultStateDir, "legate serve's state directory, where it keeps the admin token it made")
 }
 
 // token returns the admin token: from --token-file, $LEGATE_TOKEN,
@@ -37,7 +37,7 @@ func (f *tokenFlags) token() (string, error) {
 		path = os.Getenv("LEGATE_TOKEN_FILE")
 	}
 	if path == "" {
-		path = filepath.Join(f.stateDir, standalone.AdminTokenName)
+		path = filepath.Join(f.stateDir, serveconfig.AdminTokenName)
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			return "", fmt.Errorf("no admin token: %s does not exist; pass --token-file, set LEGATE_TOKEN or LEGATE_TOKEN_FILE, or --state-dir as given to legate serve", path)
 		}

@@ -18,7 +18,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/legate-dev/legate/standalone"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/internal/gitrepo"
 	"github.com/legate-dev/legate/test/internal/legateproc"
@@ -194,7 +194,7 @@ func (l *legate) mustSource() statuspage.Source {
 // adminToken is the token legate serve made in its state directory.
 func (l *legate) adminToken() string {
 	l.t.Helper()
-	data, err := os.ReadFile(filepath.Join(l.stateDir, standalone.AdminTokenName))
+	data, err := os.ReadFile(filepath.Join(l.stateDir, serveconfig.AdminTokenName))
 	require.NoError(l.t, err)
 	return strings.TrimSpace(string(data))
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/legate-dev/legate/bootstrap"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/standalone"
 )
 
@@ -63,9 +64,9 @@ func TestGreeterThroughLegate(t *testing.T) {
 		require.NoError(t, err, "git %v: %s", args, out)
 	}
 
-	srv, err := standalone.New(standalone.Config{
+	srv, err := standalone.New(serveconfig.Config{
 		StateDir: t.TempDir(), XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0",
-		Sources: []standalone.SourceConfig{{Name: "grpc", Git: &standalone.GitSource{URL: repo}, Interval: standalone.Duration{Duration: time.Hour}}},
+		Sources: []serveconfig.SourceConfig{{Name: "grpc", Git: &serveconfig.GitSource{URL: repo}, Interval: serveconfig.Duration{Duration: time.Hour}}},
 	}, standalone.Options{})
 	require.NoError(t, err)
 	ctx, cancel := context.WithCancel(context.Background())

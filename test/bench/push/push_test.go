@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/test/internal/stats"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
@@ -66,13 +67,13 @@ func BenchmarkPushToACK(b *testing.B) {
 			hookSecret := "bench-hook-secret-0123456789"
 			secretFile := filepath.Join(b.TempDir(), "hook")
 			require.NoError(b, os.WriteFile(secretFile, []byte(hookSecret), 0o600))
-			cfg := standalone.Config{
+			cfg := serveconfig.Config{
 				XDSAddr: "127.0.0.1:0", HTTPAddr: "127.0.0.1:0", StateDir: b.TempDir(),
-				Sources: []standalone.SourceConfig{{
-					Name: "bench", Git: &standalone.GitSource{URL: repo.CloneURL, Branch: "main"},
-					Interval: standalone.Duration{Duration: mode.poll},
+				Sources: []serveconfig.SourceConfig{{
+					Name: "bench", Git: &serveconfig.GitSource{URL: repo.CloneURL, Branch: "main"},
+					Interval: serveconfig.Duration{Duration: mode.poll},
 				}},
-				Webhooks: standalone.WebhookConfig{Gitea: sources.Secret{File: secretFile}},
+				Webhooks: serveconfig.WebhookConfig{Gitea: sources.Secret{File: secretFile}},
 			}
 			schema := legatecue.NewSchema() // shared by the renders, as legate serve does
 			s, err := standalone.New(cfg, standalone.Options{Render: func() render.Options {

@@ -1,4 +1,4 @@
-package standalone
+package serveconfig
 
 import (
 	"crypto/rand"
@@ -16,22 +16,22 @@ import (
 // admin token legate serve made when none was configured.
 const AdminTokenName = "admin-token"
 
-// readToken returns the token reads must carry, or "" when reads are
+// ReadToken returns the token reads must carry, or "" when reads are
 // open (no readTokenFile).
-func readToken(cfg Config) (string, error) {
-	if cfg.ReadTokenFile == "" {
+func (c Config) ReadToken() (string, error) {
+	if c.ReadTokenFile == "" {
 		return "", nil
 	}
-	return readapi.TokenFile("readTokenFile", cfg.ReadTokenFile)
+	return readapi.TokenFile("readTokenFile", c.ReadTokenFile)
 }
 
-// adminToken returns the bearer token of mutating calls: the configured
+// AdminToken returns the bearer token of mutating calls: the configured
 // file's, or the one legate keeps in its state directory, made on the
 // first start (random, readable by its owner only).
-func adminToken(cfg Config) (token, path string, err error) {
-	path = cfg.AdminTokenFile
+func (c Config) AdminToken() (token, path string, err error) {
+	path = c.AdminTokenFile
 	if path == "" {
-		path = filepath.Join(cfg.StateDir, AdminTokenName)
+		path = filepath.Join(c.StateDir, AdminTokenName)
 		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
 			if err := writeNewToken(path); err != nil {
 				return "", "", err

@@ -1,4 +1,4 @@
-package standalone
+package serveconfig
 
 import (
 	"fmt"
@@ -8,13 +8,13 @@ import (
 	ocisource "github.com/legate-dev/legate/sources/oci"
 )
 
-// gitConfig is the driver configuration of a git source.
-func (s SourceConfig) gitConfig(stateDir string) gitsource.Config {
+// GitConfig is the driver configuration of a git source.
+func (s SourceConfig) GitConfig(stateDir string) gitsource.Config {
 	g := s.Git
 	cfg := gitsource.Config{
 		Name:     s.Name,
 		URL:      g.URL,
-		Ref:      g.gitRef(),
+		Ref:      g.GitRef(),
 		Path:     s.path(),
 		StateDir: stateDir,
 		Timeout:  g.Timeout.Duration,
@@ -47,30 +47,30 @@ func (s SourceConfig) ociConfig() ocisource.Config {
 	}
 }
 
-// builtSource is a constructed driver with what the status API shows of it.
-type builtSource struct {
-	src  sources.Source
-	kind sources.Kind
-	url  string // without credentials
+// BuiltSource is a constructed driver with what the status API shows of it.
+type BuiltSource struct {
+	Source sources.Source
+	Kind   sources.Kind
+	URL    string // without credentials
 }
 
-// build constructs the source's driver; it touches neither the network nor
+// Build constructs the source's driver; it touches neither the network nor
 // the clone.
-func (s SourceConfig) build(stateDir string) (builtSource, error) {
+func (s SourceConfig) Build(stateDir string) (BuiltSource, error) {
 	switch {
 	case s.Git != nil:
-		src, err := gitsource.New(s.gitConfig(stateDir))
+		src, err := gitsource.New(s.GitConfig(stateDir))
 		if err != nil {
-			return builtSource{}, fmt.Errorf("source %q: %w", s.Name, err)
+			return BuiltSource{}, fmt.Errorf("source %q: %w", s.Name, err)
 		}
-		return builtSource{src: src, kind: sources.KindGit, url: src.URL()}, nil
+		return BuiltSource{Source: src, Kind: sources.KindGit, URL: src.URL()}, nil
 	case s.OCI != nil:
 		src, err := ocisource.New(s.ociConfig())
 		if err != nil {
-			return builtSource{}, fmt.Errorf("source %q: %w", s.Name, err)
+			return BuiltSource{}, fmt.Errorf("source %q: %w", s.Name, err)
 		}
-		return builtSource{src: src, kind: sources.KindOCI, url: src.URL()}, nil
+		return BuiltSource{Source: src, Kind: sources.KindOCI, URL: src.URL()}, nil
 	default:
-		return builtSource{}, fmt.Errorf("source %q: set git or oci", s.Name)
+		return BuiltSource{}, fmt.Errorf("source %q: set git or oci", s.Name)
 	}
 }

@@ -1,4 +1,4 @@
-package standalone
+package serveconfig
 
 import (
 	"os"
@@ -43,19 +43,22 @@ sources:
 	cfg, err := LoadConfig(p)
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	assert.Equal(t, "https://legate.example", cfg.PublicURL)
 	assert.Equal(t, sources.Secret{File: "/run/secrets/gitea-hook"}, cfg.Webhooks.Gitea)
 	require.Len(t, cfg.Sources, 2)
 
 	edge := cfg.Sources[0]
-	gc := edge.gitConfig("/state")
+	gc := edge.GitConfig("/state")
 	assert.Equal(t, gitsource.Ref{SemVer: ">=1.0.0 <2.0.0"}, gc.Ref)
 	assert.Equal(t, "envoy", gc.Path)
 	assert.Equal(t, sources.Secret{Env: "GIT_TOKEN"}, gc.Auth.Password)
 	fc := edge.forgeConfig()
 	assert.Equal(t, "https://gitea.example/", fc.BaseURL, "taken from the git url")
 	assert.Equal(t, "org/cfg", fc.Repository, "taken from the git url")
+	r, err := edge.Reporter()
+	require.NoError(t, err)
+	assert.IsType(t, &forge.Gitea{}, r, "the source's provider")
 	assert.Equal(t, DefaultInterval, cfg.Sources[1].Interval.Duration)
 	assert.Equal(t, "stable", cfg.Sources[1].ociConfig().Ref.Tag)
 
@@ -98,56 +101,6 @@ func TestValidateNamesTheField(t *testing.T) {
 	ok := Config{Sources: []SourceConfig{{Name: "a", Git: git("git@h:o/r.git"), Forge: &ForgeConfig{Provider: forge.ProviderGitHub, Token: sources.Secret{Env: "T"}}}}}
 	require.NoError(t, ok.Validate())
 	assert.Equal(t, "o/r", ok.Sources[0].forgeConfig().Repository)
-}
-
-func TestParseSourceFlag(t *testing.T) {
-	tests := []struct {
-		in   string
-		want SourceConfig
-		err  string
-	}{
-		{
-			in: "name=edge,git=https://git.example/org/cfg.git,branch=main,path=envoy,interval=10s,password-env=GIT_TOKEN,forge=gitea,forge-token-file=/t",
-			want: SourceConfig{
-				Name: "edge", Path: "envoy", Interval: Duration{10e9},
-				Git:   &GitSource{URL: "https://git.example/org/cfg.git", Branch: "main", Auth: &GitAuth{Password: sources.Secret{Env: "GIT_TOKEN"}}},
-				Forge: &ForgeConfig{Provider: forge.ProviderGitea, Token: sources.Secret{File: "/t"}},
-			},
-		},
-		{
-			in:   "name=tagged,git=/srv/cfg,semver=^1.2,commit=0123456789abcdef0123456789abcdef01234567",
-			want: SourceConfig{Name: "tagged", Git: &GitSource{URL: "/srv/cfg", Ref: &gitsource.Ref{SemVer: "^1.2", Commit: "0123456789abcdef0123456789abcdef01234567"}}},
-		},
-		{
-			in:   "name=ci,oci=oci://127.0.0.1:5000/cfg,tag=v1,insecure=true,docker-config=/d.json",
-			want: SourceConfig{Name: "ci", OCI: &OCISource{URL: "oci://127.0.0.1:5000/cfg", Tag: "v1", Insecure: true, DockerConfig: "/d.json"}},
-		},
-		{
-			in:   "name=edge,git=/srv/cfg,secrets=shared/ca+wildcards/*",
-			want: SourceConfig{Name: "edge", Git: &GitSource{URL: "/srv/cfg"}, Secrets: []string{"shared/ca", "wildcards/*"}},
-		},
-		{in: "name=x", err: "set git=<url> or oci=<url>"},
-		{in: "name=x,git=/r,digest=sha256:00", err: "oci sources only"},
-		{in: "name=x,oci=oci://r/x,branch=main", err: "git sources only"},
-		{in: "name=x,git=/r,colour=blue", err: `unknown key "colour"`},
-		{in: "name=x,git=/r,brnach=main", err: `unknown key "brnach", did you mean branch`},
-		{in: "name=x,gti=/r", err: `unknown key "gti", did you mean git`},
-		{in: "name=x,git=/r,path", err: "not key=value"},
-		{in: "name=x,git=https://u:s3cretpass123@h/r,interval=soon", err: "interval"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			got, err := ParseSourceFlag(tt.in)
-			if tt.err != "" {
-				require.Error(t, err)
-				assert.Contains(t, err.Error(), tt.err)
-				assert.NotContains(t, err.Error(), "s3cretpass123")
-				return
-			}
-			require.NoError(t, err)
-			assert.Equal(t, tt.want, got)
-		})
-	}
 }
 
 // A config file error names the file, line and column and the field in

@@ -1,4 +1,4 @@
-package standalone
+package serveconfig
 
 import (
 	"context"
@@ -34,7 +34,7 @@ sources:
 	cfg, err := LoadConfig(p)
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
-	plans, err := cfg.rolloutPlans()
+	plans, err := cfg.RolloutPlans()
 	require.NoError(t, err)
 	require.Contains(t, plans, "edge")
 	assert.NotContains(t, plans, "plain", "a source without a policy publishes at once")
@@ -102,9 +102,9 @@ sources:
 	cfg, err = LoadConfig(p)
 	require.NoError(t, err)
 	require.NoError(t, cfg.Validate())
-	plans, err := cfg.rolloutPlans()
+	plans, err := cfg.RolloutPlans()
 	require.NoError(t, err)
-	a, err := cfg.analyses(plans)
+	a, err := cfg.Analyses(plans)
 	require.NoError(t, err)
 	v, msg, err := a.Analyze(context.Background(), rollout.Subject{Node: "edge-1", Source: "edge", Revision: "r2", Step: 1, Steps: 1})
 	require.NoError(t, err)

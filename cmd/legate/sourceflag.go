@@ -1,4 +1,4 @@
-package standalone
+package main
 
 import (
 	"fmt"
@@ -8,12 +8,13 @@ import (
 
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/serveconfig"
 	"github.com/legate-dev/legate/sources"
 	gitsource "github.com/legate-dev/legate/sources/git"
 )
 
-// SourceFlagHelp documents the compact syntax of `--source`.
-const SourceFlagHelp = `a source as comma-separated key=value pairs (repeatable), e.g.
+// sourceFlagHelp documents the compact syntax of `--source`.
+const sourceFlagHelp = `a source as comma-separated key=value pairs (repeatable), e.g.
   name=edge,git=https://git.example/org/cfg.git,branch=main,path=envoy
   name=ci,oci=oci://registry.example/cfg,semver=^1.0,insecure=true
 keys: name, git|oci, path, interval, secrets (granted secret refs
@@ -27,8 +28,8 @@ keys: name, git|oci, path, interval, secrets (granted secret refs
   pull-request previews: previews=true, preview-concurrency=N.
 Values cannot contain commas.`
 
-// ParseSourceFlag reads one `--source` value (see SourceFlagHelp).
-func ParseSourceFlag(v string) (SourceConfig, error) {
+// parseSourceFlag reads one `--source` value (see sourceFlagHelp).
+func parseSourceFlag(v string) (serveconfig.SourceConfig, error) {
 	kv := map[string]string{}
 	var order []string
 	for part := range strings.SplitSeq(v, ",") {
@@ -38,22 +39,22 @@ func ParseSourceFlag(v string) (SourceConfig, error) {
 		}
 		k, val, ok := strings.Cut(part, "=")
 		if !ok {
-			return SourceConfig{}, fmt.Errorf("--source %q: %q is not key=value", redactFlag(v), part)
+			return serveconfig.SourceConfig{}, fmt.Errorf("--source %q: %q is not key=value", redactFlag(v), part)
 		}
 		k = strings.ToLower(strings.TrimSpace(k))
 		if _, dup := kv[k]; dup {
-			return SourceConfig{}, fmt.Errorf("--source %q: key %q given twice", redactFlag(v), k)
+			return serveconfig.SourceConfig{}, fmt.Errorf("--source %q: key %q given twice", redactFlag(v), k)
 		}
 		kv[k] = strings.TrimSpace(val)
 		order = append(order, k)
 	}
-	var sc SourceConfig
+	var sc serveconfig.SourceConfig
 	sc.Name = kv["name"]
 	if u, ok := kv["git"]; ok {
-		sc.Git = &GitSource{URL: u}
+		sc.Git = &serveconfig.GitSource{URL: u}
 	}
 	if u, ok := kv["oci"]; ok {
-		sc.OCI = &OCISource{URL: u}
+		sc.OCI = &serveconfig.OCISource{URL: u}
 	}
 	if sc.Git == nil && sc.OCI == nil {
 		for _, k := range order {
@@ -63,9 +64,9 @@ func ParseSourceFlag(v string) (SourceConfig, error) {
 		}
 		return sc, fmt.Errorf("--source %q: set git=<url> or oci=<url>", redactFlag(v))
 	}
-	auth := func() *GitAuth {
+	auth := func() *serveconfig.GitAuth {
 		if sc.Git.Auth == nil {
-			sc.Git.Auth = &GitAuth{}
+			sc.Git.Auth = &serveconfig.GitAuth{}
 		}
 		return sc.Git.Auth
 	}
@@ -75,9 +76,9 @@ func ParseSourceFlag(v string) (SourceConfig, error) {
 		}
 		return sc.Git.Ref
 	}
-	frg := func() *ForgeConfig {
+	frg := func() *serveconfig.ForgeConfig {
 		if sc.Forge == nil {
-			sc.Forge = &ForgeConfig{}
+			sc.Forge = &serveconfig.ForgeConfig{}
 		}
 		return sc.Forge
 	}
@@ -189,12 +190,12 @@ func ParseSourceFlag(v string) (SourceConfig, error) {
 			setSecret(&frg().Token, k, val)
 		case "previews":
 			if sc.Previews == nil {
-				sc.Previews = &PreviewsConfig{}
+				sc.Previews = &serveconfig.PreviewsConfig{}
 			}
 			sc.Previews.Enabled, err = strconv.ParseBool(val)
 		case "preview-concurrency":
 			if sc.Previews == nil {
-				sc.Previews = &PreviewsConfig{}
+				sc.Previews = &serveconfig.PreviewsConfig{}
 			}
 			sc.Previews.Concurrency, err = strconv.Atoi(val)
 		default:

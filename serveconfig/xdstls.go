@@ -1,10 +1,9 @@
-package standalone
+package serveconfig
 
 import (
 	"net"
 
 	"github.com/legate-dev/legate/core"
-	"github.com/legate-dev/legate/pki"
 )
 
 // XDSTLSConfig serves xDS over TLS. With ClientCAFile it is mutual TLS:
@@ -21,8 +20,10 @@ type XDSTLSConfig struct {
 	ClientCAFile string `json:"clientCAFile,omitempty"`
 }
 
-// files are c's files as both homes name them (core.XDSTLSFiles).
-func (c *XDSTLSConfig) files() core.XDSTLSFiles {
+// Files are c's files as both homes name them (core.XDSTLSFiles); a nil
+// c names none. Their Load and ServerOption errors name the field and
+// the flag.
+func (c *XDSTLSConfig) Files() core.XDSTLSFiles {
 	if c == nil {
 		return core.XDSTLSFiles{}
 	}
@@ -35,33 +36,26 @@ func (c *XDSTLSConfig) validate() []error {
 	if c == nil {
 		return nil
 	}
-	return c.files().Missing()
+	return c.Files().Missing()
 }
 
-// newXDSTLS loads the server's certificate files (and the client CA), read
-// again when they change; errors name the field and the flag.
-func newXDSTLS(cfg XDSTLSConfig) (*pki.KeyPairFiles, error) {
-	return cfg.files().Load()
-}
-
-// xdsSecurity is how cfg serves xDS, for the rule both homes share
+// XDSSecurity is how c serves xDS, for the rule both homes share
 // (core.Tuning.CheckXDSExposure).
-func xdsSecurity(cfg Config) core.XDSSecurity {
-	sec := cfg.XDSTLS.files().Security(cfg.XDSAddr)
-	sec.TLS = cfg.XDSTLS != nil // an empty block is refused by validate
+func (c Config) XDSSecurity() core.XDSSecurity {
+	sec := c.XDSTLS.Files().Security(c.XDSAddr)
+	sec.TLS = c.XDSTLS != nil // an empty block is refused by validate
 	return sec
 }
 
-// xdsExposure is the warning to log once xDS listens on addr under cfg
-// ("" when there is none).
-func xdsExposure(addr net.Addr, cfg *XDSTLSConfig) string {
-	c := Config{XDSTLS: cfg}
-	return core.XDSExposureWarning(addr, xdsSecurity(c))
+// XDSExposureWarning is the warning to log once xDS listens on addr under
+// c ("" when there is none).
+func (c Config) XDSExposureWarning(addr net.Addr) string {
+	return core.XDSExposureWarning(addr, c.XDSSecurity())
 }
 
-// checkXDSExposure refuses, before anything listens, an xDS address beyond
+// CheckXDSExposure refuses, before anything listens, an xDS address beyond
 // loopback without mutual TLS unless the operator opted in
 // (--xds-insecure): the rule of both homes, core.Tuning.CheckXDSExposure.
-func checkXDSExposure(cfg Config) error {
-	return cfg.Tuning().CheckXDSExposure(xdsSecurity(cfg))
+func (c Config) CheckXDSExposure() error {
+	return c.Tuning().CheckXDSExposure(c.XDSSecurity())
 }

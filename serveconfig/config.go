@@ -1,4 +1,4 @@
-package standalone
+package serveconfig
 
 import (
 	"encoding/json"
@@ -27,6 +27,9 @@ const (
 	DefaultHTTPAddr = "127.0.0.1:8080"
 	DefaultInterval = time.Minute
 	DefaultStateDir = ".legate"
+	// DefaultSecretsInterval is how often the secrets directory is
+	// checked for changed files.
+	DefaultSecretsInterval = 5 * time.Second
 )
 
 // Config is what `legate serve` runs with, from flags or a YAML file
@@ -425,8 +428,8 @@ func (c *Config) SetTuning(t core.Tuning) {
 	c.ReadTokenFile = t.ReadTokenFile
 }
 
-// withDefaults fills unset fields.
-func (c Config) withDefaults() Config {
+// WithDefaults fills unset fields.
+func (c Config) WithDefaults() Config {
 	if c.XDSAddr == "" {
 		c.XDSAddr = DefaultXDSAddr
 	}
@@ -473,8 +476,8 @@ func (s SourceConfig) path() string {
 	return s.Path
 }
 
-// gitRef merges the branch shorthand into the ref.
-func (g GitSource) gitRef() gitsource.Ref {
+// GitRef merges the branch shorthand into the ref.
+func (g GitSource) GitRef() gitsource.Ref {
 	var r gitsource.Ref
 	if g.Ref != nil {
 		r = *g.Ref

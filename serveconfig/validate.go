@@ -1,4 +1,4 @@
-package standalone
+package serveconfig
 
 import (
 	"cmp"
@@ -121,7 +121,7 @@ func (s SourceConfig) validate(where string) []error {
 				add(where+".previews", "pull-request previews need a git source")
 			case s.Forge == nil:
 				add(where+".previews", "pull-request previews need a forge to post their status and comment to: set forge")
-			case s.Git.gitRef().Branch == "" || s.Git.gitRef().Commit != "" || s.Git.gitRef().Name != "" || s.Git.gitRef().Tag != "" || s.Git.gitRef().SemVer != "":
+			case s.Git.GitRef().Branch == "" || s.Git.GitRef().Commit != "" || s.Git.GitRef().Name != "" || s.Git.GitRef().Tag != "" || s.Git.GitRef().SemVer != "":
 				add(where+".previews", "pull-request previews need a source that follows a branch: set git.branch (pull requests target a branch)")
 			}
 		}
@@ -137,9 +137,9 @@ func (s SourceConfig) validate(where string) []error {
 	return errs
 }
 
-// rolloutPlans compiles every source's rollout policy, by source name.
+// RolloutPlans compiles every source's rollout policy, by source name.
 // Validate has checked them.
-func (c Config) rolloutPlans() (map[string]*rollout.Plan, error) {
+func (c Config) RolloutPlans() (map[string]*rollout.Plan, error) {
 	plans := map[string]*rollout.Plan{}
 	for i, s := range c.Sources {
 		if s.Rollout == nil {
@@ -154,9 +154,9 @@ func (c Config) rolloutPlans() (map[string]*rollout.Plan, error) {
 	return plans, nil
 }
 
-// analyses is the analyzer of the sources' rollout analyses: header
+// Analyses is the analyzer of the sources' rollout analyses: header
 // values come from files (valueFrom.file), there being no Secrets here.
-func (c Config) analyses(plans map[string]*rollout.Plan) (rollout.Analyzer, error) {
+func (c Config) Analyses(plans map[string]*rollout.Plan) (rollout.Analyzer, error) {
 	specs := map[string]*analysis.Spec{}
 	for i, s := range c.Sources {
 		p := plans[s.Name]
@@ -205,7 +205,7 @@ func (s SourceConfig) validateGit(where string) []error {
 	}
 	// The driver checks the rest (URL scheme, ref forms, one credential);
 	// building it touches neither the network nor the disk.
-	if _, err := gitsource.New(s.gitConfig("/nonexistent")); err != nil {
+	if _, err := gitsource.New(s.GitConfig("/nonexistent")); err != nil {
 		add(where, "%v", err)
 	}
 	return errs
@@ -266,6 +266,12 @@ func (s SourceConfig) validateForge(where string) []error {
 		}
 	}
 	return errs
+}
+
+// Reporter is the commit-status reporter of a source with a forge
+// (Forge set).
+func (s SourceConfig) Reporter() (forge.Reporter, error) {
+	return forge.New(s.Forge.Provider, s.forgeConfig())
 }
 
 // forgeConfig is the reporter configuration, with the base URL and the
