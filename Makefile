@@ -9,6 +9,10 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 COMMIT    ?= $(shell git rev-parse HEAD 2>/dev/null || echo unknown)
 LDFLAGS   := -X main.version=$(VERSION) -X main.commit=$(COMMIT)
 GOFLAGS_BUILD := -trimpath
+# The test tools are linked without a symbol table or DWARF: nobody debugs
+# them, and it halves the link of kube-apiserver (386 -> 200 s at load 20;
+# docs/testing.md).
+TOOLS_BUILD := $(GOFLAGS_BUILD) -ldflags='-s -w'
 
 # Test tuning. TEST_TIMEOUT bounds each package's test binary; FUZZTIME is the short
 # fuzzing pass that `make test` includes.
@@ -109,7 +113,7 @@ MUTATE_PKGS ?= ./revisions ./xds ./pipeline ./render ./sources/hooks ./forge \
 GREMLINS := $(BIN)/gremlins
 
 $(GREMLINS): test/tools/mutate/go.mod test/tools/mutate/go.sum
-	cd test/tools/mutate && $(GO) build $(GOFLAGS_BUILD) -o $@ github.com/go-gremlins/gremlins/cmd/gremlins
+	cd test/tools/mutate && $(GO) build $(TOOLS_BUILD) -o $@ github.com/go-gremlins/gremlins/cmd/gremlins
 
 .PHONY: mutate fuzz-long
 mutate: $(GREMLINS) ## Mutation testing of the core packages (slow; results go in docs/testing.md).
@@ -188,13 +192,13 @@ browser:
 	fi
 
 $(BIN)/kube-apiserver: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
-	cd $(K8S_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	cd $(K8S_TOOLS) && $(GO) build $(TOOLS_BUILD) -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
 $(BIN)/etcd: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
-	cd $(K8S_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ go.etcd.io/etcd/server/v3
+	cd $(K8S_TOOLS) && $(GO) build $(TOOLS_BUILD) -o $@ go.etcd.io/etcd/server/v3
 
 $(BIN)/gitea: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
-	cd $(GITEA_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -tags 'sqlite sqlite_unlock_notify' -o $@ code.gitea.io/gitea
+	cd $(GITEA_TOOLS) && $(GO) build $(TOOLS_BUILD) -tags 'sqlite sqlite_unlock_notify' -o $@ code.gitea.io/gitea
 
 # Gitea reads its templates and options from its source tree at run time.
 $(BIN)/gitea.root: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
@@ -202,7 +206,7 @@ $(BIN)/gitea.root: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
 	cd $(GITEA_TOOLS) && $(GO) mod download code.gitea.io/gitea && $(GO) list -m -f '{{.Dir}}' code.gitea.io/gitea > $@
 
 $(GOLANGCI_LINT): $(LINT_TOOLS)/go.mod $(LINT_TOOLS)/go.sum
-	cd $(LINT_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	cd $(LINT_TOOLS) && $(GO) build $(TOOLS_BUILD) -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(FLUX_CRDS):
 	@rm -rf $@.tmp && mkdir -p $@.tmp
@@ -212,4 +216,4 @@ $(FLUX_CRDS):
 	mv $@.tmp $@
 
 $(CONTROLLER_GEN): $(LINT_TOOLS)/go.mod $(LINT_TOOLS)/go.sum
-	cd $(LINT_TOOLS) && $(GO) build $(GOFLAGS_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	cd $(LINT_TOOLS) && $(GO) build $(TOOLS_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
