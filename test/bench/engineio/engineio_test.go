@@ -130,7 +130,9 @@ func applyAll(b *testing.B, e *revisions.Engine, round, workers int) {
 // benchThousand times, per iteration, a commit that changes every one of
 // 1 000 nodes, from the first Apply until every node is published; the
 // nodes are created by a round before the timer starts.
-func benchThousand(b *testing.B, st revisions.Store, workers int) {
+// calls, when not nil, times the store's API calls (kubeStore's client
+// made through calls.wrap).
+func benchThousand(b *testing.B, st revisions.Store, workers int, calls *callTimes) {
 	pub := &countingPublisher{}
 	e, err := revisions.New(revisions.Options{Store: st, Publisher: pub})
 	require.NoError(b, err)
@@ -141,18 +143,36 @@ func benchThousand(b *testing.B, st revisions.Store, workers int) {
 	// it has settled: the time until then is reported too.
 	settler, _ := st.(interface{ Settle() })
 	var total, settled time.Duration
+	cpuBefore, cpuAfter := map[string]time.Duration{}, map[string]time.Duration{}
+	trailing := 0 // unmarking patches made before the round's last publication
 	round := 0
+	if calls != nil {
+		calls.start()
+	}
 	for b.Loop() {
 		round++
 		before := pub.count.Load()
+		cpu := cpuUse()
 		start := time.Now()
 		applyAll(b, e, round, workers)
 		require.Equal(b, before+nodes, pub.count.Load(), "every node is published once per round")
 		total += pub.lastAt().Sub(start)
+		if calls != nil {
+			trailing += calls.started("PATCH revision", start, pub.lastAt())
+		}
+		for name, d := range cpuUse() {
+			cpuBefore[name] += cpu[name]
+			cpuAfter[name] += d
+		}
 		if settler != nil {
 			settler.Settle()
 			settled += time.Since(start)
 		}
+	}
+	reportCPU(b, cpuBefore, cpuAfter, round)
+	if calls != nil {
+		reportCalls(b, calls.stop(), round)
+		b.ReportMetric(float64(trailing)/float64(round*nodes), "patch-revision-before-published-per-node")
 	}
 	b.ReportMetric(ms(total)/float64(round), "all-published-ms")
 	if settler != nil {
@@ -240,8 +260,11 @@ func BenchmarkThousandNodes(b *testing.B) {
 		if workers > 1 {
 			mode = fmt.Sprintf("parallel%d", workers)
 		}
-		b.Run("bolt/"+mode, func(b *testing.B) { benchThousand(b, boltStore(b), workers) })
-		b.Run("kube/"+mode, func(b *testing.B) { benchThousand(b, kubeStore(b, nil), workers) })
+		b.Run("bolt/"+mode, func(b *testing.B) { benchThousand(b, boltStore(b), workers, nil) })
+		b.Run("kube/"+mode, func(b *testing.B) {
+			calls := &callTimes{}
+			benchThousand(b, kubeStore(b, calls.wrap), workers, calls)
+		})
 	}
 }
 

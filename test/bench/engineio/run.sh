@@ -12,7 +12,9 @@ base=$(mktemp -d)
 trap 'rm -rf "$base"' EXIT
 git -C "$root" archive 5b12c81 | tar -x -C "$base"
 mkdir -p "$base/test/bench/engineio"
-cp "$root/test/bench/engineio/engineio_test.go" "$base/test/bench/engineio/"
+# where_test.go measures where the time goes (CPU per process, API
+# calls) with what both trees have.
+cp "$root/test/bench/engineio/engineio_test.go" "$root/test/bench/engineio/where_test.go" "$base/test/bench/engineio/"
 # kube-apiserver and etcd for envtest come from the checkout's bin/.
 export KUBEBUILDER_ASSETS="${KUBEBUILDER_ASSETS:-$(readlink -f "$root/bin")}"
 bench=${*:--bench .}
