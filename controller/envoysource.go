@@ -27,6 +27,7 @@ import (
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/preview/kubepreview"
+	"github.com/legate-dev/legate/rollout/kuberollout"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/envoysource"
 	"github.com/legate-dev/legate/sources/flux"
@@ -139,7 +140,7 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
-	ro := readiness.RolloutStatus(r.rolloutViews(name, nodes))
+	ro := readiness.RolloutStatus(kuberollout.Views(r.core.Engine(), name, nodes))
 	var verdicts []readiness.Verdict
 	if synced != nil && !synced.Invalid {
 		for _, id := range synced.Nodes {
@@ -230,7 +231,7 @@ func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
 	r.commitStatuses.Drop(name)
 	r.previews.Drop(name)
 	r.drivers.Drop(name)
-	_ = r.rollouts.set(name, nil)
+	_ = r.rollouts.Set(name, nil)
 }
 
 // setup registers r with mgr, with its fetch workers shared fairly
