@@ -142,7 +142,7 @@ func TestHungSourcesDoNotDelayAnotherNamespace(t *testing.T) {
 func TestHungFetchEndsAtItsTimeout(t *testing.T) {
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
-	startWith(t, cluster.Config, func(o *controller.Options) { o.FetchTimeout = 2 * time.Second })
+	startWith(t, cluster.Config, func(o *controller.Options) { o.Fetch.Timeout = 2 * time.Second })
 	createNamespaces(t, c, "team-a")
 	hung := newHungServer(t)
 	es := gitSource("team-a", "hung", hung.URL+"/repo.git")
