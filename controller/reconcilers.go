@@ -183,7 +183,7 @@ func (c *Controller) sourceRefs() []sources.Ref {
 }
 
 // policies is the set every render obeys now.
-func (c *Controller) policies() map[string][]byte { return c.policyConfigMaps.current() }
+func (c *Controller) policies() map[string][]byte { return c.policyConfigMaps.set.Current() }
 
 // readPolicies reads the policy set in force from the policy directory and
 // the labelled ConfigMaps (admission.go).
