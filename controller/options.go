@@ -11,6 +11,7 @@ import (
 	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/sources/envoysource"
+	"github.com/legate-dev/legate/tenancy"
 	"github.com/legate-dev/legate/webhook"
 )
 
@@ -102,8 +103,8 @@ type Options struct {
 	// xDS then runs over mutual TLS with the certificates it issues.
 	PKI *kubepki.Options
 	// NodeIDPolicy decides which node IDs nobody owns yet a namespace may
-	// take (default NodeIDsFirstCome).
-	NodeIDPolicy NodeIDPolicy
+	// take (default tenancy.NodeIDsFirstCome).
+	NodeIDPolicy tenancy.NodeIDPolicy
 	// Injector injects Envoy sidecars into the Pods that ask for one
 	// (webhook.Injector); nil: Pods are not mutated.
 	Injector webhook.PodMutator
