@@ -30,6 +30,7 @@ import (
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions/kubereplicas"
 	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/rollout/kuberollout"
 	"github.com/legate-dev/legate/sds"
 	"github.com/legate-dev/legate/sds/kubeendpoints"
 	"github.com/legate-dev/legate/sds/kubesecrets"
@@ -49,7 +50,7 @@ type Controller struct {
 	// core owns the engine, pipeline, xDS and SDS servers and the
 	// commit-status feedback; the controller reads them from it.
 	core     *core.Core
-	rollouts *rolloutPlans
+	rollouts *kuberollout.Plans
 	xdsLis   net.Listener
 	httpLis  net.Listener
 	http     *httpAPI
@@ -192,7 +193,7 @@ func New(opts Options) (*Controller, error) {
 		authorizer, recheck = xds.CertificateBinding, c.tenancy.Recheck
 	}
 	c.store = kubestore.New(direct, opts.Namespace)
-	c.rollouts = &rolloutPlans{}
+	c.rollouts = &kuberollout.Plans{}
 	c.core, err = core.New(core.Options{
 		Store: c.store,
 		Secrets: kubesecrets.Resolver{Client: mgr.GetAPIReader(), Plaintext: sds.Plaintext{
@@ -207,8 +208,8 @@ func New(opts Options) (*Controller, error) {
 		Tenant:     tenancy.TenantOf,
 		Rerender:   c.trigger,
 		ReporterOf: c.lookupReporter,
-		Rollouts:   c.rollouts.plan,
-		Analyzer:   rolloutAnalyses{plans: c.rollouts, reader: mgr.GetAPIReader()},
+		Rollouts:   c.rollouts.Plan,
+		Analyzer:   kuberollout.Analyses{Plans: c.rollouts, Reader: mgr.GetAPIReader()},
 		PublicURL:  opts.PublicURL,
 		Tuning:     opts.Tuning,
 		Log:        opts.Log,
@@ -294,7 +295,7 @@ func (c *Controller) Run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if c.replicas == nil {
-		if err := c.loadPlans(ctx); err != nil {
+		if err := c.rollouts.Load(ctx, c.client, c.opts.WatchNamespace); err != nil {
 			if ctx.Err() != nil {
 				return nil // stopped while reading
 			}
@@ -320,7 +321,7 @@ func (c *Controller) Run(ctx context.Context) error {
 				return
 			case <-c.mgr.Elected():
 			}
-			if err := c.loadPlans(ctx); err != nil {
+			if err := c.rollouts.Load(ctx, c.client, c.opts.WatchNamespace); err != nil {
 				c.log.Error(err, "rollouts under way whose policy cannot be read end without promotion")
 			}
 			if err := c.core.Engine().Lead(ctx); err != nil {

@@ -18,6 +18,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/rollout/kuberollout"
 	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/tenancy"
@@ -94,7 +95,7 @@ func (r *envoyConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 	}
 	// Read before the write: mutate may run several times.
-	ro := readiness.RolloutStatus(r.rolloutViews(src.Name(), []string{node}))
+	ro := readiness.RolloutStatus(kuberollout.Views(r.core.Engine(), src.Name(), []string{node}))
 
 	var ec v1alpha1.EnvoyConfig
 	var was, now *metav1.Condition
@@ -151,7 +152,7 @@ func (r *envoyConfigReconciler) refs() []sources.Ref {
 // releases them, its claims too, to the sources that were refused them.
 func (r *envoyConfigReconciler) gone(ctx context.Context, key types.NamespacedName, src *kubesrc.EnvoyConfigSource) {
 	r.core.Pipeline().Remove(ctx, src.Name())
-	_ = r.rollouts.set(src.Name(), nil)
+	_ = r.rollouts.Set(src.Name(), nil)
 	r.mu.Lock()
 	delete(r.sources, key)
 	r.mu.Unlock()

@@ -1,14 +1,11 @@
 package controller
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"time"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -27,6 +24,7 @@ import (
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/preview/kubepreview"
+	"github.com/legate-dev/legate/rollout/kuberollout"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/envoysource"
 	"github.com/legate-dev/legate/sources/flux"
@@ -36,15 +34,6 @@ import (
 // +kubebuilder:rbac:groups=legate.dev,resources=envoysources,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups=legate.dev,resources=envoysources/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=source.toolkit.fluxcd.io,resources=gitrepositories;ocirepositories,verbs=get;list;watch
-
-// Bounds of an EnvoySource's schedule.
-const (
-	// MinInterval is the shortest interval between two fetches honoured.
-	MinInterval = 5 * time.Second
-	// fetchRetry is the wait after a failed fetch when the interval is
-	// longer.
-	fetchRetry = 30 * time.Second
-)
 
 // envoySourceReconciler fetches each EnvoySource, runs what it fetched
 // through the pipeline and has its status written. It owns the drivers of
@@ -62,20 +51,12 @@ type envoySourceReconciler struct {
 // guard, fluxClient and forgeClient are the fetch guard's
 // (sources.NewFetchGuard, FluxClient, ForgeClient).
 func newEnvoySourceReconciler(s *shared, o Options, guard *netguard.Guard, fluxClient, forgeClient func() *http.Client, feedback *forge.Feedback) *envoySourceReconciler {
-	workers := orDefault(o.FetchWorkers, sources.DefaultFetchWorkers)
 	return &envoySourceReconciler{
-		shared: s, workers: workers,
-		drivers: envoysource.NewDrivers(envoysource.Env{
-			StateDir: o.StateDir, Guard: guard, Flux: s.cache, FluxHTTP: fluxClient,
-			Budget:  sources.NewBudget(o.SourceMaxBytes, o.SourcesMaxBytes),
-			Timeout: cmp.Or(max(o.FetchTimeout, 0), sources.DefaultFetchTimeout),
-		}, workers, orDefault(o.FetchesPerNamespace, sources.DefaultFetchesPerNamespace)),
+		shared: s, workers: o.Fetch.WithDefaults().Workers,
+		drivers:        envoysource.NewLimitedDrivers(envoysource.Env{StateDir: o.StateDir, Guard: guard, Flux: s.cache, FluxHTTP: fluxClient}, o.Fetch),
 		commitStatuses: kubeforge.New(s.client, s.cache, feedback, forgeClient),
 	}
 }
-
-// orDefault is n, or def when n is not positive.
-func orDefault(n, def int) int { return cmp.Or(max(n, 0), def) }
 
 // Reconcile fetches one EnvoySource, runs it through the pipeline and
 // writes its status.
@@ -95,7 +76,7 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 		}
 		return ctrl.Result{}, err
 	}
-	interval := max(es.Spec.Interval.Duration, MinInterval)
+	interval := es.Spec.Interval.Duration // as this pass read it
 	if es.Spec.Suspend {
 		return ctrl.Result{}, r.writeStatus(ctx, &es, func(s *v1alpha1.EnvoySourceStatus) {
 			meta.SetStatusCondition(&s.Conditions, metav1.Condition{
@@ -139,27 +120,12 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 			return ctrl.Result{}, err
 		}
 	}
-	ro := readiness.RolloutStatus(r.rolloutViews(name, nodes))
-	var verdicts []readiness.Verdict
-	if synced != nil && !synced.Invalid {
-		for _, id := range synced.Nodes {
-			node, _ := r.core.Engine().Node(id)
-			verdicts = append(verdicts, readiness.VerdictOf(node, name))
-		}
-	}
+	ro := readiness.RolloutStatus(kuberollout.Views(r.core.Engine(), name, nodes))
+	verdicts := readiness.SourceVerdicts(synced, name, r.core.Engine().Node)
 	var reconciling bool
 	err := r.writeStatus(ctx, &es, func(s *v1alpha1.EnvoySourceStatus) {
-		if synced != nil {
-			s.LastAttemptedRevision = res.Origin.Revision()
-			s.LastAppliedRevision = synced.AppliedRevision
-			s.Nodes = synced.Nodes
-			s.Diagnostics = readiness.Diagnostics(*synced, res.Origin.Path)
-			if es.Spec.SourceRef != nil {
-				s.ArtifactDigest = res.Origin.Digest
-			}
-		}
+		readiness.EnvoySourceStatus(s, &es, res, synced, reason, fetchErr, verdicts)
 		s.Previews = previews
-		readiness.Of(es.Generation, synced, reason, fetchErr, verdicts).Set(&s.Conditions)
 		s.Rollout = ro.DeepCopy()
 		readiness.SetProgressing(&s.Conditions, es.Generation, ro)
 		reconciling = meta.IsStatusConditionTrue(s.Conditions, v1alpha1.ConditionReconciling)
@@ -167,13 +133,7 @@ func (r *envoySourceReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	switch {
-	case reconciling && fetchErr == nil:
-		return ctrl.Result{RequeueAfter: min(requeueAfter, interval)}, nil
-	case fetchErr != nil:
-		return ctrl.Result{RequeueAfter: min(fetchRetry, interval)}, nil
-	}
-	return ctrl.Result{RequeueAfter: interval}, nil
+	return ctrl.Result{RequeueAfter: envoysource.NextFetch(interval, fetchErr != nil, reconciling, requeueAfter)}, nil
 }
 
 // writeStatus has es's status written as fill leaves it, on top of the
@@ -194,9 +154,7 @@ func (r *envoySourceReconciler) writeStatus(ctx context.Context, es *v1alpha1.En
 		}
 		fill(s)
 		was, now, wasRO = readiness.ReadyOf(before.Conditions), readiness.ReadyOf(s.Conditions), before.Rollout
-		x, y := *before, *s
-		x.Conditions, y.Conditions = readiness.WithoutTransitions(x.Conditions), readiness.WithoutTransitions(y.Conditions)
-		return !equality.Semantic.DeepEqual(x, y)
+		return !readiness.EqualSourceStatus(before, s)
 	})
 	if err != nil {
 		return err
@@ -230,7 +188,7 @@ func (r *envoySourceReconciler) gone(ctx context.Context, name string) {
 	r.commitStatuses.Drop(name)
 	r.previews.Drop(name)
 	r.drivers.Drop(name)
-	_ = r.rollouts.set(name, nil)
+	_ = r.rollouts.Set(name, nil)
 }
 
 // setup registers r with mgr, with its fetch workers shared fairly
@@ -269,8 +227,7 @@ func (r *envoySourceReconciler) referrers(kind string) handler.MapFunc {
 		}
 		var out []reconcile.Request
 		for _, es := range list.Items {
-			ref := es.Spec.SourceRef
-			if ref != nil && ref.Kind == kind && ref.Name == obj.GetName() && cmp.Or(ref.Namespace, es.Namespace) == obj.GetNamespace() {
+			if envoysource.RefersTo(&es, kind, obj.GetNamespace(), obj.GetName()) {
 				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&es)})
 			}
 		}

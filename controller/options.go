@@ -10,6 +10,8 @@ import (
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sources/envoysource"
+	"github.com/legate-dev/legate/tenancy"
 	"github.com/legate-dev/legate/webhook"
 )
 
@@ -63,20 +65,10 @@ type Options struct {
 	// XDSInsecureSecrets names the secrets whose key material is served
 	// although xDS runs without mutual TLS ("*": all); by default none is.
 	XDSInsecureSecrets []string
-	// FetchWorkers is how many EnvoySources are fetched at once (default
-	// sources.DefaultFetchWorkers); FetchesPerNamespace how many of them one
-	// namespace may take (default sources.DefaultFetchesPerNamespace): a fetch
-	// over it waits for its turn. A namespace already fetching never
-	// takes the last free worker.
-	FetchWorkers, FetchesPerNamespace int
-	// FetchTimeout bounds one fetch of an EnvoySource, whatever its Git,
-	// OCI or Flux server does (default sources.DefaultFetchTimeout).
-	FetchTimeout time.Duration
-	// SourceMaxBytes bounds the files (those the renderer reads) one
-	// EnvoySource keeps in memory, SourcesMaxBytes what all of them keep
-	// together (defaults sources.DefaultSourceBytes and
-	// sources.DefaultTotalBytes).
-	SourceMaxBytes, SourcesMaxBytes int64
+	// Fetch bounds the fetches of the EnvoySources: workers, each
+	// namespace's share of them, the per-fetch timeout and the memory
+	// their files may take (zero values are the defaults).
+	Fetch envoysource.Limits
 	// FetchAllowNetworks are the networks EnvoySources (Git, OCI), the
 	// Flux artifacts they read and commit statuses may reach although
 	// they are not public. By default none: loopback, link-local (cloud
@@ -111,8 +103,8 @@ type Options struct {
 	// xDS then runs over mutual TLS with the certificates it issues.
 	PKI *kubepki.Options
 	// NodeIDPolicy decides which node IDs nobody owns yet a namespace may
-	// take (default NodeIDsFirstCome).
-	NodeIDPolicy NodeIDPolicy
+	// take (default tenancy.NodeIDsFirstCome).
+	NodeIDPolicy tenancy.NodeIDPolicy
 	// Injector injects Envoy sidecars into the Pods that ask for one
 	// (webhook.Injector); nil: Pods are not mutated.
 	Injector webhook.PodMutator

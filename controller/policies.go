@@ -3,8 +3,6 @@ package controller
 import (
 	"context"
 	"fmt"
-	"maps"
-	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -26,26 +24,15 @@ const PolicyLabel = kubesrc.PolicyLabel
 // again. It owns the policy set in force.
 type policyReconciler struct {
 	*shared
-	// dir is what the policy directory holds (Options.PolicyDir), read
-	// once at start.
-	dir map[string][]byte
+	// set is what every render obeys: the policy directory's
+	// (Options.PolicyDir, read once at start) and the ConfigMaps' entries.
+	set *kubesrc.PolicySet
 	// rerender asks for a reconcile of a source (Controller.trigger).
 	rerender func(source string)
-
-	mu sync.Mutex
-	// set is what every render obeys: dir and the ConfigMaps' entries.
-	set map[string][]byte
 }
 
 func newPolicyReconciler(s *shared, dir map[string][]byte, rerender func(string)) *policyReconciler {
-	return &policyReconciler{shared: s, dir: dir, set: dir, rerender: rerender}
-}
-
-// current is the set every render obeys now.
-func (r *policyReconciler) current() map[string][]byte {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.set
+	return &policyReconciler{shared: s, set: kubesrc.NewPolicySet(dir), rerender: rerender}
 }
 
 // setup registers r with mgr, for the labelled ConfigMaps of the
@@ -72,11 +59,7 @@ func (r *policyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 	if err != nil {
 		return ctrl.Result{}, err
 	}
-	r.mu.Lock()
-	same := maps.EqualFunc(set, r.set, func(a, b []byte) bool { return string(a) == string(b) })
-	r.set = set
-	r.mu.Unlock()
-	if same {
+	if !r.set.Replace(set) {
 		return ctrl.Result{}, nil
 	}
 	r.log.Info("policies changed; every source is rendered again", "policies", len(set))
@@ -90,13 +73,9 @@ func (r *policyReconciler) Reconcile(ctx context.Context, _ ctrl.Request) (ctrl.
 // ConfigMaps in the cache (every replica has it, so that the admission
 // webhook checks objects against the set the leader renders with).
 func (r *policyReconciler) read(ctx context.Context) (map[string][]byte, error) {
-	var list corev1.ConfigMapList
-	if err := r.cache.List(ctx, &list, client.InNamespace(r.home), client.HasLabels{PolicyLabel}); err != nil {
-		return nil, fmt.Errorf("list the policy ConfigMaps of namespace %s: %w", r.home, err)
-	}
-	set, over := kubesrc.Policies(r.dir, list.Items)
+	set, over, err := r.set.Read(ctx, r.cache, r.home)
 	if over != "" {
 		r.log.Error(nil, "policy ConfigMaps hold more than the limit; the rest are not read", "limit", kubesrc.MaxPolicyBytes, "configmap", over)
 	}
-	return set, nil
+	return set, err
 }

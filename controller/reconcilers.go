@@ -24,6 +24,7 @@ import (
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/rollout/kuberollout"
 	"github.com/legate-dev/legate/sources"
 	kubesrc "github.com/legate-dev/legate/sources/kube"
 	"github.com/legate-dev/legate/webhook"
@@ -44,7 +45,7 @@ type shared struct {
 	home, watched string
 	// rollouts holds each source's spec.rollout, set before its content
 	// reaches the pipeline.
-	rollouts *rolloutPlans
+	rollouts *kuberollout.Plans
 }
 
 // watches reports whether objects of namespace are reconciled (the cache
@@ -182,7 +183,7 @@ func (c *Controller) sourceRefs() []sources.Ref {
 }
 
 // policies is the set every render obeys now.
-func (c *Controller) policies() map[string][]byte { return c.policyConfigMaps.current() }
+func (c *Controller) policies() map[string][]byte { return c.policyConfigMaps.set.Current() }
 
 // readPolicies reads the policy set in force from the policy directory and
 // the labelled ConfigMaps (admission.go).
@@ -201,7 +202,7 @@ func (c *Controller) lookupReporter(target string) (forge.Reporter, error) {
 // warning event naming the field: publishing the content to every proxy
 // at once is exactly what its author asked not to happen.
 func (s *shared) setRollout(ctx context.Context, obj client.Object, source string, spec *v1alpha1.RolloutSpec) error {
-	err := s.rollouts.set(source, spec)
+	err := s.rollouts.Set(source, spec)
 	if err == nil {
 		return nil
 	}

@@ -18,15 +18,6 @@ import (
 	"github.com/legate-dev/legate/tenancy"
 )
 
-// NodeIDPolicy decides which node IDs nobody owns yet a namespace may take.
-type NodeIDPolicy = tenancy.NodeIDPolicy
-
-// NodeIDsFirstCome is tenancy.NodeIDsFirstCome, the default policy.
-const NodeIDsFirstCome = tenancy.NodeIDsFirstCome
-
-// ParseNodeIDPolicy checks a --node-id-policy value ("" is first-come).
-func ParseNodeIDPolicy(s string) (NodeIDPolicy, error) { return tenancy.ParseNodeIDPolicy(s) }
-
 // ownerOf is the source owning node (the free ownerOf).
 func (c *Controller) ownerOf(node string) string { return c.core.Owner(node) }
 

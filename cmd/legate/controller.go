@@ -16,6 +16,8 @@ import (
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/revisions/kubereplicas"
+	"github.com/legate-dev/legate/revisions/kubestore"
+	"github.com/legate-dev/legate/tenancy"
 )
 
 // restConfig reads kubeconfig when it is set, else finds the cluster as
@@ -90,7 +92,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 			if err != nil {
 				return err
 			}
-			policy, err := controller.ParseNodeIDPolicy(nodeIDPolicy)
+			policy, err := tenancy.ParseNodeIDPolicy(nodeIDPolicy)
 			if err != nil {
 				return fmt.Errorf("--node-id-policy: %w", err)
 			}
@@ -98,7 +100,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 			if err != nil {
 				return fmt.Errorf("--fetch-allow-networks: %w", err)
 			}
-			if err := controller.CheckNamespace(cmd.Context(), cfg, namespace); err != nil {
+			if err := kubestore.CheckNamespace(cmd.Context(), cfg, namespace); err != nil {
 				return err
 			}
 			ctl, err := newController(namespace, controller.Options{
@@ -121,7 +123,7 @@ answers of every replica's proxies (docs/kubernetes.md, "Several replicas").`,
 	}
 	fl := cmd.Flags()
 	defaultNS := defaultControllerNamespace()
-	fl.StringVar(&nodeIDPolicy, "node-id-policy", string(controller.NodeIDsFirstCome), "which node IDs nobody owns yet a namespace may take: first-come (the first namespace to configure one owns it) or namespace-prefix (only IDs that begin with the namespace and a dot, such as team-a.edge)")
+	fl.StringVar(&nodeIDPolicy, "node-id-policy", string(tenancy.NodeIDsFirstCome), "which node IDs nobody owns yet a namespace may take: first-come (the first namespace to configure one owns it) or namespace-prefix (only IDs that begin with the namespace and a dot, such as team-a.edge)")
 	fl.StringVar(&watchNamespace, "namespace", os.Getenv("LEGATE_WATCH_NAMESPACE"), "reconcile the EnvoyConfigs and EnvoySources of this namespace only (default: $LEGATE_WATCH_NAMESPACE, else every namespace)")
 	fl.StringVar(&namespace, "controller-namespace", defaultNS, "namespace of the revisions, node records, commit-status outbox and policy ConfigMaps (default: $POD_NAMESPACE, else legate-system)")
 	fl.StringVar(&xdsAddr, "xds-addr", controller.DefaultXDSAddr, "address of the xDS (ADS) server; beyond loopback only over mutual TLS")

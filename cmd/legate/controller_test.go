@@ -13,7 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/legate-dev/legate/controller"
+	"github.com/legate-dev/legate/revisions/kubestore"
 	"github.com/legate-dev/legate/test/envtest"
 )
 
@@ -46,5 +46,5 @@ func TestControllerRefusesAMissingNamespace(t *testing.T) {
 	assert.NotContains(t, out, `"serving"`, "nothing is served")
 
 	require.NoError(t, cluster.Client.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	assert.NoError(t, controller.CheckNamespace(context.Background(), cluster.Config, "legate-system"), "the namespace exists now")
+	assert.NoError(t, kubestore.CheckNamespace(context.Background(), cluster.Config, "legate-system"), "the namespace exists now")
 }

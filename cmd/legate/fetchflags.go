@@ -9,6 +9,7 @@ import (
 
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/sources/envoysource"
 )
 
 // fetchFlags are legate controller's flags of EnvoySource fetches: the
@@ -31,8 +32,10 @@ func (f *fetchFlags) register(fl *pflag.FlagSet) {
 
 // apply completes opts with the flags.
 func (f *fetchFlags) apply(opts *controller.Options) {
-	opts.FetchWorkers, opts.FetchesPerNamespace, opts.FetchTimeout = f.workers, f.perNamespace, f.timeout
-	opts.SourceMaxBytes, opts.SourcesMaxBytes = int64(f.sourceBytes), int64(f.sourcesBytes)
+	opts.Fetch = envoysource.Limits{
+		Workers: f.workers, PerNamespace: f.perNamespace, Timeout: f.timeout,
+		SourceMaxBytes: int64(f.sourceBytes), SourcesMaxBytes: int64(f.sourcesBytes),
+	}
 }
 
 // sizeValue is a byte count flag written as a quantity ("32Mi", "1Gi").

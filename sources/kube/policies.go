@@ -1,14 +1,17 @@
 package kube
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // PolicyLabel marks a ConfigMap of the controller's namespace whose *.cue
@@ -71,4 +74,49 @@ func Policies(dir map[string][]byte, cms []corev1.ConfigMap) (set map[string][]b
 		}
 	}
 	return set, ""
+}
+
+// PolicySet is the policy set in force in one home: what the policy
+// directory holds (ReadPolicyDir, read once at start) and the *.cue
+// entries of the ConfigMaps labelled PolicyLabel, read again when one of
+// them changes. Its methods are safe for concurrent use.
+type PolicySet struct {
+	dir map[string][]byte
+
+	mu  sync.Mutex
+	set map[string][]byte
+}
+
+// NewPolicySet starts with the policies of the directory alone in force.
+func NewPolicySet(dir map[string][]byte) *PolicySet {
+	return &PolicySet{dir: dir, set: dir}
+}
+
+// Current is the set every render obeys now.
+func (p *PolicySet) Current() map[string][]byte {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.set
+}
+
+// Read reads the set the directory and the labelled ConfigMaps of
+// namespace (through reader) make now (Policies: over names the ConfigMap
+// at which they passed MaxPolicyBytes), without putting it in force.
+func (p *PolicySet) Read(ctx context.Context, reader client.Reader, namespace string) (set map[string][]byte, over string, err error) {
+	var list corev1.ConfigMapList
+	if err := reader.List(ctx, &list, client.InNamespace(namespace), client.HasLabels{PolicyLabel}); err != nil {
+		return nil, "", fmt.Errorf("list the policy ConfigMaps of namespace %s: %w", namespace, err)
+	}
+	set, over = Policies(p.dir, list.Items)
+	return set, over, nil
+}
+
+// Replace puts set in force and reports whether it says something else
+// than the set it replaces (then every source is to be rendered again).
+func (p *PolicySet) Replace(set map[string][]byte) (changed bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	same := maps.EqualFunc(set, p.set, func(a, b []byte) bool { return string(a) == string(b) })
+	p.set = set
+	return !same
 }

@@ -17,7 +17,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -75,15 +74,7 @@ func createNamespaces(t *testing.T, c client.Client, names ...string) {
 func fluxSource(t *testing.T, c client.Client, arts *artifactServer, ns, name string, files map[string]string) (*v1alpha1.EnvoySource, string) {
 	t.Helper()
 	ctx := context.Background()
-	repo := &unstructured.Unstructured{}
-	repo.SetAPIVersion("source.toolkit.fluxcd.io/v1")
-	repo.SetKind("GitRepository")
-	repo.SetNamespace(ns)
-	repo.SetName(name)
-	require.NoError(t, unstructured.SetNestedMap(repo.Object, map[string]any{
-		"url": "https://git.example/" + ns + "/" + name, "interval": "1m", "ref": map[string]any{"branch": "main"},
-	}, "spec"))
-	require.NoError(t, c.Create(ctx, repo))
+	repo := createGitRepository(t, c, ns, name, "https://git.example/"+ns+"/"+name)
 	sha := strings.Repeat("1", 40)
 	url, digest := arts.put(t, "/"+ns+"/"+name+"/"+sha+".tar.gz", files)
 	setArtifact(t, c, repo, url, digest, "main@sha1:"+sha)
@@ -142,7 +133,7 @@ func TestHungSourcesDoNotDelayAnotherNamespace(t *testing.T) {
 func TestHungFetchEndsAtItsTimeout(t *testing.T) {
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
-	startWith(t, cluster.Config, func(o *controller.Options) { o.FetchTimeout = 2 * time.Second })
+	startWith(t, cluster.Config, func(o *controller.Options) { o.Fetch.Timeout = 2 * time.Second })
 	createNamespaces(t, c, "team-a")
 	hung := newHungServer(t)
 	es := gitSource("team-a", "hung", hung.URL+"/repo.git")

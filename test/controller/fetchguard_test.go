@@ -12,7 +12,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
@@ -35,15 +34,7 @@ func TestEnvoySourcesCannotReachInternalAddresses(t *testing.T) {
 	t.Cleanup(internal.Close)
 	host := strings.TrimPrefix(internal.URL, "http://")
 
-	repo := &unstructured.Unstructured{}
-	repo.SetAPIVersion("source.toolkit.fluxcd.io/v1")
-	repo.SetKind("GitRepository")
-	repo.SetNamespace("default")
-	repo.SetName("metadata")
-	require.NoError(t, unstructured.SetNestedMap(repo.Object, map[string]any{
-		"url": "https://git.example/team/envoy-config", "interval": "1m", "ref": map[string]any{"branch": "main"},
-	}, "spec"))
-	require.NoError(t, c.Create(ctx, repo))
+	repo := createGitRepository(t, c, "default", "metadata", "https://git.example/team/envoy-config")
 	setArtifact(t, c, repo, "http://169.254.169.254/latest/meta-data/iam/x.tar.gz", "sha256:"+strings.Repeat("0", 64), "main@sha1:"+strings.Repeat("1", 40))
 
 	hour := metav1.Duration{Duration: time.Hour}

@@ -19,6 +19,7 @@ import (
 	"github.com/legate-dev/legate/preview/kubepreview"
 	"github.com/legate-dev/legate/preview/prs"
 	"github.com/legate-dev/legate/sources"
+	"github.com/legate-dev/legate/sources/envoysource"
 	gitsource "github.com/legate-dev/legate/sources/git"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/gitea"
@@ -102,7 +103,7 @@ func TestEnvoySourcePullRequestPreviews(t *testing.T) {
 		ObjectMeta: metav1.ObjectMeta{Name: "config", Namespace: "team-b"},
 		Spec: v1alpha1.EnvoySourceSpec{
 			Git:          &v1alpha1.GitSource{URL: repo.CloneURL, Ref: &v1alpha1.GitRef{Branch: "main"}, SecretRef: &v1alpha1.LocalObjectReference{Name: "gitea-auth"}},
-			Interval:     metav1.Duration{Duration: controller.MinInterval},
+			Interval:     metav1.Duration{Duration: envoysource.MinInterval},
 			CommitStatus: &v1alpha1.CommitStatus{Provider: "gitea", TokenSecretRef: v1alpha1.LocalObjectReference{Name: "gitea-token"}},
 			Previews:     &v1alpha1.Previews{Enabled: true},
 		},

@@ -12,7 +12,6 @@ import (
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -247,15 +246,7 @@ func TestEnvoySourceRolloutStatusAndAnnotation(t *testing.T) {
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
 	arts := newArtifactServer(t)
 
-	repo := &unstructured.Unstructured{}
-	repo.SetAPIVersion("source.toolkit.fluxcd.io/v1")
-	repo.SetKind("GitRepository")
-	repo.SetNamespace("default")
-	repo.SetName("envoy")
-	require.NoError(t, unstructured.SetNestedMap(repo.Object, map[string]any{
-		"url": "https://git.example/team/envoy-config", "interval": "1m", "ref": map[string]any{"branch": "main"},
-	}, "spec"))
-	require.NoError(t, c.Create(ctx, repo))
+	repo := createGitRepository(t, c, "default", "envoy", "https://git.example/team/envoy-config")
 	sha1 := strings.Repeat("1", 40)
 	url, digest := arts.put(t, "/gitrepository/default/envoy/"+sha1+".tar.gz", greeterFiles("a", a.Port, b.Port))
 	setArtifact(t, c, repo, url, digest, "main@sha1:"+sha1)

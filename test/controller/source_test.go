@@ -208,6 +208,23 @@ func (s *artifactServer) put(t *testing.T, path string, files map[string]string)
 	return s.URL + path, "sha256:" + hex.EncodeToString(sum[:])
 }
 
+// createGitRepository creates the Flux GitRepository ns/name following
+// the main branch of url, as a user applies one (source-controller does
+// not run here: setArtifact plays its part).
+func createGitRepository(t *testing.T, c client.Client, ns, name, url string) *unstructured.Unstructured {
+	t.Helper()
+	repo := &unstructured.Unstructured{}
+	repo.SetAPIVersion("source.toolkit.fluxcd.io/v1")
+	repo.SetKind("GitRepository")
+	repo.SetNamespace(ns)
+	repo.SetName(name)
+	require.NoError(t, unstructured.SetNestedMap(repo.Object, map[string]any{
+		"url": url, "interval": "1m", "ref": map[string]any{"branch": "main"},
+	}, "spec"))
+	require.NoError(t, c.Create(context.Background(), repo))
+	return repo
+}
+
 // setArtifact writes a GitRepository's status.artifact as source-controller
 // does.
 func setArtifact(t *testing.T, c client.Client, repo *unstructured.Unstructured, url, digest, revision string) {
@@ -236,15 +253,7 @@ func TestEnvoySourceServesAFluxArtifact(t *testing.T) {
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
 	arts := newArtifactServer(t)
 
-	repo := &unstructured.Unstructured{}
-	repo.SetAPIVersion("source.toolkit.fluxcd.io/v1")
-	repo.SetKind("GitRepository")
-	repo.SetNamespace("default")
-	repo.SetName("envoy")
-	require.NoError(t, unstructured.SetNestedMap(repo.Object, map[string]any{
-		"url": "https://git.example/team/envoy-config", "interval": "1m", "ref": map[string]any{"branch": "main"},
-	}, "spec"))
-	require.NoError(t, c.Create(ctx, repo))
+	repo := createGitRepository(t, c, "default", "envoy", "https://git.example/team/envoy-config")
 	sha1 := strings.Repeat("1", 40)
 	url, digest := arts.put(t, "/gitrepository/default/envoy/"+sha1+".tar.gz", greeterFiles("a", a.Port, b.Port))
 	setArtifact(t, c, repo, url, digest, "main@sha1:"+sha1)

@@ -1,4 +1,4 @@
-package controller
+package kubestore
 
 import (
 	"context"
@@ -12,8 +12,9 @@ import (
 )
 
 // CheckNamespace fails when namespace, where the controller keeps its
-// revisions, node records and outbox, does not exist: started anyway, it
-// would report ready and then fail every revision write of every object.
+// revisions, node records and outbox (this store's namespace), does not
+// exist: started anyway, the controller would report ready and then fail
+// every revision write of every object; legate controller checks it first.
 // It asks with a server-side dry run of a ConfigMap create, which the
 // controller's role already allows (no permission on Namespace objects is
 // needed, so a namespaced install can run it) and which stores nothing.

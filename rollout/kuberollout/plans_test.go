@@ -1,4 +1,4 @@
-package controller
+package kuberollout
 
 import (
 	"context"
@@ -22,13 +22,13 @@ import (
 // the schema lets through but the compiler refuses names its field and
 // leaves the source without a plan.
 func TestRolloutPlansFromTheAPI(t *testing.T) {
-	raw, err := os.ReadFile("../config/samples/envoyconfig-rollout.yaml")
+	raw, err := os.ReadFile("../../config/samples/envoyconfig-rollout.yaml")
 	require.NoError(t, err)
 	var ec v1alpha1.EnvoyConfig
 	require.NoError(t, yaml.UnmarshalStrict(raw, &ec))
-	var plans rolloutPlans
-	require.NoError(t, plans.set("envoyconfig/team-a/edge", ec.Spec.Rollout))
-	plan := plans.plan("envoyconfig/team-a/edge")
+	var plans Plans
+	require.NoError(t, plans.Set("envoyconfig/team-a/edge", ec.Spec.Rollout))
+	plan := plans.Plan("envoyconfig/team-a/edge")
 	require.NotNil(t, plan)
 	require.Len(t, plan.Steps, 4)
 	assert.Equal(t, rollout.StepProxies, plan.Steps[0].Kind)
@@ -37,21 +37,19 @@ func TestRolloutPlansFromTheAPI(t *testing.T) {
 	assert.True(t, plan.Steps[3].Untimed, "{} waits for promote")
 
 	ten, five := "10%", "5%"
-	err = plans.set("envoyconfig/team-a/edge", &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{{Proxies: &ten}, {Proxies: &five}}})
+	err = plans.Set("envoyconfig/team-a/edge", &v1alpha1.RolloutSpec{Steps: []v1alpha1.RolloutStep{{Proxies: &ten}, {Proxies: &five}}})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "spec.rollout.steps[1].proxies")
-	assert.Nil(t, plans.plan("envoyconfig/team-a/edge"), "a refused policy leaves no plan")
+	assert.Nil(t, plans.Plan("envoyconfig/team-a/edge"), "a refused policy leaves no plan")
 
-	require.NoError(t, plans.set("envoyconfig/team-a/edge", nil))
-	assert.Nil(t, plans.plan("envoyconfig/team-a/edge"))
+	require.NoError(t, plans.Set("envoyconfig/team-a/edge", nil))
+	assert.Nil(t, plans.Plan("envoyconfig/team-a/edge"))
 }
 
 // A check's secret header is read from the source's own namespace only,
 // and never from a file.
 func TestRolloutSecretsStayInTheirNamespace(t *testing.T) {
-	scheme, err := Scheme()
-	require.NoError(t, err)
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(
+	c := fake.NewClientBuilder().WithObjects( // client-go's scheme has Secrets
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "smoke"}, Data: map[string][]byte{"token": []byte("Bearer a")}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "team-b", Name: "theirs"}, Data: map[string][]byte{"token": []byte("Bearer b")}},
 	).Build()
