@@ -329,6 +329,14 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, sess tran
 	if err != nil {
 		return timeoutHint(ctx, fmt.Errorf("fetch %s: %w", what, err), s.cfg.Timeout)
 	}
+	// Merging packs rewrites what was fetched already: the quota bounds
+	// what arrives, the size check below what stays.
+	s.quota.set(math.MaxInt64)
+	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		if err := s.compact(st); err != nil {
+			return fmt.Errorf("merge the packs of clone %s: %w", s.dir, err)
+		}
+	}
 	size, err := dirSize(s.dir)
 	if err != nil {
 		return fmt.Errorf("measure clone %s: %w", s.dir, err)
