@@ -68,7 +68,9 @@ type gitHTTPServer struct {
 	URL     string
 	fetches atomic.Int64
 	sent    atomic.Int64 // response bytes
-	haves   atomic.Int64 // "have" lines of the last upload-pack request
+	// requests counts every request answered
+	requests atomic.Int64
+	haves    atomic.Int64 // "have" lines of the last upload-pack request
 }
 
 type countingWriter struct {
@@ -97,6 +99,7 @@ func serveGitHTTP(t testing.TB, root string, authorized func(*http.Request) bool
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		s.requests.Add(1)
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 			s.fetches.Add(1)
 			body, err := io.ReadAll(r.Body)
