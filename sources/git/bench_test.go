@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -84,12 +85,14 @@ func BenchmarkFetch(b *testing.B) {
 		src := mustNew(b, Config{URL: url, Path: "envoy", Timeout: 5 * time.Minute})
 		_, err := src.Fetch(ctx)
 		require.NoError(b, err)
-		wire := srv.sent.Load()
+		m := startMeter(srv)
 		b.ResetTimer()
-		defer func() { reportWire(b, srv.sent.Load()-wire) }()
+		defer func() { m.report(b) }()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
+			m.pause()
 			fastImport(b, bare, next, 1)
+			m.resume()
 			next++
 			b.StartTimer()
 			res, err := src.Fetch(ctx)
@@ -99,8 +102,8 @@ func BenchmarkFetch(b *testing.B) {
 		}
 	})
 	b.Run("fresh-shallow-clone", func(b *testing.B) {
-		wire := srv.sent.Load()
-		defer func() { reportWire(b, srv.sent.Load()-wire) }()
+		m := startMeter(srv)
+		defer func() { m.report(b) }()
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
 			src := mustNew(b, Config{URL: url, Path: "envoy", Depth: 1, Timeout: 5 * time.Minute})
@@ -114,9 +117,9 @@ func BenchmarkFetch(b *testing.B) {
 		src := mustNew(b, Config{URL: url, Path: "envoy", Timeout: 5 * time.Minute})
 		_, err := src.Fetch(ctx)
 		require.NoError(b, err)
-		wire := srv.sent.Load()
+		m := startMeter(srv)
 		b.ResetTimer()
-		defer func() { reportWire(b, srv.sent.Load()-wire) }()
+		defer func() { m.report(b) }()
 		for i := 0; i < b.N; i++ {
 			if _, err := src.Fetch(ctx); err != nil {
 				b.Fatal(err)
@@ -125,7 +128,46 @@ func BenchmarkFetch(b *testing.B) {
 	})
 }
 
-// reportWire reports the bytes the server sent per operation.
-func reportWire(b *testing.B, sent int64) {
-	b.ReportMetric(float64(sent)/float64(b.N), "wire-B/op")
+// meter counts, from its start, the bytes the server sent, its requests,
+// and the CPU time of this process (the client, plus the Go half of the
+// test server) and of its finished children (the server's git processes),
+// leaving out what the benchmark's own set-up spends between pause and
+// resume. CPU time, unlike wall time, says the same on a busy machine.
+type meter struct {
+	srv                *gitHTTPServer
+	wire, reqs         int64
+	self, children     time.Duration
+	pausedC, setupTime time.Duration
+}
+
+func startMeter(srv *gitHTTPServer) *meter {
+	self, children := cpuTimes()
+	return &meter{srv: srv, wire: srv.sent.Load(), reqs: srv.requests.Load(), self: self, children: children}
+}
+
+func (m *meter) pause() { _, m.pausedC = cpuTimes() }
+
+func (m *meter) resume() {
+	_, c := cpuTimes()
+	m.setupTime += c - m.pausedC
+}
+
+func (m *meter) report(b *testing.B) {
+	self, children := cpuTimes()
+	n := float64(b.N)
+	b.ReportMetric(float64(m.srv.sent.Load()-m.wire)/n, "wire-B/op")
+	b.ReportMetric(float64(m.srv.requests.Load()-m.reqs)/n, "requests/op")
+	b.ReportMetric(float64(self-m.self)/float64(time.Millisecond)/n, "client-cpu-ms/op")
+	b.ReportMetric(float64(children-m.children-m.setupTime)/float64(time.Millisecond)/n, "server-cpu-ms/op")
+}
+
+// cpuTimes is the user+system time of this process and of its children
+// that have been waited for.
+func cpuTimes() (self, children time.Duration) {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	self = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	_ = syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru)
+	children = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	return self, children
 }

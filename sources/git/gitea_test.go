@@ -3,8 +3,13 @@ package git
 import (
 	"context"
 	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"path"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -51,4 +56,63 @@ func TestFetchPrivateRepositoryFromGitea(t *testing.T) {
 	_, err = mustNew(t, Config{URL: srv.PushURL(&repo) + "-missing"}).Fetch(context.Background())
 	require.Error(t, err)
 	assert.NotContains(t, err.Error(), srv.Token)
+}
+
+// TestPollAndFetchRequestsToGitea counts what a poll and a fetch ask of a
+// real Gitea, through a reverse proxy that records every request: a poll
+// of an unchanged repository is one ref listing, the fetch of a new commit
+// one listing and one upload-pack.
+func TestPollAndFetchRequestsToGitea(t *testing.T) {
+	srv := gitea.Start(t, gitea.Options{})
+	var repo gitea.Repository
+	require.NoError(t, srv.API(http.MethodPost, "api/v1/user/repos",
+		map[string]any{"name": "counted", "private": true, "default_branch": "main"}, &repo))
+	local := newTestRepo(t)
+	local.commit("first", map[string]string{"envoy/a.yaml": "a: 1"})
+	local.git("push", "-q", srv.PushURL(&repo), "main")
+
+	target, err := url.Parse(srv.URL)
+	require.NoError(t, err)
+	var mu sync.Mutex
+	var seen []string
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		seen = append(seen, r.Method+" "+path.Base(r.URL.Path)+"?"+r.URL.RawQuery)
+		mu.Unlock()
+		httputil.NewSingleHostReverseProxy(target).ServeHTTP(w, r)
+	}))
+	t.Cleanup(proxy.Close)
+	requests := func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		out := seen
+		seen = nil
+		return out
+	}
+	clone, err := url.Parse(repo.CloneURL)
+	require.NoError(t, err)
+
+	tokFile := filepath.Join(t.TempDir(), "token")
+	require.NoError(t, os.WriteFile(tokFile, []byte(srv.Token), 0o600))
+	src := mustNew(t, Config{URL: proxy.URL + clone.Path, Path: "envoy", Auth: Auth{Username: gitea.AdminUser, Password: sources.Secret{File: tokFile}}})
+	ctx := context.Background()
+	_, err = src.Fetch(ctx)
+	require.NoError(t, err)
+	listing := "GET refs?service=git-upload-pack"
+	uploadPack := "POST git-upload-pack?"
+	assert.Equal(t, []string{listing, uploadPack}, requests(), "the first fetch clones")
+
+	res, err := src.Fetch(ctx)
+	require.NoError(t, err)
+	assert.False(t, res.Changed)
+	assert.Equal(t, []string{listing}, requests(), "a poll of an unchanged repository is one ref listing")
+
+	c2 := local.commit("second", map[string]string{"envoy/a.yaml": "a: 2"})
+	local.git("push", "-q", srv.PushURL(&repo), "main")
+	res, err = src.Fetch(ctx)
+	require.NoError(t, err)
+	assert.True(t, res.Changed)
+	assert.Equal(t, c2, res.Origin.Commit)
+	assert.Equal(t, "a: 2", readAll(t, res.Files)["a.yaml"])
+	assert.Equal(t, []string{listing, uploadPack}, requests(), "a fetch of one new commit is one listing and one upload-pack")
 }

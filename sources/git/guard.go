@@ -9,7 +9,6 @@ import (
 	"strconv"
 	"sync"
 
-	gogit "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/plumbing/transport/client"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
@@ -82,19 +81,4 @@ func checkGuarded(cfg Config, ep *transport.Endpoint) error {
 		return nil
 	}
 	return fmt.Errorf("url %q: fetches over https, http or ssh only here (not %s)", sources.Redact(cfg.URL), ep.Protocol)
-}
-
-// guardList and guardFetch put the source's guard on go-git's options.
-func (s *Source) guardList(ctx context.Context, o *gogit.ListOptions) context.Context {
-	if s.cfg.Guard != nil && s.ssh {
-		o.ProxyOptions = sshProxy(s.cfg.Guard)
-	}
-	return netguard.NewContext(ctx, s.cfg.Guard)
-}
-
-func (s *Source) guardFetch(ctx context.Context, o *gogit.FetchOptions) context.Context {
-	if s.cfg.Guard != nil && s.ssh {
-		o.ProxyOptions = sshProxy(s.cfg.Guard)
-	}
-	return netguard.NewContext(ctx, s.cfg.Guard)
 }

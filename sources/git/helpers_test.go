@@ -1,6 +1,8 @@
 package git
 
 import (
+	"bytes"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -66,6 +68,9 @@ type gitHTTPServer struct {
 	URL     string
 	fetches atomic.Int64
 	sent    atomic.Int64 // response bytes
+	// requests counts every request answered
+	requests atomic.Int64
+	haves    atomic.Int64 // "have" lines of the last upload-pack request
 }
 
 type countingWriter struct {
@@ -94,8 +99,17 @@ func serveGitHTTP(t testing.TB, root string, authorized func(*http.Request) bool
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
 		}
+		s.requests.Add(1)
 		if r.Method == http.MethodPost && strings.HasSuffix(r.URL.Path, "/git-upload-pack") {
 			s.fetches.Add(1)
+			body, err := io.ReadAll(r.Body)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			// Each have is a pkt-line: four hex digits of length, "have ".
+			s.haves.Store(int64(bytes.Count(body, []byte("have "))))
+			r.Body = io.NopCloser(bytes.NewReader(body))
 		}
 		backend.ServeHTTP(countingWriter{w, &s.sent}, r)
 	}))

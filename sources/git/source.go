@@ -21,6 +21,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
@@ -177,21 +178,25 @@ func (s *Source) fetch(ctx context.Context, creds credentials) (*sources.Result,
 	if err != nil {
 		return nil, err
 	}
-	remote, err := repo.Remote(remoteName)
+	ctx, sess, err := s.session(ctx, creds)
 	if err != nil {
-		return nil, fmt.Errorf("open remote of clone %s: %w", s.dir, err)
+		return nil, fmt.Errorf("open a session with the remote: %w", err)
 	}
-	lo := &gogit.ListOptions{Auth: creds.method, PeelingOption: gogit.AppendPeeled}
-	refs, err := remote.ListContext(s.guardList(ctx, lo), lo)
+	defer sess.Close() //nolint:errcheck // nothing is written through it after the pack was read
+	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
 		return nil, timeoutHint(ctx, fmt.Errorf("list remote refs: %w", err), s.cfg.Timeout)
 	}
-	tgt, err := resolve(s.cfg.Ref, toAdvertised(refs))
+	adv, err := advertisedRefs(ar)
+	if err != nil {
+		return nil, fmt.Errorf("list remote refs: %w", err)
+	}
+	tgt, err := resolve(s.cfg.Ref, adv)
 	if err != nil {
 		return nil, err
 	}
 	if tgt.commit == "" || !hasCommit(repo, tgt.commit) {
-		if err := s.fetchRef(ctx, repo, tgt, creds); err != nil {
+		if err := s.fetchRef(ctx, repo, sess, ar, tgt, adv); err != nil {
 			return nil, err
 		}
 	}
@@ -258,10 +263,31 @@ func (s *Source) openDir() (*gogit.Repository, error) {
 // for nothing: the snapshot tree reuses unchanged files itself.
 const cloneObjectCache = 8 * cache.MiByte
 
+// clonePacksOpen bounds the pack files of a clone that stay open between
+// object reads. go-git otherwise opens and closes a pack for every object it
+// reads from it: the commits offered as haves and the trees of every
+// snapshot each cost an open, a stat of every path component and a close.
+const clonePacksOpen = 8
+
 // cloneStorage is the on-disk storage of a bare clone with a small object
-// cache, its writes counted against q.
+// cache and a few packs kept open, its writes counted against q. The open
+// packs are closed by closeRepo, or by the os.File finalizers once a
+// dropped Source is collected.
 func cloneStorage(dir string, q *quota) *filesystem.Storage {
-	return filesystem.NewStorage(quotaFS{Filesystem: osfs.New(dir), q: q}, cache.NewObjectLRU(cloneObjectCache))
+	return filesystem.NewStorageWithOptions(quotaFS{Filesystem: osfs.New(dir), q: q}, cache.NewObjectLRU(cloneObjectCache),
+		filesystem.Options{MaxOpenDescriptors: clonePacksOpen})
+}
+
+// closeRepo forgets the opened clone, closing its pack files, so that the
+// next fetch opens the directory again.
+func (s *Source) closeRepo() {
+	if s.repo == nil {
+		return
+	}
+	if st, ok := s.repo.Storer.(*filesystem.Storage); ok {
+		_ = st.Close() // read-only descriptors: nothing to lose
+	}
+	s.repo = nil
 }
 
 func hasCommit(repo *gogit.Repository, sha string) bool {
@@ -272,11 +298,7 @@ func hasCommit(repo *gogit.Repository, sha string) bool {
 // fetchRef fetches the target ref into the same name locally, so that the
 // local refs are the "haves" of the next negotiation and only new objects
 // travel.
-func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, tgt target, creds credentials) error {
-	spec := gitconfig.RefSpec("+refs/heads/*:refs/heads/*")
-	if tgt.refName != "" {
-		spec = gitconfig.RefSpec("+" + tgt.refName + ":" + tgt.refName)
-	}
+func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, sess transport.UploadPackSession, ar *packp.AdvRefs, tgt target, adv advertised) error {
 	// What a fetch over the network writes is bounded by the room left
 	// under the size limit, so a huge repository is stopped while it
 	// arrives rather than measured once it filled the disk. A local
@@ -291,25 +313,29 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, tgt targe
 		s.quota.set(s.cfg.MaxRepoSize - before)
 		defer s.quota.set(math.MaxInt64)
 	}
-	fo := &gogit.FetchOptions{
-		RemoteName: remoteName,
-		RefSpecs:   []gitconfig.RefSpec{spec},
-		Auth:       creds.method,
-		Depth:      s.cfg.Depth,
-		Tags:       gogit.NoTags,
-		Force:      true,
+	what := tgt.refName
+	if what == "" {
+		what = headsPrefix + "*"
 	}
-	err := repo.FetchContext(s.guardFetch(ctx, fo), fo)
+	err := s.download(ctx, repo, sess, ar, wanted(tgt, adv))
 	if err != nil && (errors.Is(err, errOverQuota) || strings.Contains(err.Error(), errOverQuota.Error())) {
 		// The partial pack is of no use: start the clone again next time.
-		s.repo = nil
+		s.closeRepo()
 		if rerr := os.RemoveAll(s.dir); rerr != nil {
 			return fmt.Errorf("%w; and removing the partial clone failed: %w", overQuota(s.cfg.MaxRepoSize), rerr)
 		}
 		return overQuota(s.cfg.MaxRepoSize)
 	}
-	if err != nil && !errors.Is(err, gogit.NoErrAlreadyUpToDate) {
-		return timeoutHint(ctx, fmt.Errorf("fetch %s: %w", spec.Src(), err), s.cfg.Timeout)
+	if err != nil {
+		return timeoutHint(ctx, fmt.Errorf("fetch %s: %w", what, err), s.cfg.Timeout)
+	}
+	// Merging packs rewrites what was fetched already: the quota bounds
+	// what arrives, the size check below what stays.
+	s.quota.set(math.MaxInt64)
+	if st, ok := repo.Storer.(*filesystem.Storage); ok {
+		if err := s.compact(st); err != nil {
+			return fmt.Errorf("merge the packs of clone %s: %w", s.dir, err)
+		}
 	}
 	size, err := dirSize(s.dir)
 	if err != nil {

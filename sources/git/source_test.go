@@ -3,6 +3,7 @@ package git
 import (
 	"context"
 	"crypto/rand"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -235,4 +236,40 @@ func TestHugeRepositoryIsStoppedWhileFetching(t *testing.T) {
 	res, err := mustNew(t, Config{URL: url, Path: "cfg", StateDir: t.TempDir()}).Fetch(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, "a", readAll(t, res.Files)["a.yaml"])
+}
+
+// An incremental fetch offers the server the clone's tip and a few of its
+// ancestors, never the whole history, and still follows a ref that was
+// rewritten.
+func TestFetchOffersFewHavesAndFollowsAForcePush(t *testing.T) {
+	root := t.TempDir()
+	repo := newTestRepo(t)
+	for i := range 3 * maxHaves {
+		repo.commit("c", map[string]string{"a.yaml": fmt.Sprint(i)})
+	}
+	bare := filepath.Join(root, "cfg.git")
+	repo.git("clone", "-q", "--bare", repo.dir, bare)
+	srv := serveGitHTTP(t, root, nil)
+	src := mustNew(t, Config{URL: srv.URL + "/cfg.git"})
+	_, err := src.Fetch(context.Background())
+	require.NoError(t, err)
+	assert.EqualValues(t, 0, srv.haves.Load(), "a first clone has nothing to offer")
+
+	repo.commit("next", map[string]string{"a.yaml": "next"})
+	repo.git("push", "-q", bare, "main")
+	wire := srv.sent.Load()
+	res, err := src.Fetch(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, "next", readAll(t, res.Files)["a.yaml"])
+	assert.EqualValues(t, maxHaves, srv.haves.Load())
+	assert.Less(t, srv.sent.Load()-wire, int64(2048), "only the new commit travels")
+
+	// Rewrite the last two commits and force-push.
+	repo.git("reset", "-q", "--hard", "HEAD~2")
+	c := repo.commit("rewritten", map[string]string{"a.yaml": "rewritten"})
+	repo.git("push", "-q", "-f", bare, "main")
+	res, err = src.Fetch(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, c, res.Origin.Commit)
+	assert.Equal(t, "rewritten", readAll(t, res.Files)["a.yaml"])
 }
