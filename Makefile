@@ -14,6 +14,18 @@ GOFLAGS_BUILD := -trimpath
 # docs/testing.md).
 TOOLS_BUILD := $(GOFLAGS_BUILD) -ldflags='-s -w'
 
+# One build configuration, static and with -trimpath, serves the tests,
+# the legate binaries they build (test/e2e's, and hack/image's, which is
+# what the image ships), bin/legate, golangci-lint's package loading and
+# the tools that need no cgo (kube-apiserver, etcd, golangci-lint and
+# controller-gen; their own releases are static too). On an empty build
+# cache a package they share is then compiled once rather than once per
+# configuration: hack/image's test no longer compiles all of legate again,
+# and the tests reuse the standard library and the modules the tools
+# compiled (docs/testing.md, "CI time"). Gitea keeps cgo (SQLite), and so
+# do the race and fuzz passes (the race detector needs it).
+STATIC := CGO_ENABLED=0 GOFLAGS='-trimpath $(GOFLAGS)'
+
 # Test tuning. TEST_TIMEOUT bounds each package's test binary; FUZZTIME is the short
 # fuzzing pass that `make test` includes. 20 minutes, not 10: on an empty
 # build cache hack/image's test compiles all of legate again (CGO off,
@@ -69,7 +81,7 @@ help: ## List the targets.
 
 .PHONY: build
 build: ## Build bin/legate.
-	$(GO) build $(GOFLAGS_BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/legate ./cmd/legate
+	$(STATIC) $(GO) build $(GOFLAGS_BUILD) -ldflags '$(LDFLAGS)' -o $(BIN)/legate ./cmd/legate
 
 # The container image, built without a Docker daemon (hack/image): static,
 # non-root, linux/amd64 and linux/arm64, labelled with VERSION and COMMIT.
@@ -90,7 +102,7 @@ run: build ## Run legate serve on the embedded store, serving examples/quickstar
 
 .PHONY: test
 test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2e) and a short fuzz pass.
-	$(TEST_ENV) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) ./...
+	$(TEST_ENV) $(STATIC) $(GO) test -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) ./...
 	@$(MAKE) --no-print-directory test-race fuzz
 
 # The packages where goroutines meet (the xDS server, the engine and its
@@ -161,7 +173,7 @@ bench-push: tools ## Push-to-ACK through a real Gitea webhook vs polling.
 
 .PHONY: lint
 lint: $(GOLANGCI_LINT) ## Run golangci-lint.
-	$(GOLANGCI_LINT) run ./...
+	$(STATIC) $(GOLANGCI_LINT) run ./...
 
 .PHONY: generate
 generate: $(CONTROLLER_GEN) ## Regenerate deepcopy code, CRDs, RBAC and the API reference.
@@ -195,10 +207,10 @@ browser:
 	fi
 
 $(BIN)/kube-apiserver: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
-	cd $(K8S_TOOLS) && $(GO) build $(TOOLS_BUILD) -o $@ k8s.io/kubernetes/cmd/kube-apiserver
+	cd $(K8S_TOOLS) && $(STATIC) $(GO) build $(TOOLS_BUILD) -o $@ k8s.io/kubernetes/cmd/kube-apiserver
 
 $(BIN)/etcd: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
-	cd $(K8S_TOOLS) && $(GO) build $(TOOLS_BUILD) -o $@ go.etcd.io/etcd/server/v3
+	cd $(K8S_TOOLS) && $(STATIC) $(GO) build $(TOOLS_BUILD) -o $@ go.etcd.io/etcd/server/v3
 
 $(BIN)/gitea: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
 	cd $(GITEA_TOOLS) && $(GO) build $(TOOLS_BUILD) -tags 'sqlite sqlite_unlock_notify' -o $@ code.gitea.io/gitea
@@ -209,7 +221,7 @@ $(BIN)/gitea.root: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
 	cd $(GITEA_TOOLS) && $(GO) mod download code.gitea.io/gitea && $(GO) list -m -f '{{.Dir}}' code.gitea.io/gitea > $@
 
 $(GOLANGCI_LINT): $(LINT_TOOLS)/go.mod $(LINT_TOOLS)/go.sum
-	cd $(LINT_TOOLS) && $(GO) build $(TOOLS_BUILD) -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
+	cd $(LINT_TOOLS) && $(STATIC) $(GO) build $(TOOLS_BUILD) -o $@ github.com/golangci/golangci-lint/v2/cmd/golangci-lint
 
 $(FLUX_CRDS):
 	@rm -rf $@.tmp && mkdir -p $@.tmp
@@ -219,4 +231,4 @@ $(FLUX_CRDS):
 	mv $@.tmp $@
 
 $(CONTROLLER_GEN): $(LINT_TOOLS)/go.mod $(LINT_TOOLS)/go.sum
-	cd $(LINT_TOOLS) && $(GO) build $(TOOLS_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
+	cd $(LINT_TOOLS) && $(STATIC) $(GO) build $(TOOLS_BUILD) -o $@ sigs.k8s.io/controller-tools/cmd/controller-gen
