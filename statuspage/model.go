@@ -47,9 +47,11 @@ type sourceRow struct {
 	Nodes, LastFetch     string
 	Suspended            bool
 	Rejection, LastError string
-	Diagnostics          []string
-	MoreDiagnostics      int
-	Healthy              bool
+	// Diagnostics are the errors of a rejected commit, Warnings those
+	// of an accepted one; MoreDiagnostics counts either left out.
+	Diagnostics, Warnings []string
+	MoreDiagnostics       int
+	Healthy               bool
 }
 
 type link struct{ Text, Href, Title string }
@@ -121,15 +123,21 @@ func buildPage(nodes []NodeView, srcs []Source, rollouts []revisions.RolloutView
 			LastFetch: relTime(s.LastFetch, now), Suspended: s.Suspended, Rejection: s.Rejection,
 		}
 		row.FetchedLink = commitURL(s.URL, forges[s.Name], s.Commit)
-		// The first diagnostic is part of LastError: list the diagnostics
-		// under a heading instead of printing it twice.
-		if len(s.Diagnostics) > 0 {
+		shown := s.Diagnostics[:min(len(s.Diagnostics), maxPageDiagnostics)]
+		switch {
+		case s.Invalid && len(s.Diagnostics) > 0:
+			// The first error is part of LastError: list the errors
+			// under a heading instead of printing it twice.
 			row.LastError = "validation failed:"
-			row.Diagnostics = s.Diagnostics[:min(len(s.Diagnostics), maxPageDiagnostics)]
-			row.MoreDiagnostics = len(s.Diagnostics) - len(row.Diagnostics)
-		} else {
+			row.Diagnostics = shown
+		default:
+			// The diagnostics of an accepted commit are its warnings:
+			// it is served, so they are no problem of the source (no
+			// banner), and a failed fetch since keeps its own error.
 			row.LastError = s.LastError
+			row.Warnings = shown
 		}
+		row.MoreDiagnostics = len(s.Diagnostics) - len(shown)
 		row.Healthy = row.LastError == "" && row.Rejection == ""
 		// The proxies' text is on the card of each node that rejected it:
 		// the source says where, not the text a second time.

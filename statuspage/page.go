@@ -51,6 +51,7 @@ th{font-weight:600;font-size:12px;color:#656d76;background:#f6f8fa}
 .facts{display:grid;grid-template-columns:130px 1fr;gap:2px 10px;margin:8px 0}
 .facts dt{color:#656d76}.facts dd{margin:0;overflow-wrap:break-word;min-width:0}
 .err{color:#a40e26;white-space:pre-wrap;overflow-wrap:anywhere}
+.warntext{color:#7d4e00;white-space:pre-wrap;overflow-wrap:anywhere}
 tr.served td{background:#f0fff4}tr.served td:first-child{box-shadow:inset 3px 0 #1a7f37}
 tr.tainted td{color:#6e7781}
 details{margin-top:8px}summary{cursor:pointer;color:#0969da}
@@ -128,7 +129,7 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 <td data-label="fetched"><code>{{if .FetchedLink}}<a href="{{.FetchedLink}}">{{.Fetched}}</a>{{else}}{{.Fetched}}{{end}}</code></td>
 <td data-label="applied"><span>{{if .AppliedSame}}<span class="muted">same</span>{{else}}<code>{{.Applied}}</code>{{end}}</span></td>
 <td data-label="nodes"><span>{{.Nodes}}</span></td><td data-label="last fetch"><span>{{.LastFetch}}</span></td>
-<td data-label="problem" class="problem"><span>{{if .Healthy}}<span class="muted">none</span>{{end}}{{with .Rejection}}<div class="err">{{.}}</div>{{end}}{{with .LastError}}<div class="err">{{.}}</div>{{end}}{{range .Diagnostics}}<div class="err mono">{{.}}</div>{{end}}{{with .MoreDiagnostics}}<div class="muted">and {{.}} more (legate validate shows them all)</div>{{end}}</span></td></tr>
+<td data-label="problem" class="problem"><span>{{if and .Healthy (not .Warnings)}}<span class="muted">none</span>{{end}}{{with .Rejection}}<div class="err">{{.}}</div>{{end}}{{with .LastError}}<div class="err">{{.}}</div>{{end}}{{range .Diagnostics}}<div class="err mono">{{.}}</div>{{end}}{{with .Warnings}}<div class="warntext">accepted and served, with warnings:</div>{{range .}}<div class="warntext mono">{{.}}</div>{{end}}{{end}}{{with .MoreDiagnostics}}<div class="muted">and {{.}} more (legate validate shows them all)</div>{{end}}</span></td></tr>
 {{else}}<tr><td colspan="6">no sources</td></tr>{{end}}</table>
 
 <h2 id="states">What the states mean</h2>
