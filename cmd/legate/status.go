@@ -224,6 +224,22 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
+	// An accepted commit's warnings (a route to a cluster the node does
+	// not define: Envoy takes it and answers 503) are served along with
+	// it: said here, as the page does, or only legate validate shows them.
+	for _, s := range srcs {
+		if s.Invalid || len(s.Diagnostics) == 0 {
+			continue
+		}
+		noun := "warnings"
+		if len(s.Diagnostics) == 1 {
+			noun = "warning"
+		}
+		fmt.Fprintf(w, "\n%s: accepted with %d %s:\n", s.Name, len(s.Diagnostics), noun)
+		for _, d := range s.Diagnostics {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
 	if len(states) > 0 {
 		fmt.Fprintln(w)
 		for _, m := range statuspage.StateMeanings {
