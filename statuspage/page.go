@@ -106,7 +106,7 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 {{with .Rollout}}<dt>rollout</dt><dd class="rollout"><a href="#rollouts">{{.}}</a></dd>{{end}}
 </dl>{{end}}
 {{with .Next}}<div class="next"><b>What to do</b>{{range .}}<p>{{.}}</p>{{end}}</div>{{end}}
-{{if .History}}<table class="history stack"><colgroup><col style="width:150px"><col style="width:130px"><col><col style="width:130px"><col style="width:90px"><col style="width:22%"></colgroup>
+{{if .History}}<table class="history stack"><colgroup><col style="width:150px"><col style="width:130px"><col><col style="width:130px"><col style="width:115px"><col style="width:22%"></colgroup>
 <tr class="labels"><th>revision</th><th>commit</th><th>message</th><th>author</th><th>created</th><th>verdict</th></tr>
 {{range .History}}<tr id="rev-{{$node}}-{{.Hash}}" class="{{if .Served}}served{{end}}{{if .Tainted}} tainted{{end}}"><td data-label="revision"><span><code>{{.Hash}}</code>{{if .Served}} <span class="badge ok" title="the revision the proxies are served now">served</span>{{end}}</span></td>
 <td data-label="commit"><span>{{template "commit" .Commit}}</span></td><td data-label="message"><span>{{.Message}}</span></td><td data-label="author"><span>{{.Author}}</span></td><td data-label="created"><span>{{.Created}}</span></td>
@@ -123,7 +123,7 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 {{else}}<p>no nodes yet</p>{{end}}
 
 <h2>Sources</h2>
-<table class="sources stack"><colgroup><col style="width:14%"><col style="width:21%"><col style="width:21%"><col style="width:12%"><col style="width:9%"><col></colgroup>
+<table class="sources stack"><colgroup><col style="width:15%"><col style="width:16%"><col style="width:16%"><col style="width:10%"><col style="width:9%"><col></colgroup>
 <tr class="labels"><th>source</th><th>fetched</th><th>applied</th><th>nodes</th><th>last fetch</th><th>problem</th></tr>
 {{range .Sources}}<tr data-source="{{.Name}}"><td data-label="source"><span><b>{{.Name}}</b>{{if .Suspended}} <span class="badge warn">suspended</span>{{end}}<br><span class="small muted mono">{{.Kind}} {{.URL}}</span></span></td>
 <td data-label="fetched"><code>{{if .FetchedLink}}<a href="{{.FetchedLink}}">{{.Fetched}}</a>{{else}}{{.Fetched}}{{end}}</code></td>
