@@ -79,6 +79,8 @@ type servedInfo struct {
 }
 
 type attemptInfo struct {
+	// Label is "newest commit", or "newest change" when it has none.
+	Label          string
 	Commit         link
 	Verdict, Class string
 	Error          string
@@ -212,8 +214,13 @@ func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Pr
 	}
 	if a := n.Attempt; a != nil {
 		c.Attempt = &attemptInfo{
+			Label:  "newest commit",
 			Commit: commitLink(source, a.Commit, a.Revision), Verdict: a.Verdict, Class: verdictClass(a.Verdict), Error: a.Error,
 			SameAsServed: n.Published != nil && a.Hash == n.Published.Hash,
+		}
+		if a.Commit == "" {
+			// An EnvoyConfig's generation, or an artifact with no commit.
+			c.Attempt.Label = "newest change"
 		}
 	}
 	if w := n.Waiting; w != nil {
@@ -401,12 +408,18 @@ func NextSteps(n NodeView) []string {
 	switch n.State {
 	case nodestate.Rollback, nodestate.RollbackFailed:
 		steps := []string{"Fix the configuration and commit: the new commit makes a new revision, which replaces the rejected one."}
+		if a := n.Attempt; a != nil && a.FromEnvoyConfig() {
+			steps[0] = "Fix the EnvoyConfig and apply it again: its new generation makes a new revision, which replaces the rejected one."
+		}
 		if a := n.Attempt; a != nil && a.Hash != "" && a.Verdict == VerdictRejectedByProxies {
 			steps = append(steps, "Or, if the proxies rejected it for a reason since fixed outside legate (a missing secret, an old Envoy): legate untaint "+
 				n.NodeID+" "+revisions.Short(a.Hash)+" re-publishes that revision; if the proxies still reject it, it is tainted again within seconds and the node rolls back again.")
 		}
 		return steps
 	case nodestate.Rejected:
+		if a := n.Attempt; a != nil && a.FromEnvoyConfig() {
+			return []string{"Fix the EnvoyConfig and apply it again; legate validate FILE shows every error of its manifest, with lines, before you apply."}
+		}
 		return []string{"Fix the error above and commit; legate validate DIR shows every error before you push."}
 	case nodestate.Degraded:
 		return []string{"Some proxies rejected the revision (their NACK is under proxies): they run an older configuration than the others. Fix the configuration and commit."}

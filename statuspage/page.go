@@ -100,7 +100,7 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 <p class="summary">{{.Summary}}</p>
 {{if ne .State "Unconfigured"}}<dl class="facts">
 <dt>served</dt><dd>{{with .Served}}revision <code>{{.Hash}}</code> from {{template "commit" .Commit}} <span class="muted small">(xDS version <code>{{.Version}}</code>)</span>{{else}}nothing{{end}}</dd>
-{{with .Attempt}}<dt>newest commit</dt><dd class="attempt">{{template "commit" .Commit}} <span class="badge {{.Class}}">{{.Verdict}}</span>{{if .SameAsServed}} <span class="muted small">(the served revision)</span>{{end}}
+{{with .Attempt}}<dt>{{.Label}}</dt><dd class="attempt">{{template "commit" .Commit}} <span class="badge {{.Class}}">{{.Verdict}}</span>{{if .SameAsServed}} <span class="muted small">(the served revision)</span>{{end}}
 {{with .Error}}<div class="err first-error">{{.}}</div>{{end}}</dd>{{end}}
 {{with .Waiting}}<dt>waiting</dt><dd class="err">{{.}}</dd>{{end}}
 {{with .Rollout}}<dt>rollout</dt><dd class="rollout"><a href="#rollouts">{{.}}</a></dd>{{end}}

@@ -256,7 +256,7 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 func nodeDetail(n statuspage.NodeView) []string {
 	var lines []string
 	if a := n.Attempt; a != nil && a.Error != "" {
-		lines = append(lines, fmt.Sprintf("newest commit %s %s: %s", dash(cmp.Or(revisions.Short(a.Commit), a.Revision)), a.Verdict, a.Error))
+		lines = append(lines, fmt.Sprintf("newest %s %s: %s", a.Name(), a.Verdict, a.Error))
 	}
 	if n.State == nodestate.Unconfigured {
 		lines = append(lines, n.Summary)
@@ -299,7 +299,7 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 		fmt.Fprintln(w, "Served:   nothing")
 	}
 	if a := n.Attempt; a != nil {
-		line := fmt.Sprintf("Newest:   commit %s %s", dash(revisions.Short(a.Commit)), a.Verdict)
+		line := fmt.Sprintf("Newest:   %s %s", a.Name(), a.Verdict)
 		if a.Error != "" {
 			line += ": " + a.Error
 		}
