@@ -294,7 +294,13 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 		fmt.Fprintf(w, "Next:     %s\n", step)
 	}
 	if p := n.Published; p != nil {
-		fmt.Fprintf(w, "Served:   %s (version %s) from %s\n", revisions.Short(p.Hash), p.Version, dash(p.Revision))
+		// A cluster's EnvoyConfig status keeps no xDS version: say none
+		// rather than "(version )".
+		version := ""
+		if p.Version != "" {
+			version = " (version " + p.Version + ")"
+		}
+		fmt.Fprintf(w, "Served:   %s%s from %s\n", revisions.Short(p.Hash), version, dash(p.Revision))
 	} else {
 		fmt.Fprintln(w, "Served:   nothing")
 	}

@@ -94,6 +94,7 @@ func TestStatusReadsTheCluster(t *testing.T) {
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "State:    Rejected")
 	assert.Contains(t, out, "Newest:   change default/edge@2 rejected by validation: ")
+	assert.Regexp(t, `Served:   [0-9a-f]{12} from default/edge@1\n`, out, "no empty xDS version")
 	assert.Regexp(t, `\*\s+[0-9a-f]{12}\s+-\s+envoyconfig/default/edge`, out, "the history comes from the EnvoyConfigRevisions")
 
 	out, err = runLegate(t, "status", "--kubeconfig", kubeconfig, "-n", "other")
