@@ -290,9 +290,6 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 	}
 	fmt.Fprintf(w, "State:    %s — %s\n", state, statuspage.StateMeaning(n.State))
 	fmt.Fprintf(w, "Summary:  %s\n", n.Summary)
-	for _, step := range statuspage.NextSteps(n) {
-		fmt.Fprintf(w, "Next:     %s\n", step)
-	}
 	if p := n.Published; p != nil {
 		// A cluster's EnvoyConfig status keeps no xDS version: say none
 		// rather than "(version )".
@@ -313,6 +310,10 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 	}
 	if wt := n.Waiting; wt != nil {
 		fmt.Fprintf(w, "Waiting:  %s (commit %s) for %s: %s\n", revisions.Short(wt.Hash), dash(revisions.Short(wt.Commit)), humanDuration(now.Sub(wt.Since)), wt.Message)
+	}
+	// What to do comes after the error it refers to ("the error above").
+	for _, step := range statuspage.NextSteps(n) {
+		fmt.Fprintf(w, "Next:     %s\n", step)
 	}
 	fmt.Fprintln(w, "\nHistory (newest first):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -149,6 +149,7 @@ func TestPrintStatusShowsProblemsFirstWithNextSteps(t *testing.T) {
 	printNode(&b, nodes[1], false, now)
 	assert.Contains(t, b.String(), "State:    Rejected — "+statuspage.StateMeaning(nodestate.Rejected))
 	assert.Contains(t, b.String(), "Summary:  the newest commit 333333333333 was rejected by validation and reached no proxy; the revision of commit 111111111111 is still served")
+	assert.Regexp(t, `(?s)Newest:   commit 333333333333 rejected by validation: nodes/edge/cluster.yaml:4:1: found a tab.*\nNext:     Fix the error above and commit`, b.String(), "what to do follows the error it calls the error above")
 }
 
 // A commit with warnings is served: legate status lists the warnings
