@@ -70,7 +70,8 @@ table.stack tr{border-bottom:1px solid #d0d7de;padding:4px 0}
 table.stack td{border:0;padding:2px 4px;display:grid;grid-template-columns:82px 1fr;gap:6px}
 table.stack td>*{min-width:0}
 table.stack td::before{content:attr(data-label);color:#656d76;font-size:12px;font-weight:600}
-tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f37}
+tr.served td:first-child{box-shadow:none}tr.served td{background:none}
+tr.served{background:#f0fff4;box-shadow:inset 3px 0 #1a7f37}
 }
 </style></head><body><main>
 <h1>legate</h1>
