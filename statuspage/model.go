@@ -412,8 +412,14 @@ func NextSteps(n NodeView) []string {
 			steps[0] = "Fix the EnvoyConfig and apply it again: its new generation makes a new revision, which replaces the rejected one."
 		}
 		if a := n.Attempt; a != nil && a.Hash != "" && a.Verdict == VerdictRejectedByProxies {
-			steps = append(steps, "Or, if the proxies rejected it for a reason since fixed outside legate (a missing secret, an old Envoy): legate untaint "+
-				n.NodeID+" "+revisions.Short(a.Hash)+" re-publishes that revision; if the proxies still reject it, it is tainted again within seconds and the node rolls back again.")
+			untaint := "legate untaint " + n.NodeID + " " + revisions.Short(a.Hash)
+			if a.InCluster() {
+				// In a cluster the revision is an object: legate untaint
+				// reaches it through the API server.
+				untaint += " --kubeconfig FILE"
+			}
+			steps = append(steps, "Or, if the proxies rejected it for a reason since fixed outside legate (a missing secret, an old Envoy): "+
+				untaint+" re-publishes that revision; if the proxies still reject it, it is tainted again within seconds and the node rolls back again.")
 		}
 		return steps
 	case nodestate.Rejected:

@@ -85,6 +85,13 @@ func (a Attempt) FromEnvoyConfig() bool {
 	return ok && ref.Kind == sources.RefEnvoyConfig
 }
 
+// InCluster says that the attempt came from an EnvoyConfig or an
+// EnvoySource: its revisions are objects of a cluster's API server.
+func (a Attempt) InCluster() bool {
+	_, ok := sources.ParseRef(a.Source)
+	return ok
+}
+
 // StateMeanings defines every node state, problems first, as the docs,
 // the status page and legate status say it.
 var StateMeanings = nodestate.Meanings

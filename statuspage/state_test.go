@@ -189,6 +189,13 @@ func TestEnvoyConfigNodesAreFixedByAnApplyNotACommit(t *testing.T) {
 	require.NoError(t, Page{Nodes: []NodeView{rejected}, Sources: []Source{invalid}, Now: time.Unix(0, 0)}.Write(&b))
 	assert.Contains(t, b.String(), `<dt>newest change</dt><dd class="attempt"><code title="default/edge@5">default/edge@5</code>`)
 
+	// Proxies rejected its newest generation: untaint goes through the
+	// API server.
+	nacked := NewNodeView(node(revisions.StateRollback, true), nil, nil, false)
+	require.Equal(t, VerdictRejectedByProxies, nacked.Attempt.Verdict)
+	require.Len(t, NextSteps(nacked), 2)
+	assert.Contains(t, NextSteps(nacked)[1], "legate untaint edge bbbbbbbbbbbb --kubeconfig FILE re-publishes that revision")
+
 	// A commit keeps the words of a commit.
 	commit := NewNodeView(servedNode("edge", revisions.StateInSync), nil, []Source{{Name: "cfg", Revision: "main@sha1:" + badSHA, Commit: badSHA, Invalid: true, LastError: "bad"}}, false)
 	assert.Equal(t, "commit 333333333333", commit.Attempt.Name())
