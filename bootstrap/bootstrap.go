@@ -36,17 +36,17 @@ func (o Options) check() (host string, port int, err error) {
 	}
 	h, p, err := net.SplitHostPort(o.XDSAddr)
 	if err != nil {
-		return "", 0, fmt.Errorf("xDS address %q: want host:port: %w", o.XDSAddr, err)
+		return "", 0, fmt.Errorf("xDS address %q (--xds-addr): want host:port: %w", o.XDSAddr, err)
 	}
 	port, err = strconv.Atoi(p)
 	if err != nil || port <= 0 || port > 65535 {
-		return "", 0, fmt.Errorf("xDS address %q: bad port", o.XDSAddr)
+		return "", 0, fmt.Errorf("xDS address %q (--xds-addr): the port must be 1 to 65535", o.XDSAddr)
 	}
 	if (o.CertFile == "") != (o.KeyFile == "") {
-		return "", 0, errors.New("give both a client certificate and its key, or neither")
+		return "", 0, errors.New("give both a client certificate (--cert) and its key (--key), or neither")
 	}
 	if o.CertFile != "" && o.CAFile == "" {
-		return "", 0, errors.New("a client certificate needs the CA of legate's server certificate too")
+		return "", 0, errors.New("a client certificate (--cert) needs the CA of legate's server certificate too (--ca)")
 	}
 	return h, port, nil
 }

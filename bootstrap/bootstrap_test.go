@@ -65,15 +65,20 @@ func TestGRPCBootstrap(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(out), `"certificate_file": "/pki/n/tls.crt"`)
 
-	for _, bad := range []Options{
-		{XDSAddr: "127.0.0.1:18000"},
-		{Node: "n", XDSAddr: "18000"},
-		{Node: "n", XDSAddr: "h:1", CertFile: "/c"},
-		{Node: "n", XDSAddr: "h:1", CertFile: "/c", KeyFile: "/k"},
+	// Each mistake names the flag that fixes it.
+	for _, bad := range []struct {
+		o    Options
+		flag string
+	}{
+		{Options{XDSAddr: "127.0.0.1:18000"}, "(--node)"},
+		{Options{Node: "n", XDSAddr: "18000"}, "(--xds-addr)"},
+		{Options{Node: "n", XDSAddr: "h:0"}, "(--xds-addr)"},
+		{Options{Node: "n", XDSAddr: "h:1", CertFile: "/c"}, "(--key)"},
+		{Options{Node: "n", XDSAddr: "h:1", CertFile: "/c", KeyFile: "/k"}, "(--ca)"},
 	} {
-		_, err := GRPC(bad)
-		assert.Error(t, err, "%+v", bad)
-		_, err = Envoy(bad)
-		assert.Error(t, err, "%+v", bad)
+		_, err := GRPC(bad.o)
+		assert.ErrorContains(t, err, bad.flag, "%+v", bad.o)
+		_, err = Envoy(bad.o)
+		assert.ErrorContains(t, err, bad.flag, "%+v", bad.o)
 	}
 }

@@ -130,7 +130,7 @@ func TestRejectedCommitShowsOnSourceAndNode(t *testing.T) {
 	require.Eventually(t, func() bool { v, _ := s.view(t, "edge"); return v.State == revisions.StateRollback }, 30*time.Second, 10*time.Millisecond)
 	v, _ = s.view(t, "edge")
 	assert.Equal(t, &statuspage.Attempt{
-		Commit: bad, Revision: "main@sha1:" + bad, Hash: v.History[0].Hash, Verdict: statuspage.VerdictRejectedByProxies,
+		Commit: bad, Revision: "main@sha1:" + bad, Source: "cfg", Hash: v.History[0].Hash, Verdict: statuspage.VerdictRejectedByProxies,
 		Error: "rejected by 1 of 1 proxies; pod-1: cluster backend-b: unsupported by this proxy",
 	}, v.Attempt)
 	assert.Contains(t, v.Summary, "rolled back: the proxies rejected newer revisions, so the revision of commit")

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -213,10 +214,10 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 		return nil, err
 	}
 	if s.xdsLis, err = net.Listen("tcp", cfg.XDSAddr); err != nil {
-		return nil, fmt.Errorf("listen for xDS on %s: %w", cfg.XDSAddr, err)
+		return nil, listenError("xDS", cfg.XDSAddr, "xdsAddr (--xds-addr)", err)
 	}
 	if s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, fmt.Errorf("listen for HTTP on %s: %w", cfg.HTTPAddr, err)
+		return nil, listenError("HTTP", cfg.HTTPAddr, "httpAddr (--http-addr)", err)
 	}
 	s.grpc = s.xds.NewGRPCServer(grpcOpts...)
 	if s.http, err = s.newHTTPServer(reg, secrets, opts.httpTimeouts); err != nil {
@@ -367,3 +368,13 @@ func (s *Server) Ready() bool {
 func (s *Server) Engine() *revisions.Engine { return s.engine }
 
 var _ sources.Source = (*gitsource.Source)(nil)
+
+// listenError names the setting of an address legate serve cannot listen
+// on and, when another process holds the port (a second make run, say),
+// what to do about it.
+func listenError(what, addr, field string, err error) error {
+	if errors.Is(err, syscall.EADDRINUSE) {
+		return fmt.Errorf("%s: listen for %s on %s: the address is in use, by another legate serve or another program: stop it or choose another address: %w", field, what, addr, err)
+	}
+	return fmt.Errorf("%s: listen for %s on %s: %w", field, what, addr, err)
+}

@@ -47,9 +47,11 @@ type sourceRow struct {
 	Nodes, LastFetch     string
 	Suspended            bool
 	Rejection, LastError string
-	Diagnostics          []string
-	MoreDiagnostics      int
-	Healthy              bool
+	// Diagnostics are the errors of a rejected commit, Warnings those
+	// of an accepted one; MoreDiagnostics counts either left out.
+	Diagnostics, Warnings []string
+	MoreDiagnostics       int
+	Healthy               bool
 }
 
 type link struct{ Text, Href, Title string }
@@ -77,6 +79,8 @@ type servedInfo struct {
 }
 
 type attemptInfo struct {
+	// Label is "newest commit", or "newest change" when it has none.
+	Label          string
 	Commit         link
 	Verdict, Class string
 	Error          string
@@ -121,15 +125,21 @@ func buildPage(nodes []NodeView, srcs []Source, rollouts []revisions.RolloutView
 			LastFetch: relTime(s.LastFetch, now), Suspended: s.Suspended, Rejection: s.Rejection,
 		}
 		row.FetchedLink = commitURL(s.URL, forges[s.Name], s.Commit)
-		// The first diagnostic is part of LastError: list the diagnostics
-		// under a heading instead of printing it twice.
-		if len(s.Diagnostics) > 0 {
+		shown := s.Diagnostics[:min(len(s.Diagnostics), maxPageDiagnostics)]
+		switch {
+		case s.Invalid && len(s.Diagnostics) > 0:
+			// The first error is part of LastError: list the errors
+			// under a heading instead of printing it twice.
 			row.LastError = "validation failed:"
-			row.Diagnostics = s.Diagnostics[:min(len(s.Diagnostics), maxPageDiagnostics)]
-			row.MoreDiagnostics = len(s.Diagnostics) - len(row.Diagnostics)
-		} else {
+			row.Diagnostics = shown
+		default:
+			// The diagnostics of an accepted commit are its warnings:
+			// it is served, so they are no problem of the source (no
+			// banner), and a failed fetch since keeps its own error.
 			row.LastError = s.LastError
+			row.Warnings = shown
 		}
+		row.MoreDiagnostics = len(s.Diagnostics) - len(shown)
 		row.Healthy = row.LastError == "" && row.Rejection == ""
 		// The proxies' text is on the card of each node that rejected it:
 		// the source says where, not the text a second time.
@@ -204,8 +214,13 @@ func nodeCardOf(n NodeView, srcURL map[string]string, forges map[string]forge.Pr
 	}
 	if a := n.Attempt; a != nil {
 		c.Attempt = &attemptInfo{
+			Label:  "newest commit",
 			Commit: commitLink(source, a.Commit, a.Revision), Verdict: a.Verdict, Class: verdictClass(a.Verdict), Error: a.Error,
 			SameAsServed: n.Published != nil && a.Hash == n.Published.Hash,
+		}
+		if a.Commit == "" {
+			// An EnvoyConfig's generation, or an artifact with no commit.
+			c.Attempt.Label = "newest change"
 		}
 	}
 	if w := n.Waiting; w != nil {
@@ -393,12 +408,24 @@ func NextSteps(n NodeView) []string {
 	switch n.State {
 	case nodestate.Rollback, nodestate.RollbackFailed:
 		steps := []string{"Fix the configuration and commit: the new commit makes a new revision, which replaces the rejected one."}
+		if a := n.Attempt; a != nil && a.FromEnvoyConfig() {
+			steps[0] = "Fix the EnvoyConfig and apply it again: its new generation makes a new revision, which replaces the rejected one."
+		}
 		if a := n.Attempt; a != nil && a.Hash != "" && a.Verdict == VerdictRejectedByProxies {
-			steps = append(steps, "Or, if the proxies rejected it for a reason since fixed outside legate (a missing secret, an old Envoy): legate untaint "+
-				n.NodeID+" "+revisions.Short(a.Hash)+" re-publishes that revision; if the proxies still reject it, it is tainted again within seconds and the node rolls back again.")
+			untaint := "legate untaint " + n.NodeID + " " + revisions.Short(a.Hash)
+			if a.InCluster() {
+				// In a cluster the revision is an object: legate untaint
+				// reaches it through the API server.
+				untaint += " --kubeconfig FILE"
+			}
+			steps = append(steps, "Or, if the proxies rejected it for a reason since fixed outside legate (a missing secret, an old Envoy): "+
+				untaint+" re-publishes that revision; if the proxies still reject it, it is tainted again within seconds and the node rolls back again.")
 		}
 		return steps
 	case nodestate.Rejected:
+		if a := n.Attempt; a != nil && a.FromEnvoyConfig() {
+			return []string{"Fix the EnvoyConfig and apply it again; legate validate FILE shows every error of its manifest, with lines, before you apply."}
+		}
 		return []string{"Fix the error above and commit; legate validate DIR shows every error before you push."}
 	case nodestate.Degraded:
 		return []string{"Some proxies rejected the revision (their NACK is under proxies): they run an older configuration than the others. Fix the configuration and commit."}

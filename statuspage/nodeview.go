@@ -6,6 +6,7 @@ import (
 
 	"github.com/legate-dev/legate/pipeline/nodestate"
 	"github.com/legate-dev/legate/revisions"
+	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/xds"
 )
 
@@ -52,12 +53,43 @@ const (
 type Attempt struct {
 	Commit   string `json:"commit,omitempty"`
 	Revision string `json:"revision,omitempty"`
+	// Source is the source it came from: what to do next differs for a
+	// commit and for an EnvoyConfig object.
+	Source string `json:"source,omitempty"`
 	// Hash is the revision it made; empty when validation rejected it.
 	Hash    string `json:"hash,omitempty"`
 	Verdict string `json:"verdict"`
 	// Error is the first error: a validation diagnostic or the proxies'
 	// rejection.
 	Error string `json:"error,omitempty"`
+}
+
+// Name says which change the attempt was, as people read it: "commit
+// 1a2b3c4d5e6f", or, with no commit, "change default/edge@2" (an
+// EnvoyConfig at generation 2) or "change latest@sha256:…" (an OCI
+// artifact without a commit).
+func (a Attempt) Name() string {
+	switch {
+	case a.Commit != "":
+		return "commit " + revisions.Short(a.Commit)
+	case a.Revision != "":
+		return "change " + a.Revision
+	}
+	return "change"
+}
+
+// FromEnvoyConfig says that the attempt is an EnvoyConfig object's: it is
+// fixed by applying the object again, not by a commit.
+func (a Attempt) FromEnvoyConfig() bool {
+	ref, ok := sources.ParseRef(a.Source)
+	return ok && ref.Kind == sources.RefEnvoyConfig
+}
+
+// InCluster says that the attempt came from an EnvoyConfig or an
+// EnvoySource: its revisions are objects of a cluster's API server.
+func (a Attempt) InCluster() bool {
+	_, ok := sources.ParseRef(a.Source)
+	return ok
 }
 
 // StateMeanings defines every node state, problems first, as the docs,
@@ -99,13 +131,13 @@ func attempt(st revisions.NodeStatus, srcs []Source, proxies int) *Attempt {
 		if src.Name != top.Source || !src.Invalid || (src.Revision != "" && src.Revision == top.Revision) {
 			continue
 		}
-		a := &Attempt{Commit: src.Commit, Revision: src.Revision, Verdict: VerdictRejectedValidation, Error: src.LastError}
+		a := &Attempt{Commit: src.Commit, Revision: src.Revision, Source: src.Name, Verdict: VerdictRejectedValidation, Error: src.LastError}
 		if len(src.Diagnostics) > 0 {
 			a.Error = src.Diagnostics[0]
 		}
 		return a
 	}
-	a := &Attempt{Commit: top.Commit, Revision: top.Revision, Hash: top.Hash}
+	a := &Attempt{Commit: top.Commit, Revision: top.Revision, Source: top.Source, Hash: top.Hash}
 	served := st.Published != nil && st.Published.Hash == top.Hash
 	switch {
 	case top.Tainted:
@@ -154,10 +186,8 @@ func summary(v NodeView) string {
 		parts = append(parts, fmt.Sprintf("serving the newest revision; rejected by %d of %s, below the taint threshold", v.Answers.Rejected, plural(connected, "proxy", "proxies")))
 	case nodestate.Rejected:
 		commit := "the newest commit"
-		if v.Attempt != nil && v.Attempt.Commit != "" {
-			commit = "the newest commit " + revisions.Short(v.Attempt.Commit)
-		} else if v.Attempt != nil && v.Attempt.Revision != "" {
-			commit = "the newest change " + v.Attempt.Revision
+		if v.Attempt != nil {
+			commit = "the newest " + v.Attempt.Name()
 		}
 		parts = append(parts, commit+" was rejected by validation and reached no proxy; "+served+" is still served")
 	case nodestate.Rollback:
@@ -175,7 +205,7 @@ func summary(v NodeView) string {
 		parts = append(parts, "no proxy connected")
 	}
 	if v.State == nodestate.Rollback && v.Attempt != nil && v.Attempt.Verdict == VerdictRejectedValidation {
-		parts = append(parts, "and the newest commit "+revisions.Short(v.Attempt.Commit)+" was rejected by validation")
+		parts = append(parts, "and the newest "+v.Attempt.Name()+" was rejected by validation")
 	}
 	if v.Waiting != nil {
 		parts = append(parts, "revision "+revisions.Short(v.Waiting.Hash)+" waits to be served")

@@ -51,6 +51,7 @@ th{font-weight:600;font-size:12px;color:#656d76;background:#f6f8fa}
 .facts{display:grid;grid-template-columns:130px 1fr;gap:2px 10px;margin:8px 0}
 .facts dt{color:#656d76}.facts dd{margin:0;overflow-wrap:break-word;min-width:0}
 .err{color:#a40e26;white-space:pre-wrap;overflow-wrap:anywhere}
+.warntext{color:#7d4e00;white-space:pre-wrap;overflow-wrap:anywhere}
 tr.served td{background:#f0fff4}tr.served td:first-child{box-shadow:inset 3px 0 #1a7f37}
 tr.tainted td{color:#6e7781}
 details{margin-top:8px}summary{cursor:pointer;color:#0969da}
@@ -69,7 +70,8 @@ table.stack tr{border-bottom:1px solid #d0d7de;padding:4px 0}
 table.stack td{border:0;padding:2px 4px;display:grid;grid-template-columns:82px 1fr;gap:6px}
 table.stack td>*{min-width:0}
 table.stack td::before{content:attr(data-label);color:#656d76;font-size:12px;font-weight:600}
-tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f37}
+tr.served td:first-child{box-shadow:none}tr.served td{background:none}
+tr.served{background:#f0fff4;box-shadow:inset 3px 0 #1a7f37}
 }
 </style></head><body><main>
 <h1>legate</h1>
@@ -99,13 +101,13 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 <p class="summary">{{.Summary}}</p>
 {{if ne .State "Unconfigured"}}<dl class="facts">
 <dt>served</dt><dd>{{with .Served}}revision <code>{{.Hash}}</code> from {{template "commit" .Commit}} <span class="muted small">(xDS version <code>{{.Version}}</code>)</span>{{else}}nothing{{end}}</dd>
-{{with .Attempt}}<dt>newest commit</dt><dd class="attempt">{{template "commit" .Commit}} <span class="badge {{.Class}}">{{.Verdict}}</span>{{if .SameAsServed}} <span class="muted small">(the served revision)</span>{{end}}
+{{with .Attempt}}<dt>{{.Label}}</dt><dd class="attempt">{{template "commit" .Commit}} <span class="badge {{.Class}}">{{.Verdict}}</span>{{if .SameAsServed}} <span class="muted small">(the served revision)</span>{{end}}
 {{with .Error}}<div class="err first-error">{{.}}</div>{{end}}</dd>{{end}}
 {{with .Waiting}}<dt>waiting</dt><dd class="err">{{.}}</dd>{{end}}
 {{with .Rollout}}<dt>rollout</dt><dd class="rollout"><a href="#rollouts">{{.}}</a></dd>{{end}}
 </dl>{{end}}
 {{with .Next}}<div class="next"><b>What to do</b>{{range .}}<p>{{.}}</p>{{end}}</div>{{end}}
-{{if .History}}<table class="history stack"><colgroup><col style="width:150px"><col style="width:130px"><col><col style="width:130px"><col style="width:90px"><col style="width:22%"></colgroup>
+{{if .History}}<table class="history stack"><colgroup><col style="width:150px"><col style="width:130px"><col><col style="width:130px"><col style="width:115px"><col style="width:22%"></colgroup>
 <tr class="labels"><th>revision</th><th>commit</th><th>message</th><th>author</th><th>created</th><th>verdict</th></tr>
 {{range .History}}<tr id="rev-{{$node}}-{{.Hash}}" class="{{if .Served}}served{{end}}{{if .Tainted}} tainted{{end}}"><td data-label="revision"><span><code>{{.Hash}}</code>{{if .Served}} <span class="badge ok" title="the revision the proxies are served now">served</span>{{end}}</span></td>
 <td data-label="commit"><span>{{template "commit" .Commit}}</span></td><td data-label="message"><span>{{.Message}}</span></td><td data-label="author"><span>{{.Author}}</span></td><td data-label="created"><span>{{.Created}}</span></td>
@@ -122,13 +124,13 @@ tr.served td:first-child{box-shadow:none}tr.served{box-shadow:inset 3px 0 #1a7f3
 {{else}}<p>no nodes yet</p>{{end}}
 
 <h2>Sources</h2>
-<table class="sources stack"><colgroup><col style="width:14%"><col style="width:21%"><col style="width:21%"><col style="width:12%"><col style="width:9%"><col></colgroup>
+<table class="sources stack"><colgroup><col style="width:15%"><col style="width:16%"><col style="width:16%"><col style="width:10%"><col style="width:9%"><col></colgroup>
 <tr class="labels"><th>source</th><th>fetched</th><th>applied</th><th>nodes</th><th>last fetch</th><th>problem</th></tr>
 {{range .Sources}}<tr data-source="{{.Name}}"><td data-label="source"><span><b>{{.Name}}</b>{{if .Suspended}} <span class="badge warn">suspended</span>{{end}}<br><span class="small muted mono">{{.Kind}} {{.URL}}</span></span></td>
 <td data-label="fetched"><code>{{if .FetchedLink}}<a href="{{.FetchedLink}}">{{.Fetched}}</a>{{else}}{{.Fetched}}{{end}}</code></td>
 <td data-label="applied"><span>{{if .AppliedSame}}<span class="muted">same</span>{{else}}<code>{{.Applied}}</code>{{end}}</span></td>
 <td data-label="nodes"><span>{{.Nodes}}</span></td><td data-label="last fetch"><span>{{.LastFetch}}</span></td>
-<td data-label="problem" class="problem"><span>{{if .Healthy}}<span class="muted">none</span>{{end}}{{with .Rejection}}<div class="err">{{.}}</div>{{end}}{{with .LastError}}<div class="err">{{.}}</div>{{end}}{{range .Diagnostics}}<div class="err mono">{{.}}</div>{{end}}{{with .MoreDiagnostics}}<div class="muted">and {{.}} more (legate validate shows them all)</div>{{end}}</span></td></tr>
+<td data-label="problem" class="problem"><span>{{if and .Healthy (not .Warnings)}}<span class="muted">none</span>{{end}}{{with .Rejection}}<div class="err">{{.}}</div>{{end}}{{with .LastError}}<div class="err">{{.}}</div>{{end}}{{range .Diagnostics}}<div class="err mono">{{.}}</div>{{end}}{{with .Warnings}}<div class="warntext">accepted and served, with warnings:</div>{{range .}}<div class="warntext mono">{{.}}</div>{{end}}{{end}}{{with .MoreDiagnostics}}<div class="muted">and {{.}} more (legate validate shows them all)</div>{{end}}</span></td></tr>
 {{else}}<tr><td colspan="6">no sources</td></tr>{{end}}</table>
 
 <h2 id="states">What the states mean</h2>

@@ -85,7 +85,7 @@ func TestStatusPageShowsWhatIsServedAndWhy(t *testing.T) {
 func TestStatusPageShowsValidationErrorsOnce(t *testing.T) {
 	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
 	srcs := []Source{{
-		Name: "cfg", Kind: "git", URL: "/srv/cfg", Revision: "main@sha1:3333", AppliedRevision: "main@sha1:2222",
+		Name: "cfg", Kind: "git", URL: "/srv/cfg", Revision: "main@sha1:3333", AppliedRevision: "main@sha1:2222", Invalid: true,
 		LastError: "validation failed with 1 error(s): nodes/edge/a.yaml:3:1: bad", Diagnostics: []string{"nodes/edge/a.yaml:3:1: bad"},
 	}}
 	var b strings.Builder
@@ -94,6 +94,37 @@ func TestStatusPageShowsValidationErrorsOnce(t *testing.T) {
 	assert.Equal(t, 1, strings.Count(page, "nodes/edge/a.yaml:3:1: bad"))
 	assert.Contains(t, page, "no nodes yet")
 	assert.NotContains(t, page, "<a href=\"/srv", "a local path is not a forge link")
+}
+
+// The diagnostics of an accepted commit are its warnings (a route to a
+// cluster the node does not define, which Envoy accepts): the commit is
+// served, so the page must not call it a validation failure nor raise the
+// banner, and a later fetch failure keeps its own text.
+func TestStatusPageShowsWarningsOfAnAcceptedCommitAsWarnings(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	warning := `nodes/edge/routes.yaml:11:18: warning: route "edge-routes" virtual_hosts[0].routes[0].route.cluster: cluster "backendd" is not defined for node "edge"`
+	accepted := Source{
+		Name: "cfg", Kind: "git", URL: "/srv/cfg", Revision: "main@sha1:3333", AppliedRevision: "main@sha1:3333",
+		Nodes: []string{"edge"}, Diagnostics: []string{warning},
+	}
+	page := func(src Source) string {
+		var b strings.Builder
+		require.NoError(t, Page{Sources: []Source{src}, Now: now}.Write(&b))
+		return b.String()
+	}
+	out := page(accepted)
+	assert.NotContains(t, out, "validation failed", "an accepted commit did not fail validation")
+	assert.NotContains(t, out, `class="banner bad"`, "a warning needs no attention banner")
+	assert.Contains(t, out, `<div class="warntext">accepted and served, with warnings:</div><div class="warntext mono">`)
+	assert.Contains(t, out, "cluster &#34;backendd&#34; is not defined")
+	assert.NotContains(t, out, `<span class="muted">none</span>`, "a source with warnings does not say it has none")
+
+	failed := accepted
+	failed.LastError = "fetch: repository not found"
+	out = page(failed)
+	assert.Contains(t, out, `<div class="err">fetch: repository not found</div>`, "the fetch error is not replaced by the warnings' heading")
+	assert.Contains(t, out, "needs attention: 1 source with a problem")
+	assert.NotContains(t, out, "validation failed")
 }
 
 func TestCommitURL(t *testing.T) {

@@ -155,3 +155,49 @@ func TestKubeRevisionsShowTheirOrigin(t *testing.T) {
 	assert.Contains(t, out, `<code title="default/edge@3">default/edge@3</code>`, "an object's generation stands in for the commit")
 	assert.NotContains(t, out, `<code title="">-</code>`)
 }
+
+// An EnvoyConfig has no commit: what to do next is to apply the object
+// again, and no text names an empty commit.
+func TestEnvoyConfigNodesAreFixedByAnApplyNotACommit(t *testing.T) {
+	const src = "envoyconfig/default/edge"
+	node := func(state revisions.State, tainted bool) revisions.NodeStatus {
+		st := revisions.NodeStatus{
+			NodeID: "edge", State: state,
+			Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Version: "v", Revision: "default/edge@3", Source: src},
+			History:   []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", Revision: "default/edge@3", Source: src}},
+			Answers:   revisions.AnswerCounts{Connected: 1, Accepted: 1},
+		}
+		if tainted {
+			st.History = append([]revisions.RevisionStatus{{Hash: "bbbbbbbbbbbbbbbb", Revision: "default/edge@4", Source: src, Tainted: true, Taint: &revisions.Taint{Message: "rejected by 1 of 1 proxies"}}}, st.History...)
+		}
+		return st
+	}
+	invalid := Source{Name: src, Revision: "default/edge@5", AppliedRevision: "default/edge@4", Invalid: true, Diagnostics: []string{"EnvoyConfig default/edge spec.resources[0].value.conect_timeout: unknown field"}}
+
+	rejected := NewNodeView(node(revisions.StateInSync, false), nil, []Source{invalid}, false)
+	require.Equal(t, nodestate.Rejected, rejected.State)
+	assert.Equal(t, "change default/edge@5", rejected.Attempt.Name())
+	assert.Equal(t, []string{"Fix the EnvoyConfig and apply it again; legate validate FILE shows every error of its manifest, with lines, before you apply."}, NextSteps(rejected))
+
+	rolledBack := NewNodeView(node(revisions.StateRollback, true), nil, []Source{invalid}, false)
+	require.Equal(t, nodestate.Rollback, rolledBack.State)
+	assert.Contains(t, rolledBack.Summary, "and the newest change default/edge@5 was rejected by validation")
+	assert.NotContains(t, rolledBack.Summary, "commit  ", "no empty commit")
+	assert.Contains(t, NextSteps(rolledBack)[0], "Fix the EnvoyConfig and apply it again")
+
+	var b strings.Builder
+	require.NoError(t, Page{Nodes: []NodeView{rejected}, Sources: []Source{invalid}, Now: time.Unix(0, 0)}.Write(&b))
+	assert.Contains(t, b.String(), `<dt>newest change</dt><dd class="attempt"><code title="default/edge@5">default/edge@5</code>`)
+
+	// Proxies rejected its newest generation: untaint goes through the
+	// API server.
+	nacked := NewNodeView(node(revisions.StateRollback, true), nil, nil, false)
+	require.Equal(t, VerdictRejectedByProxies, nacked.Attempt.Verdict)
+	require.Len(t, NextSteps(nacked), 2)
+	assert.Contains(t, NextSteps(nacked)[1], "legate untaint edge bbbbbbbbbbbb --kubeconfig FILE re-publishes that revision")
+
+	// A commit keeps the words of a commit.
+	commit := NewNodeView(servedNode("edge", revisions.StateInSync), nil, []Source{{Name: "cfg", Revision: "main@sha1:" + badSHA, Commit: badSHA, Invalid: true, LastError: "bad"}}, false)
+	assert.Equal(t, "commit 333333333333", commit.Attempt.Name())
+	assert.Equal(t, []string{"Fix the error above and commit; legate validate DIR shows every error before you push."}, NextSteps(commit))
+}

@@ -114,6 +114,12 @@ func (c *client) do(ctx context.Context, method, path string, admin bool, out an
 	req.Header.Set("Accept", "application/json")
 	resp, err := c.http.Do(req)
 	if err != nil {
+		// The caller's deadline (reconcile --timeout) ran out while the
+		// server was answering: it was reached, so "cannot reach" would
+		// send the user looking for a server that is running.
+		if ctxErr := ctx.Err(); ctxErr != nil {
+			return fmt.Errorf("no answer from legate at %s in time: %w", c.base, ctxErr)
+		}
 		if speaksHTTP2(ctx, c.base) {
 			return fmt.Errorf("%s is legate's xDS port (it answered in gRPC/HTTP/2): the read API listens on the --http-addr of legate serve or legate controller (%s by default); point --server there", c.base, serveconfig.DefaultHTTPAddr)
 		}

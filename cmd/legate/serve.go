@@ -193,7 +193,18 @@ func (f *serveFlags) config(fl *pflag.FlagSet) (serveconfig.Config, error) {
 			}
 		}
 	}
-	return cfg, cfg.Validate()
+	err := cfg.Validate()
+	if err != nil && f.configFile != "" {
+		// Send the author of the file to the line of each problem in it.
+		first := 0
+		if fl.Changed("git-url") {
+			first = 1
+		}
+		if data, rerr := os.ReadFile(f.configFile); rerr == nil {
+			err = serveconfig.Locate(err, f.configFile, data, first)
+		}
+	}
+	return cfg, err
 }
 
 // setHookSecrets applies PROVIDER=VALUE webhook secret flags.

@@ -41,7 +41,13 @@ failed. It needs the admin token.`,
 			}
 			ctx, cancel := context.WithTimeout(cmd.Context(), timeout)
 			defer cancel()
-			return reconcile(ctx, c, args[0], !noWait, cmd.OutOrStdout())
+			err = reconcile(ctx, c, args[0], !noWait, cmd.OutOrStdout())
+			if errors.Is(err, context.DeadlineExceeded) && cmd.Context().Err() == nil {
+				// A slow fetch (a large repository) outlasts the default
+				// minute: say which flag waits longer.
+				return fmt.Errorf("%w (--timeout %s waits longer; legate status shows where source %s stands)", err, timeout, args[0])
+			}
+			return err
 		},
 	}
 	cf.bind(cmd.Flags(), true)

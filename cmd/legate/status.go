@@ -224,6 +224,22 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 			fmt.Fprintf(w, "  %s\n", line)
 		}
 	}
+	// An accepted commit's warnings (a route to a cluster the node does
+	// not define: Envoy takes it and answers 503) are served along with
+	// it: said here, as the page does, or only legate validate shows them.
+	for _, s := range srcs {
+		if s.Invalid || len(s.Diagnostics) == 0 {
+			continue
+		}
+		noun := "warnings"
+		if len(s.Diagnostics) == 1 {
+			noun = "warning"
+		}
+		fmt.Fprintf(w, "\n%s: accepted with %d %s:\n", s.Name, len(s.Diagnostics), noun)
+		for _, d := range s.Diagnostics {
+			fmt.Fprintf(w, "  %s\n", d)
+		}
+	}
 	if len(states) > 0 {
 		fmt.Fprintln(w)
 		for _, m := range statuspage.StateMeanings {
@@ -240,7 +256,7 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 func nodeDetail(n statuspage.NodeView) []string {
 	var lines []string
 	if a := n.Attempt; a != nil && a.Error != "" {
-		lines = append(lines, fmt.Sprintf("newest commit %s %s: %s", dash(cmp.Or(revisions.Short(a.Commit), a.Revision)), a.Verdict, a.Error))
+		lines = append(lines, fmt.Sprintf("newest %s %s: %s", a.Name(), a.Verdict, a.Error))
 	}
 	if n.State == nodestate.Unconfigured {
 		lines = append(lines, n.Summary)
@@ -274,16 +290,19 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 	}
 	fmt.Fprintf(w, "State:    %s — %s\n", state, statuspage.StateMeaning(n.State))
 	fmt.Fprintf(w, "Summary:  %s\n", n.Summary)
-	for _, step := range statuspage.NextSteps(n) {
-		fmt.Fprintf(w, "Next:     %s\n", step)
-	}
 	if p := n.Published; p != nil {
-		fmt.Fprintf(w, "Served:   %s (version %s) from %s\n", revisions.Short(p.Hash), p.Version, dash(p.Revision))
+		// A cluster's EnvoyConfig status keeps no xDS version: say none
+		// rather than "(version )".
+		version := ""
+		if p.Version != "" {
+			version = " (version " + p.Version + ")"
+		}
+		fmt.Fprintf(w, "Served:   %s%s from %s\n", revisions.Short(p.Hash), version, dash(p.Revision))
 	} else {
 		fmt.Fprintln(w, "Served:   nothing")
 	}
 	if a := n.Attempt; a != nil {
-		line := fmt.Sprintf("Newest:   commit %s %s", dash(revisions.Short(a.Commit)), a.Verdict)
+		line := fmt.Sprintf("Newest:   %s %s", a.Name(), a.Verdict)
 		if a.Error != "" {
 			line += ": " + a.Error
 		}
@@ -291,6 +310,10 @@ func printNode(w io.Writer, n statuspage.NodeView, wide bool, now time.Time) {
 	}
 	if wt := n.Waiting; wt != nil {
 		fmt.Fprintf(w, "Waiting:  %s (commit %s) for %s: %s\n", revisions.Short(wt.Hash), dash(revisions.Short(wt.Commit)), humanDuration(now.Sub(wt.Since)), wt.Message)
+	}
+	// What to do comes after the error it refers to ("the error above").
+	for _, step := range statuspage.NextSteps(n) {
+		fmt.Fprintf(w, "Next:     %s\n", step)
 	}
 	fmt.Fprintln(w, "\nHistory (newest first):")
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)

@@ -149,6 +149,25 @@ func TestPrintStatusShowsProblemsFirstWithNextSteps(t *testing.T) {
 	printNode(&b, nodes[1], false, now)
 	assert.Contains(t, b.String(), "State:    Rejected — "+statuspage.StateMeaning(nodestate.Rejected))
 	assert.Contains(t, b.String(), "Summary:  the newest commit 333333333333 was rejected by validation and reached no proxy; the revision of commit 111111111111 is still served")
+	assert.Regexp(t, `(?s)Newest:   commit 333333333333 rejected by validation: nodes/edge/cluster.yaml:4:1: found a tab.*\nNext:     Fix the error above and commit`, b.String(), "what to do follows the error it calls the error above")
+}
+
+// A commit with warnings is served: legate status lists the warnings
+// under the tables (as the page does) and never as the source's error.
+func TestPrintStatusShowsTheWarningsOfAnAcceptedCommit(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	sha := strings.Repeat("1", 40)
+	warning := `nodes/edge/routes.yaml:11:18: warning: route "edge-routes" virtual_hosts[0].routes[0].route.cluster: cluster "backendd" is not defined for node "edge"`
+	srcs := []statuspage.Source{
+		{Name: "cfg", Commit: sha, Revision: "main@sha1:" + sha, AppliedRevision: "main@sha1:" + sha, Nodes: []string{"edge"}, Diagnostics: []string{warning}},
+		{Name: "bad", Commit: sha, Revision: "main@sha1:" + sha, Invalid: true, LastError: "validation failed", Diagnostics: []string{"nodes/x/a.yaml:1:1: bad"}},
+	}
+	var b strings.Builder
+	printStatus(&b, nil, srcs, false, now)
+	out := b.String()
+	assert.Contains(t, out, "\ncfg: accepted with 1 warning:\n  "+warning+"\n")
+	assert.Regexp(t, `cfg\s+main@sha1:111111111111\s+same\s+edge\s+-\n`, out, "a warning is not the source's error")
+	assert.NotContains(t, out, "bad: accepted", "the errors of a rejected commit are no warnings")
 }
 
 func TestUntaintSaysWhatHappensNext(t *testing.T) {

@@ -86,11 +86,15 @@ func TestStatusReadsTheCluster(t *testing.T) {
 	assert.Regexp(t, `edge\s+Rejected\s+[0-9a-f]{12}\s+default/edge@1\s+none connected\s+default/edge@2 rejected by validation`, out)
 	assert.Contains(t, out, "nodes: 1 newest commit rejected")
 	assert.Contains(t, out, "connect_timeout", "the validation error is shown")
-	assert.Contains(t, out, "→ Fix the error above and commit")
+	assert.Contains(t, out, "edge: newest change default/edge@2 rejected by validation: ", "an object has no commit")
+	assert.Contains(t, out, "→ Fix the EnvoyConfig and apply it again; legate validate FILE", "an object is fixed by an apply, not a commit")
+	assert.NotContains(t, out, "commit; legate validate DIR")
 
 	out, err = runLegate(t, "status", "edge", "--kubeconfig", kubeconfig, "-n", "default")
 	require.NoError(t, err, out)
 	assert.Contains(t, out, "State:    Rejected")
+	assert.Contains(t, out, "Newest:   change default/edge@2 rejected by validation: ")
+	assert.Regexp(t, `Served:   [0-9a-f]{12} from default/edge@1\n`, out, "no empty xDS version")
 	assert.Regexp(t, `\*\s+[0-9a-f]{12}\s+-\s+envoyconfig/default/edge`, out, "the history comes from the EnvoyConfigRevisions")
 
 	out, err = runLegate(t, "status", "--kubeconfig", kubeconfig, "-n", "other")

@@ -209,8 +209,10 @@ type ProxyRejection struct {
 // +kubebuilder:resource:path=envoyconfigrevisions,scope=Namespaced,shortName=ecr
 // +kubebuilder:printcolumn:name=Node,type=string,JSONPath=`.spec.nodeID`
 // +kubebuilder:printcolumn:name=Hash,type=string,JSONPath=`.spec.hash`
-// +kubebuilder:printcolumn:name=Published,type=boolean,JSONPath=`.status.published`
-// +kubebuilder:printcolumn:name=Tainted,type=boolean,JSONPath=`.status.tainted`
+// (The columns read the conditions, True or False, not the flags, which
+// are left out when false and would leave the column blank.)
+// +kubebuilder:printcolumn:name=Published,type=string,JSONPath=`.status.conditions[?(@.type=="Published")].status`
+// +kubebuilder:printcolumn:name=Tainted,type=string,JSONPath=`.status.conditions[?(@.type=="Tainted")].status`
 // +kubebuilder:printcolumn:name=Commit,type=string,JSONPath=`.status.origin.commit`,priority=1
 // +kubebuilder:printcolumn:name=Age,type=date,JSONPath=`.metadata.creationTimestamp`
 type EnvoyConfigRevision struct {

@@ -12,6 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/client-go/util/jsonpath"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/legate-dev/legate/config/v1alpha1"
 )
 
 // printerColumns is what kubectl get prints for obj: each column of the
@@ -65,6 +67,15 @@ func TestKubectlGetColumnsAgreeWithLegateStatus(t *testing.T) {
 	assert.Equal(t, "Succeeded", cols["Reason"])
 	assert.Equal(t, "InSync", cols["Cache"], "MARIN3R's cacheState stays, in -o wide")
 	assert.Equal(t, "edge", cols["Node"])
+
+	// kubectl get ecr says True or False, never a blank column for a
+	// revision that is not tainted.
+	var revs v1alpha1.EnvoyConfigRevisionList
+	require.NoError(t, c.List(ctx, &revs))
+	require.Len(t, revs.Items, 1)
+	revCols := printerColumns(t, c, "envoyconfigrevisions.legate.dev", &revs.Items[0], "EnvoyConfigRevision")
+	assert.Equal(t, "True", revCols["Published"], "%v", revCols)
+	assert.Equal(t, "False", revCols["Tainted"], "%v", revCols)
 
 	got := get(t, c, ec)
 	got.Spec.Resources[0].Value.Raw = []byte(`{"name":"backend","type":"STRICT_DNS","connect_timeout":"-1s"}`)
