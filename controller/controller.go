@@ -244,17 +244,17 @@ func New(opts Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	if c.xdsLis, err = net.Listen("tcp", opts.XDSAddr); err != nil {
-		return nil, fmt.Errorf("listen for xDS on %s: %w", opts.XDSAddr, err)
+	if c.xdsLis, err = netguard.Listen("xDS", opts.XDSAddr, "--xds-addr"); err != nil {
+		return nil, err
 	}
 	c.grpc = c.core.XDS().NewGRPCServer(grpcOpts...)
 	if warning := core.XDSExposureWarning(c.xdsLis.Addr(), xdsSec); warning != "" {
 		c.log.Info("WARNING: " + warning)
 	}
 	if opts.HTTPAddr != "0" {
-		if c.httpLis, err = net.Listen("tcp", opts.HTTPAddr); err != nil {
+		if c.httpLis, err = netguard.Listen("the status API", opts.HTTPAddr, "--http-addr"); err != nil {
 			_ = c.xdsLis.Close()
-			return nil, fmt.Errorf("listen for the status API on %s: %w", opts.HTTPAddr, err)
+			return nil, err
 		}
 	}
 	if err := c.listenWebhooks(); err != nil {

@@ -12,6 +12,9 @@
 // of address, never the resolved address or anything a port scan could
 // read.
 //
+// Listen is the inbound side: the listeners of both homes, whose errors
+// name the setting that chose the address.
+//
 // A nil *Guard allows everything: legate serve, a single-tenant tool, runs
 // without one; legate controller runs with one unless told otherwise.
 package netguard

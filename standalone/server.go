@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/readapi"
 	"github.com/legate-dev/legate/render"
@@ -213,11 +213,11 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 	if err := cfg.CheckXDSExposure(); err != nil {
 		return nil, err
 	}
-	if s.xdsLis, err = net.Listen("tcp", cfg.XDSAddr); err != nil {
-		return nil, listenError("xDS", cfg.XDSAddr, "xdsAddr (--xds-addr)", err)
+	if s.xdsLis, err = netguard.Listen("xDS", cfg.XDSAddr, "xdsAddr (--xds-addr)"); err != nil {
+		return nil, err
 	}
-	if s.httpLis, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
-		return nil, listenError("HTTP", cfg.HTTPAddr, "httpAddr (--http-addr)", err)
+	if s.httpLis, err = netguard.Listen("HTTP", cfg.HTTPAddr, "httpAddr (--http-addr)"); err != nil {
+		return nil, err
 	}
 	s.grpc = s.xds.NewGRPCServer(grpcOpts...)
 	if s.http, err = s.newHTTPServer(reg, secrets, opts.httpTimeouts); err != nil {
@@ -368,13 +368,3 @@ func (s *Server) Ready() bool {
 func (s *Server) Engine() *revisions.Engine { return s.engine }
 
 var _ sources.Source = (*gitsource.Source)(nil)
-
-// listenError names the setting of an address legate serve cannot listen
-// on and, when another process holds the port (a second make run, say),
-// what to do about it.
-func listenError(what, addr, field string, err error) error {
-	if errors.Is(err, syscall.EADDRINUSE) {
-		return fmt.Errorf("%s: listen for %s on %s: the address is in use, by another legate serve or another program: stop it or choose another address: %w", field, what, addr, err)
-	}
-	return fmt.Errorf("%s: listen for %s on %s: %w", field, what, addr, err)
-}

@@ -239,7 +239,7 @@ func TestFailedStartReleasesTheStore(t *testing.T) {
 	s, err := New(cfg, Options{})
 	require.Error(t, err)
 	assert.Nil(t, s)
-	assert.Contains(t, err.Error(), "xdsAddr (--xds-addr): listen for xDS on "+taken.Addr().String()+": the address is in use, by another legate serve or another program")
+	assert.Contains(t, err.Error(), "xdsAddr (--xds-addr): listen for xDS on "+taken.Addr().String()+": the address is in use, by another legate or another program")
 
 	_, err = New(serveconfig.Config{StateDir: cfg.StateDir, Sources: cfg.Sources, XDSTLS: &serveconfig.XDSTLSConfig{CertFile: "/nonexistent/tls.crt", KeyFile: "/nonexistent/tls.key"}}, Options{})
 	assert.ErrorContains(t, err, "xdsTLS.certFile (--xds-tls-cert): stat /nonexistent/tls.crt")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/xds"
 )
@@ -40,9 +41,9 @@ func Listen(addr, certDir string, issued xds.Certificates) (net.Listener, xds.Ce
 	if certs == nil {
 		return nil, nil, errors.New("the admission webhooks need --webhook-cert-dir or legate's PKI: the API server calls them over TLS only")
 	}
-	lis, err := net.Listen("tcp", addr)
+	lis, err := netguard.Listen("the admission webhooks", addr, "--webhook-addr")
 	if err != nil {
-		return nil, nil, fmt.Errorf("listen for the admission webhooks on %s: %w", addr, err)
+		return nil, nil, err
 	}
 	return lis, certs, nil
 }
