@@ -422,3 +422,12 @@ func receive[T any](b *streamBase, recv func() (T, error), handle func(T) error,
 		}
 	}
 }
+
+// typeBound refuses a stream's subscription to one more resource type
+// when it has n already.
+func typeBound(n int) error {
+	if n >= maxTypesPerStream {
+		return status.Errorf(codes.InvalidArgument, "a stream subscribes to at most %d resource types", maxTypesPerStream)
+	}
+	return nil
+}
