@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -220,7 +222,22 @@ func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (s
 // send writes a pre-encoded response built from snapshot snapVersion and
 // counts it.
 func (b *streamBase) send(typeURL, snapVersion string, parts [][]byte) error {
+	// A proxy that stops reading leaves SendMsg waiting for flow-control
+	// credit for ever, holding the stream's lock and whichever push worker
+	// sent: a few such streams would hold every worker and stall the
+	// pushes of every node. The stream is ended instead.
+	var stalled atomic.Bool
+	if b.end != nil {
+		timer := time.AfterFunc(sendTimeout, func() {
+			stalled.Store(true)
+			b.end(errStalled)
+		})
+		defer timer.Stop()
+	}
 	if err := b.ss.SendMsg(&wireMsg{parts: parts}); err != nil {
+		if stalled.Load() {
+			return errStalled
+		}
 		return err
 	}
 	b.current = snapVersion
@@ -422,6 +439,14 @@ func receive[T any](b *streamBase, recv func() (T, error), handle func(T) error,
 		}
 	}
 }
+
+// sendTimeout bounds how long one response may wait for the proxy to
+// read it (a var for tests). Where the transport cannot end a stream from
+// outside (see streamEnder) there is no bound.
+var sendTimeout = 30 * time.Second
+
+// errStalled ends a stream whose proxy read nothing for sendTimeout.
+var errStalled = status.Errorf(codes.DeadlineExceeded, "the proxy read nothing of a response for %s", sendTimeout)
 
 // typeBound refuses a stream's subscription to one more resource type
 // when it has n already.

@@ -1,15 +1,19 @@
 package xds
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 )
 
@@ -87,4 +91,44 @@ func TestDeltaNamesBounded(t *testing.T) {
 	})
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err))
 	assert.Contains(t, err.Error(), "more than 16777216 bytes of resource names")
+}
+
+// Proxies that stop reading hold a push worker each only until the send
+// timeout ends their streams: with every worker taken by such streams, a
+// healthy proxy of another node still gets its next version.
+func TestStalledProxiesDoNotHoldThePushers(t *testing.T) {
+	old := sendTimeout
+	sendTimeout = 200 * time.Millisecond
+	t.Cleanup(func() { sendTimeout = old })
+	ts := startServer(t, Options{})
+	ts.pushes.mu.Lock()
+	ts.pushes.limit = 2
+	ts.pushes.mu.Unlock()
+	// Responses far over the client's window and the stream's write quota.
+	require.NoError(t, ts.SetSnapshot("big", clusterSnapshot(t, "v1", 3000, 1)))
+	require.NoError(t, ts.SetSnapshot("small", clusterSnapshot(t, "v1", 1, 1)))
+
+	healthy := sotwStreamTo(t, ts.addr)
+	require.NoError(t, healthy.Send(&discoveryv3.DiscoveryRequest{Node: testNode("small", "ok"), TypeUrl: resourcev3.ClusterType}))
+	require.NoError(t, healthy.Send(ack(recvTimeout(t, healthy.Recv))))
+
+	var stalled []discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
+	for i := range 2 {
+		// A fixed window that only reading would open again.
+		cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+			grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cc.Close() })
+		st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(context.Background())
+		require.NoError(t, err)
+		require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode("big", fmt.Sprintf("stalled-%d", i)), TypeUrl: resourcev3.ClusterType}))
+		stalled = append(stalled, st) // and never read
+	}
+	require.Eventually(t, func() bool { return ts.Streams() == 3 }, waitFor, pollEvery)
+
+	require.NoError(t, ts.SetSnapshot("big", clusterSnapshot(t, "v2", 3000, 2)))
+	require.NoError(t, ts.SetSnapshot("small", clusterSnapshot(t, "v2", 1, 2)))
+	assert.Equal(t, "v2", recvTimeout(t, healthy.Recv).GetVersionInfo())
+	require.Eventually(t, func() bool { return ts.Streams() == 1 }, waitFor, pollEvery, "the stalled streams are ended")
+	assert.Len(t, stalled, 2)
 }
