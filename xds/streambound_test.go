@@ -97,14 +97,45 @@ func TestDeltaNamesBounded(t *testing.T) {
 // timeout ends their streams: with every worker taken by such streams, a
 // healthy proxy of another node still gets its next version.
 func TestStalledProxiesDoNotHoldThePushers(t *testing.T) {
-	old := sendTimeout
-	sendTimeout = 200 * time.Millisecond
-	t.Cleanup(func() { sendTimeout = old })
+	setVar(t, &sendTimeout, 200*time.Millisecond)
+	setVar(t, &slowPush, time.Hour) // only the send timeout frees them
+	ts, healthy := stalledFleet(t, 2)
+	require.NoError(t, ts.SetSnapshot("big", clusterSnapshot(t, "v2", 3000, 2)))
+	require.NoError(t, ts.SetSnapshot("small", clusterSnapshot(t, "v2", 1, 2)))
+	assert.Equal(t, "v2", recvTimeout(t, healthy.Recv).GetVersionInfo())
+	require.Eventually(t, func() bool { return ts.Streams() == 1 }, waitFor, pollEvery, "the stalled streams are ended")
+}
+
+// However many proxies stop reading, the pushes of everybody else do not
+// wait for their send timeout: a push that waits gives its worker's place
+// to a new one.
+func TestManyStalledProxiesDoNotDelayOthers(t *testing.T) {
+	setVar(t, &sendTimeout, time.Hour) // only the hand-over frees the queue
+	setVar(t, &slowPush, 50*time.Millisecond)
+	ts, healthy := stalledFleet(t, 6)
+	require.NoError(t, ts.SetSnapshot("big", clusterSnapshot(t, "v2", 3000, 2)))
+	require.NoError(t, ts.SetSnapshot("small", clusterSnapshot(t, "v2", 1, 2)))
+	assert.Equal(t, "v2", recvTimeout(t, healthy.Recv).GetVersionInfo())
+	ts.pushes.mu.Lock()
+	defer ts.pushes.mu.Unlock()
+	assert.LessOrEqual(t, ts.pushes.peak, 2, "the workers counted never exceed the limit")
+}
+
+func setVar[T any](t *testing.T, v *T, to T) {
+	old := *v
+	*v = to
+	t.Cleanup(func() { *v = old })
+}
+
+// stalledFleet starts a server of two push workers with a healthy proxy of
+// node small (ACKed v1) and n proxies of node big that never read (v1 of
+// big is far over their window and the stream's write quota).
+func stalledFleet(t *testing.T, n int) (*testServer, discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient) {
+	t.Helper()
 	ts := startServer(t, Options{})
 	ts.pushes.mu.Lock()
 	ts.pushes.limit = 2
 	ts.pushes.mu.Unlock()
-	// Responses far over the client's window and the stream's write quota.
 	require.NoError(t, ts.SetSnapshot("big", clusterSnapshot(t, "v1", 3000, 1)))
 	require.NoError(t, ts.SetSnapshot("small", clusterSnapshot(t, "v1", 1, 1)))
 
@@ -112,8 +143,7 @@ func TestStalledProxiesDoNotHoldThePushers(t *testing.T) {
 	require.NoError(t, healthy.Send(&discoveryv3.DiscoveryRequest{Node: testNode("small", "ok"), TypeUrl: resourcev3.ClusterType}))
 	require.NoError(t, healthy.Send(ack(recvTimeout(t, healthy.Recv))))
 
-	var stalled []discoveryv3.AggregatedDiscoveryService_StreamAggregatedResourcesClient
-	for i := range 2 {
+	for i := range n {
 		// A fixed window that only reading would open again.
 		cc, err := grpc.NewClient(ts.addr, grpc.WithTransportCredentials(insecure.NewCredentials()),
 			grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10))
@@ -121,14 +151,9 @@ func TestStalledProxiesDoNotHoldThePushers(t *testing.T) {
 		t.Cleanup(func() { _ = cc.Close() })
 		st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(context.Background())
 		require.NoError(t, err)
+		// and never read
 		require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode("big", fmt.Sprintf("stalled-%d", i)), TypeUrl: resourcev3.ClusterType}))
-		stalled = append(stalled, st) // and never read
 	}
-	require.Eventually(t, func() bool { return ts.Streams() == 3 }, waitFor, pollEvery)
-
-	require.NoError(t, ts.SetSnapshot("big", clusterSnapshot(t, "v2", 3000, 2)))
-	require.NoError(t, ts.SetSnapshot("small", clusterSnapshot(t, "v2", 1, 2)))
-	assert.Equal(t, "v2", recvTimeout(t, healthy.Recv).GetVersionInfo())
-	require.Eventually(t, func() bool { return ts.Streams() == 1 }, waitFor, pollEvery, "the stalled streams are ended")
-	assert.Len(t, stalled, 2)
+	require.Eventually(t, func() bool { return ts.Streams() == n+1 }, waitFor, pollEvery)
+	return ts, healthy
 }
