@@ -19,6 +19,7 @@ import (
 	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/rollout"
+	"github.com/legate-dev/legate/sources"
 )
 
 // podNameKey is the node metadata key naming the proxy's pod.
@@ -193,7 +194,14 @@ func (b *streamBase) stop() {
 func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (sent, bool, bool) {
 	var msg *string
 	if detail != nil {
-		m := boundText(detail.GetMessage(), MaxNACKText, nackTrimMarker)
+		// The text reaches logs, statuses, events and the page: whatever
+		// in it looks like a credential (a proxy may quote the value it
+		// refused) is taken out, after the bound so that a client's
+		// megabytes cost no regular-expression time.
+		m := boundText(sources.Redact(boundText(detail.GetMessage(), MaxNACKText, "")), MaxNACKText, "")
+		if len(detail.GetMessage()) > MaxNACKText {
+			m += nackTrimMarker
+		}
 		msg = &m
 	}
 	now := b.srv.opts.Clock.Now()
