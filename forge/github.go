@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/google/go-github/v84/github"
+
+	"github.com/legate-dev/legate/sources"
 )
 
 // GitHub posts statuses through the GitHub REST API
@@ -27,7 +29,8 @@ func NewGitHub(cfg Config) (*GitHub, error) {
 	if cfg.BaseURL != "" {
 		u, err := url.Parse(strings.TrimSuffix(cfg.BaseURL, "/") + "/")
 		if err != nil {
-			return nil, fmt.Errorf("github reporter: base url %q: %w", cfg.BaseURL, err)
+			// url.Parse's error quotes the URL, password and all.
+			return nil, fmt.Errorf("github reporter: base url %q: %s", sources.Redact(cfg.BaseURL), sources.Redact(err.Error()))
 		}
 		g.base = u
 	}

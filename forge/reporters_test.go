@@ -182,6 +182,10 @@ func TestReporterValidation(t *testing.T) {
 
 	_, err = NewGitHub(Config{Repository: "just-a-name"})
 	require.Error(t, err)
+	// url.Parse quotes what it could not parse, password and all.
+	_, err = NewGitHub(Config{BaseURL: "https://bob:hunter2pw@github.example/%zz", Repository: "org/cfg"})
+	require.ErrorContains(t, err, "github reporter: base url")
+	assert.NotContains(t, err.Error(), "hunter2pw")
 	_, err = NewGitea(Config{Repository: "org/cfg"})
 	require.Error(t, err)
 	_, err = New("bitbucket", Config{})

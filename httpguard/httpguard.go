@@ -6,6 +6,7 @@
 package httpguard
 
 import (
+	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
@@ -110,7 +111,16 @@ func writeError(w http.ResponseWriter, code int, msg string) {
 // count).
 func BearerAuthorized(r *http.Request, token string) bool {
 	got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-	return ok && token != "" && subtle.ConstantTimeCompare([]byte(got), []byte(token)) == 1
+	return ok && token != "" && sameToken(got, token) == 1
+}
+
+// sameToken compares a presented token with a configured one in time
+// that depends on neither: both are hashed first, so not even the
+// configured token's length shows (subtle.ConstantTimeCompare returns at
+// once on a length mismatch). It returns 1 when they are equal.
+func sameToken(got, want string) int {
+	a, b := sha256.Sum256([]byte(got)), sha256.Sum256([]byte(want))
+	return subtle.ConstantTimeCompare(a[:], b[:])
 }
 
 // ReadAuthorized reports whether a request carries one of the tokens, as
@@ -126,7 +136,7 @@ func ReadAuthorized(r *http.Request, tokens []string) bool {
 	}
 	match := 0
 	for _, t := range tokens {
-		match |= subtle.ConstantTimeCompare([]byte(got), []byte(t))
+		match |= sameToken(got, t)
 	}
 	return match == 1
 }

@@ -107,6 +107,8 @@ func TestBearerAuthorized(t *testing.T) {
 		"match":        {"s3cret", "Bearer s3cret", true},
 		"wrong":        {"s3cret", "Bearer nope", false},
 		"prefix":       {"s3cret", "Bearer s3c", false},
+		"longer":       {"s3cret", "Bearer s3cret2", false},
+		"same length":  {"s3cret", "Bearer s3crex", false},
 		"not bearer":   {"s3cret", "s3cret", false},
 		"basic":        {"s3cret", "Basic b3BzOnMzY3JldA==", false},
 		"none":         {"s3cret", "", false},

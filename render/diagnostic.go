@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // Rules name the check behind a diagnostic.
@@ -90,7 +91,7 @@ func WriteDiagnostics(w io.Writer, format string, ds []Diagnostic) error {
 	switch format {
 	case FormatText, "":
 		for _, d := range ds {
-			if _, err := fmt.Fprintln(w, d.String()); err != nil {
+			if _, err := fmt.Fprintln(w, oneLine(d.String())); err != nil {
 				return fmt.Errorf("write diagnostics: %w", err)
 			}
 		}
@@ -153,4 +154,25 @@ func escapeData(s string) string {
 
 func escapeProperty(s string) string {
 	return strings.NewReplacer("%", "%25", "\r", "%0D", "\n", "%0A", ":", "%3A", ",", "%2C").Replace(s)
+}
+
+// oneLine escapes the control characters of a diagnostic's line (a file
+// name may hold a newline, a message a quoted escape sequence): each
+// diagnostic stays one line, and a repository's author cannot start a line
+// of their own in a CI log (GitHub Actions reads any line beginning with
+// "::" as a workflow command) nor send a terminal escape sequence.
+func oneLine(s string) string {
+	if !strings.ContainsFunc(s, unicode.IsControl) {
+		return s
+	}
+	var b strings.Builder
+	for _, r := range s {
+		if unicode.IsControl(r) {
+			q := strconv.QuoteRune(r)
+			b.WriteString(q[1 : len(q)-1])
+			continue
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -186,6 +186,15 @@ func TestDiagnosticFormats(t *testing.T) {
 	require.NoError(t, WriteDiagnostics(&b, FormatJSON, nil))
 	assert.Equal(t, "[]\n", b.String())
 	assert.Error(t, WriteDiagnostics(&b, "xml", nil))
+
+	// A file name is the repository author's: with a newline it would
+	// start a line of its own (a GitHub Actions workflow command), with an
+	// escape sequence drive the terminal. Text keeps each diagnostic on
+	// one line with its control characters escaped.
+	b.Reset()
+	hostile := Diagnostic{Pos: Position{File: "a\n::stop-commands::x\n\x1b[2J.yaml", Line: 1}, Message: "bad\tvalue"}
+	require.NoError(t, WriteDiagnostics(&b, FormatText, []Diagnostic{hostile, d}))
+	assert.Equal(t, `a\n::stop-commands::x\n\x1b[2J.yaml:1: bad\tvalue`+"\n"+`a,b.yaml:3:5: route "main" virtual_hosts[0]: 50% bad\nreally`+"\n", b.String())
 }
 
 func TestHostileYAML(t *testing.T) {

@@ -81,6 +81,8 @@ func TestValidateNamesTheField(t *testing.T) {
 		{"bad scheme", Config{Sources: []SourceConfig{{Name: "a", Git: git("ftp://x/r")}}}, []string{"sources[0].git:", `scheme "ftp"`}},
 		{"short commit", Config{Sources: []SourceConfig{{Name: "a", Git: &GitSource{URL: "/r", Ref: &gitsource.Ref{Commit: "abc"}}}}}, []string{"sources[0].git:", "40-character"}},
 		{"oci url", Config{Sources: []SourceConfig{{Name: "a", OCI: &OCISource{URL: "registry/x"}}}}, []string{"sources[0].oci.url:", "oci://"}},
+		{"oci url scheme credentials", Config{Sources: []SourceConfig{{Name: "a", OCI: &OCISource{URL: "https://bob:hunter2pw@registry/x"}}}}, []string{"sources[0].oci.url:", "oci://"}},
+		{"oci url credentials", Config{Sources: []SourceConfig{{Name: "a", OCI: &OCISource{URL: "oci://bob:hunter2pw@registry/x"}}}}, []string{"sources[0].oci:", "must not carry credentials"}},
 		{"two credentials", Config{Sources: []SourceConfig{{Name: "a", Git: &GitSource{URL: "https://h/o/r", Auth: &GitAuth{Password: sources.Secret{Env: "A"}, BearerToken: sources.Secret{Env: "B"}}}}}}, []string{"sources[0].git:", "only one of"}},
 		{"forge provider", Config{Sources: []SourceConfig{{Name: "a", Git: git("/r"), Forge: &ForgeConfig{Provider: "bitbucket"}}}}, []string{`sources[0].forge.provider: "bitbucket"`}},
 		{"forge token and repo", Config{Sources: []SourceConfig{{Name: "a", Git: git("/r"), Forge: &ForgeConfig{Provider: forge.ProviderGitHub}}}}, []string{"sources[0].forge.token: required", "sources[0].forge.repository: required"}},
@@ -96,6 +98,7 @@ func TestValidateNamesTheField(t *testing.T) {
 			for _, w := range tt.want {
 				assert.Contains(t, err.Error(), w)
 			}
+			assert.NotContains(t, err.Error(), "hunter2pw", "a password in a URL is never quoted")
 		})
 	}
 	ok := Config{Sources: []SourceConfig{{Name: "a", Git: git("git@h:o/r.git"), Forge: &ForgeConfig{Provider: forge.ProviderGitHub, Token: sources.Secret{Env: "T"}}}}}

@@ -221,7 +221,7 @@ func (s SourceConfig) validateOCI(where string) []error {
 	case o.URL == "":
 		add(where+".url", "required")
 	case !strings.HasPrefix(o.URL, "oci://"):
-		add(where+".url", "%q must start with oci://", o.URL)
+		add(where+".url", "%q must start with oci://", sources.Redact(o.URL))
 	default:
 		if _, err := ocisource.New(s.ociConfig()); err != nil {
 			add(where, "%v", err)

@@ -42,6 +42,15 @@ const (
 	pingTimeout = 20 * time.Second
 )
 
+// Limits of what one stream keeps of its client's requests: each request
+// is bounded (maxRequestBytes), but a stream adds up what many requests
+// ask for. A proxy subscribes to the dozen xDS types legate serves; a delta
+// stream's names are each client's own choice and stay until unsubscribed.
+const (
+	maxTypesPerStream = 32
+	maxNameBytes      = 16 << 20
+)
+
 // receiveWindow is the HTTP/2 stream and connection window for what
 // proxies send (discovery requests of a few KiB at most). A fixed window
 // turns off grpc-go's bandwidth estimation, which answers data (every ACK

@@ -67,6 +67,31 @@ func TestNACKTextIsBounded(t *testing.T) {
 	assert.LessOrEqual(t, len(status[0].Types[0].LastNACK.Error), MaxNACKText+len(nackTrimMarker))
 }
 
+// A proxy's NACK text may quote what it refused: credentials in it never
+// reach the events, statuses and logs made of it.
+func TestNACKTextIsRedacted(t *testing.T) {
+	ts := startServer(t, Options{})
+	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v1", 1, 1)))
+	st := sotwStreamTo(t, ts.addr)
+	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode("n", "p"), TypeUrl: resourcev3.ClusterType}))
+	r1 := recvTimeout(t, st.Recv)
+	text := "header value 'Bearer hunter2hunter2' refused; upstream https://bob:hunter3pw@api.example/x; -----BEGIN PRIVATE KEY-----\nMIIEhunter4\n-----END PRIVATE KEY-----"
+	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{
+		TypeUrl: resourcev3.ClusterType, ResponseNonce: r1.GetNonce(),
+		ErrorDetail: &statuspb.Status{Code: int32(codes.InvalidArgument), Message: text},
+	}))
+	require.Eventually(t, func() bool { return len(ts.rec.find(isKind(NACK))) == 1 }, waitFor, pollEvery)
+	got := ts.rec.find(isKind(NACK))[0].Error
+	for _, secret := range []string{"hunter2hunter2", "hunter3pw", "hunter4"} {
+		assert.NotContains(t, got, secret)
+	}
+	assert.Contains(t, got, "header value 'Bearer [redacted]' refused; upstream https://[redacted]@api.example/x", "the rest of the text stays")
+	status := ts.Proxies("n")
+	require.Len(t, status, 1)
+	require.NotNil(t, status[0].Types[0].LastNACK)
+	assert.Equal(t, got, status[0].Types[0].LastNACK.Error)
+}
+
 func TestStreamsPerNodeAreBounded(t *testing.T) {
 	ts := startServer(t, Options{MaxStreamsPerNode: 2})
 	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v1", 1, 1)))

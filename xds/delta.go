@@ -17,12 +17,19 @@ type deltaSub struct {
 	sentVersion string
 	dirty       bool
 	responded   bool
+	// took is the change, in bytes, of the names the last request made
+	// the stream hold (subscribed names and initial versions).
+	took int
 }
 
 type deltaStream struct {
 	streamBase
 	subs  map[string]*deltaSub
 	order []string
+	// held is what the stream's subscriptions hold of its client's
+	// names, in bytes (bounded by maxNameBytes). Initial versions count
+	// for good: they come once per type.
+	held int
 }
 
 func (s *Server) runDelta(stream discoveryv3.AggregatedDiscoveryService_DeltaAggregatedResourcesServer) error {
@@ -58,6 +65,9 @@ func (st *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
 	}
 	sub, ok := st.subs[url]
 	if !ok {
+		if err := typeBound(len(st.subs)); err != nil {
+			return err
+		}
 		sub = &deltaSub{names: make(map[string]struct{}), known: make(map[string]string)}
 		st.subs[url] = sub
 		st.order = append(st.order, url)
@@ -73,6 +83,10 @@ func (st *deltaStream) handle(req *discoveryv3.DeltaDiscoveryRequest) error {
 		}
 	}
 	changed := sub.subscribe(url, req, !ok)
+	if st.held += sub.took; st.held > maxNameBytes {
+		return status.Errorf(codes.ResourceExhausted, "the stream's subscriptions hold more than %d bytes of resource names: a proxy subscribes to what it uses", maxNameBytes)
+	}
+	sub.took = 0
 	if !changed && ok {
 		return nil // a plain ACK or NACK
 	}
@@ -95,6 +109,7 @@ func (sub *deltaSub) subscribe(url string, req *discoveryv3.DeltaDiscoveryReques
 		}
 		if _, ok := sub.names[n]; !ok {
 			sub.names[n] = struct{}{}
+			sub.took += len(n)
 			delete(sub.known, n) // a new subscription is always answered
 			changed = true
 		}
@@ -107,6 +122,7 @@ func (sub *deltaSub) subscribe(url string, req *discoveryv3.DeltaDiscoveryReques
 		}
 		if _, ok := sub.names[n]; ok {
 			delete(sub.names, n)
+			sub.took -= len(n)
 			delete(sub.known, n)
 			changed = true
 		}
@@ -114,6 +130,7 @@ func (sub *deltaSub) subscribe(url string, req *discoveryv3.DeltaDiscoveryReques
 	if first {
 		for n, v := range req.GetInitialResourceVersions() {
 			sub.known[n] = v
+			sub.took += len(n) + len(v)
 		}
 	}
 	if changed {

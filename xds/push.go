@@ -1,6 +1,9 @@
 package xds
 
-import "sync"
+import (
+	"sync"
+	"time"
+)
 
 // maxPushers bounds the goroutines that push new snapshots to streams.
 // SendMsg of a response larger than gRPC's per-stream write quota (64 KiB)
@@ -68,6 +71,45 @@ func (q *pushQueue) run() {
 		// it queues the stream again.
 		b.queued = false
 		q.mu.Unlock()
-		b.pushQueued()
+		if q.pushSlow(b) {
+			return // a pusher took this one's place while it waited
+		}
 	}
+}
+
+// slowPush is how long a push may wait on its stream (a proxy that reads
+// slowly, or not at all, until sendTimeout ends it) before its pusher
+// gives up its place to a new one, so that the queue keeps moving however
+// many such streams it holds (a var for tests).
+var slowPush = time.Second
+
+// pushSlow pushes to b and reports whether the push outlasted slowPush:
+// then another pusher was started in this one's place (when streams are
+// waiting), and this one must end once its push does.
+func (q *pushQueue) pushSlow(b *streamBase) (retired bool) {
+	var mu sync.Mutex
+	done := false
+	timer := time.AfterFunc(slowPush, func() {
+		mu.Lock()
+		defer mu.Unlock()
+		if done {
+			return
+		}
+		retired = true
+		q.mu.Lock()
+		start := len(q.streams) > 0
+		if !start {
+			q.pushers-- // nobody waits: this one leaves the count now
+		}
+		q.mu.Unlock()
+		if start {
+			go q.run() // in this one's place, counted as it was
+		}
+	})
+	b.pushQueued()
+	timer.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	done = true
+	return retired
 }

@@ -51,6 +51,9 @@ func (st *sotwStream) handle(req *discoveryv3.DiscoveryRequest) error {
 	}
 	sub, ok := st.subs[url]
 	if !ok {
+		if err := typeBound(len(st.subs)); err != nil {
+			return err
+		}
 		sub = &sotwSub{}
 		st.subs[url] = sub
 		st.order = append(st.order, url)

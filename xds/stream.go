@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	corev3 "github.com/envoyproxy/go-control-plane/envoy/config/core/v3"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
@@ -17,6 +19,7 @@ import (
 	"github.com/legate-dev/legate/logging"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/rollout"
+	"github.com/legate-dev/legate/sources"
 )
 
 // podNameKey is the node metadata key naming the proxy's pod.
@@ -191,7 +194,14 @@ func (b *streamBase) stop() {
 func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (sent, bool, bool) {
 	var msg *string
 	if detail != nil {
-		m := boundText(detail.GetMessage(), MaxNACKText, nackTrimMarker)
+		// The text reaches logs, statuses, events and the page: whatever
+		// in it looks like a credential (a proxy may quote the value it
+		// refused) is taken out, after the bound so that a client's
+		// megabytes cost no regular-expression time.
+		m := boundText(sources.Redact(boundText(detail.GetMessage(), MaxNACKText, "")), MaxNACKText, "")
+		if len(detail.GetMessage()) > MaxNACKText {
+			m += nackTrimMarker
+		}
 		msg = &m
 	}
 	now := b.srv.opts.Clock.Now()
@@ -220,7 +230,22 @@ func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (s
 // send writes a pre-encoded response built from snapshot snapVersion and
 // counts it.
 func (b *streamBase) send(typeURL, snapVersion string, parts [][]byte) error {
+	// A proxy that stops reading leaves SendMsg waiting for flow-control
+	// credit for ever, holding the stream's lock and whichever push worker
+	// sent: a few such streams would hold every worker and stall the
+	// pushes of every node. The stream is ended instead.
+	var stalled atomic.Bool
+	if b.end != nil {
+		timer := time.AfterFunc(sendTimeout, func() {
+			stalled.Store(true)
+			b.end(errStalled)
+		})
+		defer timer.Stop()
+	}
 	if err := b.ss.SendMsg(&wireMsg{parts: parts}); err != nil {
+		if stalled.Load() {
+			return errStalled
+		}
 		return err
 	}
 	b.current = snapVersion
@@ -421,4 +446,21 @@ func receive[T any](b *streamBase, recv func() (T, error), handle func(T) error,
 			return
 		}
 	}
+}
+
+// sendTimeout bounds how long one response may wait for the proxy to
+// read it (a var for tests). Where the transport cannot end a stream from
+// outside (see streamEnder) there is no bound.
+var sendTimeout = 30 * time.Second
+
+// errStalled ends a stream whose proxy read nothing for sendTimeout.
+var errStalled = status.Errorf(codes.DeadlineExceeded, "the proxy read nothing of a response for %s", sendTimeout)
+
+// typeBound refuses a stream's subscription to one more resource type
+// when it has n already.
+func typeBound(n int) error {
+	if n >= maxTypesPerStream {
+		return status.Errorf(codes.InvalidArgument, "a stream subscribes to at most %d resource types", maxTypesPerStream)
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -13,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/legate-dev/legate/render"
+	"github.com/legate-dev/legate/sources"
 )
 
 // errInvalid makes `legate validate` exit 1 after printing diagnostics.
@@ -87,7 +89,7 @@ func loadPaths(paths []string, opts render.Options) ([]render.Document, []render
 			return nil, nil, fmt.Errorf("validate %s: %w", p, err)
 		}
 		if !info.IsDir() {
-			data, err := os.ReadFile(p)
+			data, err := readFileArg(p, opts.MaxFileSize)
 			if err != nil {
 				return nil, nil, fmt.Errorf("validate %s: %w", p, err)
 			}
@@ -98,7 +100,9 @@ func loadPaths(paths []string, opts render.Options) ([]render.Document, []render
 			docs = append(docs, render.Document{Path: filepath.ToSlash(filepath.Clean(p)), Data: data, Nodes: nodes})
 			continue
 		}
-		fsys := os.DirFS(p)
+		// A pull request's checkout is its author's: its links are
+		// followed only inside the directory, and only regular files read.
+		fsys := sources.DirFS(p)
 		ds, dg := render.Load(fsys, opts)
 		for _, g := range opts.Generators {
 			more, md := g.Generate(fsys)
@@ -141,7 +145,41 @@ func fileNodes(path string) ([]string, error) {
 	if filepath.IsAbs(path) || rel == ".." || strings.HasPrefix(rel, "../") {
 		return nil, nil
 	}
-	return render.NodesOf(os.DirFS("."), rel)
+	return render.NodesOf(sources.DirFS("."), rel)
+}
+
+// readFileArg reads a file named on the command line: through the working
+// directory's links only while they stay inside it (a file of the
+// checkout may be a link its author made), never a device or a pipe, and
+// at most limit bytes.
+func readFileArg(p string, limit int64) ([]byte, error) {
+	var f fs.File
+	var err error
+	rel := filepath.ToSlash(filepath.Clean(p))
+	if filepath.IsAbs(p) || rel == ".." || strings.HasPrefix(rel, "../") {
+		f, err = os.Open(p)
+	} else {
+		f, err = sources.DirFS(".").Open(rel)
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !info.Mode().IsRegular() {
+		return nil, sources.ErrNotRegular
+	}
+	data, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(data)) > limit {
+		return nil, fmt.Errorf("file is over the limit of %d bytes per file (--max-file-size)", limit)
+	}
+	return data, nil
 }
 
 func prefix(dir, file string) string {

@@ -142,3 +142,25 @@ func TestValidateSamePathTwice(t *testing.T) {
 		assert.Regexp(t, `^node edge: 1 Cluster, 1 ClusterLoadAssignment, 1 Listener, 1 RouteConfiguration`, out, args)
 	}
 }
+
+// A checkout whose link leads, through another link, to a file of the
+// machine: validate names the link and never shows the file's content,
+// whether it reads the directory or is given the file.
+func TestValidateKeepsLinksInsideTheCheckout(t *testing.T) {
+	outside := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(outside, "creds.yaml"), []byte("hunter2pw is the password\n"), 0o600))
+	dir := t.TempDir()
+	require.NoError(t, os.Symlink("..", filepath.Join(dir, "up")))
+	require.NoError(t, os.Symlink("up/"+filepath.Base(outside)+"/creds.yaml", filepath.Join(dir, "leak.yaml")))
+
+	out, err := runValidate(t, dir)
+	require.Error(t, err)
+	assert.Contains(t, out, "leak.yaml")
+	assert.NotContains(t, out, "hunter2pw")
+
+	t.Chdir(dir)
+	out, err = runValidate(t, "leak.yaml")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "leak.yaml: open leak.yaml: a symbolic link on the way leads outside the directory")
+	assert.NotContains(t, out+err.Error(), "hunter2pw")
+}

@@ -84,7 +84,7 @@ func (cs *Reporters) Configure(es *v1alpha1.EnvoySource, name, repoURL string) e
 	}
 	if repo == "" || (base == "" && spec.Provider == string(forge.ProviderGitea)) {
 		cs.misconfigured(name, want)
-		return fmt.Errorf("EnvoySource %s/%s: spec.commitStatus: the forge address and repository cannot be derived from %q: set address and repository", es.Namespace, es.Name, repoURL)
+		return fmt.Errorf("EnvoySource %s/%s: spec.commitStatus: the forge address and repository cannot be derived from %q: set address and repository", es.Namespace, es.Name, sources.Redact(repoURL))
 	}
 	secret := types.NamespacedName{Namespace: es.Namespace, Name: spec.TokenSecretRef.Name}
 	rep, err := forge.New(forge.Provider(spec.Provider), forge.Config{BaseURL: base, Repository: repo, Token: cs.secretToken(secret), HTTPClient: cs.httpClient()})

@@ -75,3 +75,14 @@ func TestConfigureAndLookup(t *testing.T) {
 	_, err = cs.Lookup("git/main")
 	assert.ErrorIs(t, err, forge.ErrUnknownTarget, "not an EnvoySource")
 }
+
+// A repository URL's password never reaches the error, which the
+// EnvoySource's status shows.
+func TestConfigureErrorCarriesNoPassword(t *testing.T) {
+	cs := reporters(t)
+	es := source(&v1alpha1.CommitStatus{Provider: "gitea", TokenSecretRef: v1alpha1.LocalObjectReference{Name: "forge"}})
+	err := cs.Configure(es, "envoysource/team-a/edge", "https://alice:hunter2pw@git.example/")
+	require.ErrorContains(t, err, "cannot be derived from")
+	assert.NotContains(t, err.Error(), "hunter2pw")
+	assert.Contains(t, err.Error(), "git.example", "the URL is still named")
+}

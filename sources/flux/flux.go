@@ -245,7 +245,8 @@ func (s *Source) download(ctx context.Context, art artifact, charge *sources.Cha
 	url, _ := sources.StripUserinfo(art.url)
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, art.url, nil)
 	if err != nil {
-		return nil, fmt.Errorf("the artifact of %s: %w", s.Object(), err)
+		// url.Parse's error quotes the URL, password and all.
+		return nil, fmt.Errorf("the artifact of %s: %s", s.Object(), sources.Redact(err.Error()))
 	}
 	resp, err := s.cfg.HTTP.Do(req)
 	if err != nil {

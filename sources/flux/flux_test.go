@@ -190,6 +190,7 @@ func TestArtifactsRefused(t *testing.T) {
 		{name: "other algorithm", digest: "md5:abc", want: `digest algorithm "md5" is not supported`},
 		{name: "not a digest", digest: "abc", want: `"abc" is not ALGORITHM:HEX`},
 		{name: "missing", url: "/absent.tar.gz", digest: digestOf(blob), want: "404 Not Found"},
+		{name: "unparsable with password", url: "http://bob:hunter2pw@source-controller.example/%zz.tar.gz", digest: digestOf(blob), want: "invalid URL escape"},
 		{name: "too large", digest: digestOf(blob), lim: oci.Limits{Compressed: 64}, want: "larger than 64 bytes"},
 		{name: "unpacks too large", digest: digestOf(blob), lim: oci.Limits{Extracted: 1024}, want: "unpacks to more than 1024 bytes"},
 		{name: "no files under path", digest: digestOf(blob), path: "other", want: `no files under path "other"`},
@@ -203,6 +204,7 @@ func TestArtifactsRefused(t *testing.T) {
 			}
 			_, err := f.source(cmp.Or(tc.path, "envoy"), tc.lim).Fetch(context.Background())
 			assert.ErrorContains(t, err, tc.want)
+			assert.NotContains(t, err.Error(), "hunter2pw", "a password in the URL is never quoted")
 		})
 	}
 	_, err := flux.New(flux.Config{Name: "x", Kind: "Bucket", Reader: fake.NewClientBuilder().Build(), Key: types.NamespacedName{Name: "b"}})

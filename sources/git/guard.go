@@ -22,9 +22,9 @@ import (
 // transport guards each request by the netguard.Guard of its context (a
 // source's Config.Guard) and, for those, follows no redirect to another
 // host; requests without one are sent as net/http's default transport
-// sends them.
+// sends them. Every ref advertisement is bounded (maxAdvertisement).
 func init() {
-	c := githttp.NewClient(&http.Client{Transport: netguard.ContextTransport(nil)})
+	c := githttp.NewClient(&http.Client{Transport: boundedAdvertisements{next: netguard.ContextTransport(nil)}})
 	client.InstallProtocol("http", c)
 	client.InstallProtocol("https", c)
 	proxy.RegisterDialerType(guardScheme, func(u *url.URL, _ proxy.Dialer) (proxy.Dialer, error) {

@@ -5,6 +5,8 @@ import (
 	"crypto/ed25519"
 	"crypto/rand"
 	"encoding/pem"
+	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -146,4 +148,35 @@ func writeKnownHostsFile(t *testing.T, addr string, key ssh.PublicKey) string {
 	p := filepath.Join(t.TempDir(), "known_hosts")
 	require.NoError(t, os.WriteFile(p, []byte(knownhosts.Line([]string{addr}, key)+"\n"), 0o600))
 	return p
+}
+
+// A server whose ref advertisement goes on past the bound fails the fetch
+// at the bound, saying so, instead of having all of it held.
+func TestRefAdvertisementBounded(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !strings.HasSuffix(r.URL.Path, "/info/refs") {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/x-git-upload-pack-advertisement")
+		_, _ = io.WriteString(w, "001e# service=git-upload-pack\n0000")
+		sha := strings.Repeat("1", 40)
+		first := sha + " HEAD\x00multi_ack ofs-delta side-band-64k\n"
+		_, _ = fmt.Fprintf(w, "%04x%s", len(first)+4, first)
+		var page strings.Builder
+		for i := range 1000 {
+			line := fmt.Sprintf("%s refs/heads/b%07d\n", sha, i)
+			fmt.Fprintf(&page, "%04x%s", len(line)+4, line)
+		}
+		for written := 0; written <= maxAdvertisement; written += page.Len() {
+			if _, err := io.WriteString(w, page.String()); err != nil {
+				return
+			}
+		}
+		_, _ = io.WriteString(w, "0000")
+	}))
+	t.Cleanup(srv.Close)
+	_, err := mustNew(t, Config{URL: srv.URL + "/cfg.git"}).Fetch(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "the ref advertisement of "+strings.TrimPrefix(srv.URL, "http://")+" is over 32 MiB")
 }

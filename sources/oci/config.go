@@ -100,15 +100,22 @@ func (c *Config) repository() (name.Repository, error) {
 	if c.Name == "" {
 		return name.Repository{}, fmt.Errorf("oci source needs a name")
 	}
+	// Every message below quotes the URL redacted: these errors reach
+	// logs and an EnvoySource's status, and a URL may carry a password.
+	shown := sources.Redact(c.URL)
 	rest, ok := strings.CutPrefix(c.URL, "oci://")
 	if !ok {
-		return name.Repository{}, fmt.Errorf("oci source %q: url %q must start with oci://", c.Name, c.URL)
+		return name.Repository{}, fmt.Errorf("oci source %q: url %q must start with oci://", c.Name, shown)
+	}
+	host, _, _ := strings.Cut(rest, "/")
+	if strings.Contains(host, "@") {
+		return name.Repository{}, fmt.Errorf("oci source %q: url %q must not carry credentials: give them as a Docker config file (docker-config) or the EnvoySource's secretRef", c.Name, shown)
 	}
 	if strings.Contains(rest, "@") {
-		return name.Repository{}, fmt.Errorf("oci source %q: url %q must not carry a digest: set the digest ref instead", c.Name, c.URL)
+		return name.Repository{}, fmt.Errorf("oci source %q: url %q must not carry a digest: set the digest ref instead", c.Name, shown)
 	}
 	if i := strings.LastIndex(rest, ":"); i > strings.LastIndex(rest, "/") {
-		return name.Repository{}, fmt.Errorf("oci source %q: url %q must not carry a tag: set the tag ref instead", c.Name, c.URL)
+		return name.Repository{}, fmt.Errorf("oci source %q: url %q must not carry a tag: set the tag ref instead", c.Name, shown)
 	}
 	var opts []name.Option
 	if c.Insecure {
@@ -116,7 +123,7 @@ func (c *Config) repository() (name.Repository, error) {
 	}
 	repo, err := name.NewRepository(rest, opts...)
 	if err != nil {
-		return name.Repository{}, fmt.Errorf("oci source %q: url %q: %w", c.Name, c.URL, err)
+		return name.Repository{}, fmt.Errorf("oci source %q: url %q: %s", c.Name, shown, sources.Redact(err.Error()))
 	}
 	if c.Ref.Digest != "" {
 		if _, err := name.NewDigest(repo.Name()+"@"+c.Ref.Digest, opts...); err != nil {

@@ -91,11 +91,12 @@ func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
 func (s *Source) fetch(ctx context.Context, kc *dockerConfigKeychain) (*sources.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
-	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc)}
-	if s.transport != nil {
-		opts = append(opts, remote.WithTransport(s.transport))
+	transport := s.transport
+	if transport == nil {
+		transport = remote.DefaultTransport
 	}
-	ref, display, err := s.reference(opts)
+	opts := []remote.Option{remote.WithContext(ctx), remote.WithAuthFromKeychain(kc), remote.WithTransport(boundedAnswers{next: transport})}
+	ref, display, err := s.reference(ctx, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +174,7 @@ func (s *Source) fetch(ctx context.Context, kc *dockerConfigKeychain) (*sources.
 
 // reference applies the precedence digest > semver > tag (default latest).
 // The display form is the tag followed ("" for a pinned digest).
-func (s *Source) reference(opts []remote.Option) (name.Reference, string, error) {
+func (s *Source) reference(ctx context.Context, opts []remote.Option) (name.Reference, string, error) {
 	var nameOpts []name.Option
 	if s.cfg.Insecure {
 		nameOpts = append(nameOpts, name.Insecure)
@@ -183,7 +184,7 @@ func (s *Source) reference(opts []remote.Option) (name.Reference, string, error)
 		d, err := name.NewDigest(s.repo.Name()+"@"+s.cfg.Ref.Digest, nameOpts...)
 		return d, "", err
 	case s.cfg.Ref.SemVer != "":
-		tags, err := remote.List(s.repo, opts...)
+		tags, err := listTags(ctx, s.repo, opts)
 		if err != nil {
 			return nil, "", fmt.Errorf("list tags: %w", err)
 		}

@@ -178,3 +178,22 @@ func TestNewRejectsBadURLs(t *testing.T) {
 		assert.Error(t, err, u)
 	}
 }
+
+// An OCI URL with a password is refused naming what to do instead, and
+// no error quotes the password: config errors reach logs and statuses.
+func TestBadURLErrorsCarryNoCredentials(t *testing.T) {
+	for _, u := range []string{
+		"oci://bob:hunter2pw@registry.example/cfg",
+		"oci://bob:hunter2pw@registry.example/cfg:v1",
+		"https://bob:hunter2pw@registry.example/cfg",
+		"oci://bob:hunter2pw@registry.example/UPPER",
+	} {
+		_, err := New(Config{Name: "x", URL: u})
+		require.Error(t, err, u)
+		assert.NotContains(t, err.Error(), "hunter2pw", u)
+		assert.Contains(t, err.Error(), `oci source "x"`, u)
+	}
+	_, err := New(Config{Name: "x", URL: "oci://bob:hunter2pw@registry.example/cfg"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "must not carry credentials")
+}
