@@ -2,9 +2,10 @@ package git
 
 import (
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
+
+	"github.com/legate-dev/legate/sources"
 )
 
 // maxAdvertisement bounds the ref advertisement of a Git server over HTTP
@@ -24,24 +25,6 @@ func (b boundedAdvertisements) RoundTrip(req *http.Request) (*http.Response, err
 	if err != nil || !strings.HasSuffix(req.URL.Path, "/info/refs") {
 		return resp, err
 	}
-	resp.Body = &advertisementBody{ReadCloser: resp.Body, left: maxAdvertisement, host: req.URL.Host}
+	resp.Body = sources.BoundBody(resp.Body, maxAdvertisement, fmt.Errorf("the ref advertisement of %s is over %d MiB, legate's bound", req.URL.Host, maxAdvertisement>>20))
 	return resp, nil
-}
-
-type advertisementBody struct {
-	io.ReadCloser
-	left int64
-	host string
-}
-
-func (b *advertisementBody) Read(p []byte) (int, error) {
-	// One byte past the bound tells an answer over it from one at it.
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.ReadCloser.Read(p)
-	if b.left -= int64(n); b.left < 0 {
-		return 0, fmt.Errorf("the ref advertisement of %s is over %d MiB, legate's bound", b.host, maxAdvertisement>>20)
-	}
-	return n, err
 }

@@ -3,12 +3,13 @@ package oci
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/legate-dev/legate/sources"
 )
 
 // Bounds of what a registry's answers may make legate hold, besides the
@@ -33,7 +34,7 @@ func (b boundedAnswers) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil || isBlobRequest(req) {
 		return resp, err
 	}
-	resp.Body = &boundedBody{ReadCloser: resp.Body, left: maxAnswerBytes, host: req.URL.Host}
+	resp.Body = sources.BoundBody(resp.Body, maxAnswerBytes, fmt.Errorf("the answer of %s is over %d bytes, the bound of anything but a layer", req.URL.Host, maxAnswerBytes))
 	return resp, nil
 }
 
@@ -45,24 +46,6 @@ func isBlobRequest(req *http.Request) bool {
 		first = first.Response.Request
 	}
 	return strings.Contains(first.URL.Path, "/blobs/")
-}
-
-type boundedBody struct {
-	io.ReadCloser
-	left int64
-	host string
-}
-
-func (b *boundedBody) Read(p []byte) (int, error) {
-	// One byte past the bound tells an answer over it from one at it.
-	if int64(len(p)) > b.left+1 {
-		p = p[:b.left+1]
-	}
-	n, err := b.ReadCloser.Read(p)
-	if b.left -= int64(n); b.left < 0 {
-		return 0, fmt.Errorf("the answer of %s is over %d bytes, the bound of anything but a layer", b.host, maxAnswerBytes)
-	}
-	return n, err
 }
 
 // listTags lists repo's tags within maxTagPages pages and maxTags tags.
