@@ -203,17 +203,20 @@ func New(opts Options) (*Controller, error) {
 		Endpoints:  kubeendpoints.Resolver{Cache: mgr.GetCache(), Direct: mgr.GetAPIReader()},
 		Authorizer: authorizer,
 		Recheck:    recheck,
-		Render:     func(string) render.Options { return c.renderOptions(c.policies()) },
-		Scope:      c.scope,
-		Tenant:     tenancy.TenantOf,
-		Rerender:   c.trigger,
-		ReporterOf: c.lookupReporter,
-		Rollouts:   c.rollouts.Plan,
-		Analyzer:   kuberollout.Analyses{Plans: c.rollouts, Reader: mgr.GetAPIReader()},
-		PublicURL:  opts.PublicURL,
-		Tuning:     opts.Tuning,
-		Log:        opts.Log,
-		Registerer: c.http.reg,
+		// With Tenant, tells the platform's own proxies of a node it
+		// shares from its tenants': theirs count only while it has none.
+		ProxyTenant: kubetenancy.ProxyTenant,
+		Render:      func(string) render.Options { return c.renderOptions(c.policies()) },
+		Scope:       c.scope,
+		Tenant:      tenancy.TenantOf,
+		Rerender:    c.trigger,
+		ReporterOf:  c.lookupReporter,
+		Rollouts:    c.rollouts.Plan,
+		Analyzer:    kuberollout.Analyses{Plans: c.rollouts, Reader: mgr.GetAPIReader()},
+		PublicURL:   opts.PublicURL,
+		Tuning:      opts.Tuning,
+		Log:         opts.Log,
+		Registerer:  c.http.reg,
 	})
 	if err != nil {
 		return nil, err

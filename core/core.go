@@ -47,6 +47,12 @@ type Options struct {
 	// Recheck checks, at every push, that a stream may still receive its
 	// node; nil checks nothing beyond the Authorizer.
 	Recheck xds.Recheck
+	// ProxyTenant is the tenant a stream's credentials name (the
+	// namespace of its client certificate); with Tenant, it tells a
+	// node owner's own proxies from its guests, whose answers count only
+	// while the owner has none (see revisions.Options.TenantOf). nil
+	// names none.
+	ProxyTenant func(ctx context.Context) string
 
 	// Render, Scope, Tenant and Rerender are the pipeline's (see
 	// pipeline.Options); RenderLimit bounds one render from outside.
@@ -127,6 +133,7 @@ func New(opts Options) (*Core, error) {
 		Observer:   xds.ObserverFunc(func(ev xds.Event) { engine.ObserveProxy(ev) }),
 		Authorizer: opts.Authorizer,
 		Recheck:    opts.Recheck,
+		Tenant:     opts.ProxyTenant,
 		Registerer: opts.Registerer,
 		Log:        log.WithName("xds"),
 	})
@@ -147,6 +154,7 @@ func New(opts Options) (*Core, error) {
 		Timeout:    c.tuning.AnswerTimeout,
 		Rollouts:   opts.Rollouts,
 		Analyzer:   opts.Analyzer,
+		TenantOf:   opts.Tenant,
 		Registerer: opts.Registerer,
 		Log:        log.WithName("revisions"),
 	}

@@ -158,6 +158,26 @@ type tally struct {
 	Rejected   int
 }
 
+// standing is a node's tally split by whose proxies answer: the owner's
+// own, and its guests, proxies of other tenants it shares the node with
+// (Options.TenantOf).
+type standing struct {
+	own, guests tally
+}
+
+// counted is the tally the verdict is taken from, and whether it is the
+// guests': the owner's own proxies whenever any of them answers for the
+// node, so that a tenant's proxies can neither trigger nor hold back the
+// rollback of the platform's configuration; the guests' when the owner
+// runs none, so that a configuration the platform shares with tenants who
+// alone run it is still rolled back when their proxies reject it.
+func (s standing) counted() (tally, bool) {
+	if s.own.Population > 0 || s.guests.Population == 0 {
+		return s.own, false
+	}
+	return s.guests, true
+}
+
 // verdict is the judgement of a publication from its proxies' answers.
 type verdict int
 

@@ -46,6 +46,16 @@ type Options struct {
 	// new revisions to every proxy at once, as without this option. It is
 	// called under the engine's lock and must only look up.
 	Rollouts func(source string) *rollout.Plan
+	// TenantOf is the tenant of a node's owner (NodeRecord.Owner), to be
+	// compared with the Tenant of its proxies' events; nil, or "" for an
+	// owner, makes every proxy of the node one of the owner's own. A
+	// proxy of another tenant (a namespace the platform shares the node
+	// with) is a guest: guests' answers decide the node's verdict only
+	// while none of the owner's proxies answers for it, so a tenant can
+	// neither trigger nor hold back the rollback of the platform's
+	// configuration by what its own proxies answer. It is called under
+	// the engine's lock and must only look up.
+	TenantOf func(owner string) string
 	// Analyzer runs the analysis of rollout steps whose plan has one; nil
 	// makes such an analysis inconclusive, which pauses the rollout.
 	Analyzer rollout.Analyzer
@@ -76,6 +86,7 @@ type Engine struct {
 	log       logr.Logger
 	history   int
 	threshold float64
+	tenantOf  func(owner string) string
 	timeout   time.Duration
 	tick      time.Duration
 	metrics   *metrics
@@ -169,6 +180,17 @@ type nodeState struct {
 	ro *liveRollout
 	// mirroredSplit is the rollout split a follower serves (splitOf).
 	mirroredSplit string
+	// tenantOf is Options.TenantOf.
+	tenantOf func(owner string) string
+}
+
+// ownerTenant is the tenant of the node's owner; "" when it has none or
+// tenants are not told apart.
+func (n *nodeState) ownerTenant() string {
+	if n.tenantOf == nil || n.rec.Owner == "" {
+		return ""
+	}
+	return n.tenantOf(n.rec.Owner)
 }
 
 // New returns an Engine. Call Restore before anything else.
@@ -187,6 +209,7 @@ func New(opts Options) (*Engine, error) {
 		tick:      opts.TickInterval,
 		rollouts:  opts.Rollouts,
 		analyzer:  opts.Analyzer,
+		tenantOf:  opts.TenantOf,
 		nodes:     map[string]*nodeState{},
 	}
 	e.notifyCond = sync.NewCond(&e.notifyMu)
@@ -427,12 +450,13 @@ func (e *Engine) nodeFor(id string) *nodeState {
 	n := e.nodes[id]
 	if n == nil {
 		n = &nodeState{
-			rec:     NodeRecord{Node: id},
-			revs:    map[string]*Revision{},
-			track:   newTracker(),
-			changed: map[string]bool{},
-			fresh:   map[string]bool{},
-			remote:  map[string]RemoteAnswers{},
+			rec:      NodeRecord{Node: id},
+			revs:     map[string]*Revision{},
+			track:    newTracker(),
+			changed:  map[string]bool{},
+			fresh:    map[string]bool{},
+			remote:   map[string]RemoteAnswers{},
+			tenantOf: e.tenantOf,
 		}
 		e.nodes[id] = n
 	}

@@ -158,7 +158,8 @@ func (e *Engine) observe(ctx context.Context, n *nodeState, evs []ProxyEvent) {
 	if e.following {
 		// A follower keeps its own proxies' answers for the leader;
 		// the verdict is the leader's.
-		n.verdict = judge(n.track.tally(), e.threshold, false)
+		t, _ := n.track.tally(n.ownerTenant()).counted()
+		n.verdict = judge(t, e.threshold, false)
 		e.settle(n)
 		return
 	}

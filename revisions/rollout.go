@@ -312,7 +312,7 @@ func (e *Engine) observe1(n *nodeState, plan *rollout.Plan, now time.Time) rollo
 			obs.PeersDone = !obs.Selected && e.peersPassed(n, step, rr.Status.Step)
 		}
 	}
-	obs.InStep, obs.Acked, obs.Waiting, obs.Rejection = n.track.canaries(rr.Status.Share)
+	obs.InStep, obs.Acked, obs.Waiting, obs.Rejection = n.track.canaries(rr.Status.Share, n.ownerTenant())
 	if n.ro.step != rr.Status.Step {
 		n.ro.step, n.ro.conns = rr.Status.Step, map[string]int{}
 	}

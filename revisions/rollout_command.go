@@ -104,7 +104,7 @@ func (e *Engine) rolloutView(n *nodeState) RolloutView {
 	}
 	connected := n.track.connected()
 	if rr.Active() {
-		v.OnCandidate, v.Acked, _, _ = n.track.canaries(rr.Status.Share)
+		v.OnCandidate, v.Acked, _, _ = n.track.canaries(rr.Status.Share, n.ownerTenant())
 		v.OnStable = connected - v.OnCandidate
 	} else if rr.Status.Phase == rollout.PhaseSucceeded {
 		v.OnCandidate = connected

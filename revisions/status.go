@@ -62,6 +62,10 @@ type AnswerCounts struct {
 	// Elsewhere counts the proxies that other replicas serve and report
 	// on (see Engine.ObserveRemote); Accepted and Rejected include theirs.
 	Elsewhere int `json:"elsewhere,omitempty"`
+	// GuestsAside counts the proxies of other tenants the node is shared
+	// with whose answers do not count now: the owner's own proxies answer
+	// for it (see Options.TenantOf). Accepted and Rejected leave them out.
+	GuestsAside int `json:"guestsAside,omitempty"`
 }
 
 // Nodes returns the status of every node with a history, sorted by node ID.
@@ -98,12 +102,16 @@ func (e *Engine) Node(id string) (NodeStatus, bool) {
 }
 
 func (n *nodeState) status() NodeStatus {
-	t, _ := n.answers()
+	all, _ := n.standing()
+	t, guests := all.counted()
 	s := NodeStatus{
 		NodeID:  n.rec.Node,
 		State:   n.state,
 		History: make([]RevisionStatus, 0, len(n.rec.History)),
 		Answers: AnswerCounts{Connected: n.track.connected(), Accepted: t.Accepted, Rejected: t.Rejected, Elsewhere: n.elsewhere()},
+	}
+	if !guests {
+		s.Answers.GuestsAside = all.guests.Population
 	}
 	if r := n.revs[n.rec.Published]; r != nil {
 		s.Published = &PublishedStatus{

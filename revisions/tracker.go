@@ -42,10 +42,19 @@ type proxyAnswer struct {
 	err         string
 	// bucket is the proxy's rollout bucket; candAcked, candRejected and
 	// candErr its answers to the rollout's candidate.
-	bucket       int
+	bucket int
+	// tenant is the tenant the proxy's credentials name (ProxyEvent.Tenant).
+	tenant       string
 	candAcked    bool
 	candRejected bool
 	candErr      string
+}
+
+// guestOf reports whether the proxy is a guest of a node whose owner is of
+// ownerTenant: its credentials name another tenant. A proxy or an owner
+// with no tenant is never one.
+func (p *proxyAnswer) guestOf(ownerTenant string) bool {
+	return p.tenant != "" && ownerTenant != "" && p.tenant != ownerTenant
 }
 
 func newTracker() *tracker {
@@ -81,6 +90,7 @@ func (t *tracker) observe(ev ProxyEvent) bool {
 		}
 		p.conns++
 		p.bucket = ev.Bucket
+		p.tenant = ev.Tenant
 		return true
 	case ProxyDisconnected:
 		if p == nil {
@@ -126,7 +136,7 @@ func (t *tracker) observe(ev ProxyEvent) bool {
 			if t.gone >= maxGone {
 				return false
 			}
-			p = &proxyAnswer{}
+			p = &proxyAnswer{tenant: ev.Tenant}
 			t.proxies[ev.Proxy] = p
 			t.gone++
 		}
@@ -140,30 +150,37 @@ func (t *tracker) observe(ev ProxyEvent) bool {
 	return false
 }
 
-// tally counts the answers to the current publication.
-func (t *tracker) tally() tally {
-	var out tally
+// tally counts the answers to the current publication, the owner's own
+// proxies apart from its guests (ownerTenant: the tenant of the node's
+// owner, see Options.TenantOf).
+func (t *tracker) tally(ownerTenant string) standing {
+	var s standing
 	for _, p := range t.proxies {
+		c := &s.own
+		if p.guestOf(ownerTenant) {
+			c = &s.guests
+		}
 		switch {
 		case p.rejected:
-			out.Population++
-			out.Rejected++
+			c.Population++
+			c.Rejected++
 		case p.conns > 0:
-			out.Population++
+			c.Population++
 			if p.acked && p.outstanding == 0 {
-				out.Accepted++
+				c.Accepted++
 			}
 		}
 	}
-	return out
+	return s
 }
 
-// rejections lists who rejected the current publication, sorted by proxy.
-func (t *tracker) rejections() []ProxyRejection {
+// rejections lists who rejected the current publication, sorted by proxy,
+// guests marked.
+func (t *tracker) rejections(ownerTenant string) []ProxyRejection {
 	var out []ProxyRejection
 	for id, p := range t.proxies {
 		if p.rejected {
-			out = append(out, ProxyRejection{Proxy: id, Error: p.err})
+			out = append(out, ProxyRejection{Proxy: id, Error: p.err, Guest: p.guestOf(ownerTenant)})
 		}
 	}
 	slices.SortFunc(out, func(a, b ProxyRejection) int { return strings.Compare(a.Proxy, b.Proxy) })
@@ -188,7 +205,7 @@ func (t *tracker) candidateNACK(ev ProxyEvent) bool {
 		if t.gone >= maxGone {
 			return false
 		}
-		p = &proxyAnswer{bucket: -1}
+		p = &proxyAnswer{bucket: -1, tenant: ev.Tenant}
 		t.proxies[ev.Proxy] = p
 		t.gone++
 	}
@@ -226,9 +243,21 @@ func (t *tracker) promote(since time.Time) {
 
 // canaries counts the connected proxies a share serves the candidate, and
 // how many ACKed it with nothing outstanding; it names one that has not
-// (the first by name) and the first rejection of the candidate.
-func (t *tracker) canaries(share int) (inStep, acked int, waiting string, rej *rollout.Rejection) {
+// (the first by name) and the first rejection of the candidate. As for
+// the verdict, the owner's guests count only while none of its own
+// proxies is here (ownerTenant: see tally).
+func (t *tracker) canaries(share int, ownerTenant string) (inStep, acked int, waiting string, rej *rollout.Rejection) {
+	guests := true
+	for _, p := range t.proxies {
+		if (p.conns > 0 || p.candRejected) && !p.guestOf(ownerTenant) {
+			guests = false
+			break
+		}
+	}
 	for id, p := range t.proxies {
+		if p.guestOf(ownerTenant) != guests {
+			continue
+		}
 		if p.candRejected && (rej == nil || id < rej.Proxy) {
 			rej = &rollout.Rejection{Proxy: id, Error: p.candErr}
 		}

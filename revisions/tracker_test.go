@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestTracker(t *testing.T) {
@@ -78,8 +79,8 @@ func TestTracker(t *testing.T) {
 			for _, ev := range tt.events {
 				tr.observe(ev)
 			}
-			assert.Equal(t, tt.want, tr.tally())
-			assert.Equal(t, tt.rejected, tr.rejections())
+			assert.Equal(t, tt.want, tr.tally("").own)
+			assert.Equal(t, tt.rejected, tr.rejections(""))
 		})
 	}
 }
@@ -94,8 +95,8 @@ func TestTrackerReset(t *testing.T) {
 	tr.observe(ProxyEvent{Kind: ProxyACK, Proxy: "b", SnapshotVersion: "pub-1"})
 
 	tr.reset("pub-2", time.Time{})
-	assert.Equal(t, tally{Population: 2}, tr.tally(), "answers are forgotten, connected proxies stay")
-	assert.Empty(t, tr.rejections())
+	assert.Equal(t, tally{Population: 2}, tr.tally("").own, "answers are forgotten, connected proxies stay")
+	assert.Empty(t, tr.rejections(""))
 	assert.Len(t, tr.proxies, 2, "a rejecter without a stream is dropped")
 	assert.Equal(t, 2, tr.connected())
 }
@@ -113,7 +114,7 @@ func TestTrackerBoundsGoneRejecters(t *testing.T) {
 		tr.observe(ProxyEvent{Kind: ProxyNACK, Proxy: "late-" + time.Duration(i).String(), SnapshotVersion: "pub-1", Error: "x"})
 	}
 	assert.Len(t, tr.proxies, maxGone)
-	assert.Equal(t, tally{Population: maxGone, Rejected: maxGone}, tr.tally())
+	assert.Equal(t, tally{Population: maxGone, Rejected: maxGone}, tr.tally("").own)
 
 	// Reconnecting a kept rejecter frees its slot.
 	var kept string
@@ -123,4 +124,52 @@ func TestTrackerBoundsGoneRejecters(t *testing.T) {
 	}
 	tr.observe(ProxyEvent{Kind: ProxyConnected, Proxy: kept})
 	assert.Equal(t, maxGone-1, tr.gone)
+}
+
+// A rollout's canaries follow the verdict's rule: the owner's guests count
+// only while none of its own proxies is connected.
+func TestCanariesLeaveGuestsAsideWhileTheOwnerIsThere(t *testing.T) {
+	tr := newTracker()
+	tr.reset("stable", time.Time{})
+	tr.startCandidate("cand")
+	tr.observe(ProxyEvent{Kind: ProxyConnected, Proxy: "guest", Tenant: "team-a", Bucket: 5})
+	tr.observe(ProxyEvent{Kind: ProxyACK, Proxy: "guest", SnapshotVersion: "cand"})
+	tr.observe(ProxyEvent{Kind: ProxyNACK, Proxy: "guest-2", Tenant: "team-a", SnapshotVersion: "cand", Error: "forged"})
+
+	inStep, acked, waiting, rej := tr.canaries(1000, "platform")
+	assert.Equal(t, 1, inStep, "guests alone: they are the canaries")
+	assert.Equal(t, 1, acked)
+	assert.Empty(t, waiting)
+	require.NotNil(t, rej)
+	assert.Equal(t, "guest-2", rej.Proxy)
+
+	tr.observe(ProxyEvent{Kind: ProxyConnected, Proxy: "own", Tenant: "platform", Bucket: 7})
+	inStep, acked, waiting, rej = tr.canaries(1000, "platform")
+	assert.Equal(t, 1, inStep, "the owner's proxy is the only canary")
+	assert.Zero(t, acked)
+	assert.Equal(t, "own", waiting)
+	assert.Nil(t, rej, "a guest's rejection stops nothing")
+}
+
+// A replica's summary keeps the owner's own proxies apart from its guests,
+// the owner's rejections first.
+func TestLocalAnswersSplitGuests(t *testing.T) {
+	n := &nodeState{rec: NodeRecord{Node: "edge", Owner: "envoyconfig/platform/edge"}, track: newTracker(), tenantOf: func(string) string { return "platform" }}
+	n.track.reset("v1", time.Time{})
+	for _, ev := range []ProxyEvent{
+		{Kind: ProxyConnected, Proxy: "pod-a", Tenant: "platform"},
+		{Kind: ProxyConnected, Proxy: "pod-b", Tenant: "platform"},
+		{Kind: ProxyConnected, Proxy: "a-guest", Tenant: "team-a"},
+		{Kind: ProxyNACK, Proxy: "pod-a", SnapshotVersion: "v1", Error: "bad"},
+		{Kind: ProxyACK, Proxy: "pod-b", SnapshotVersion: "v1"},
+		{Kind: ProxyNACK, Proxy: "a-guest", SnapshotVersion: "v1", Error: "forged"},
+	} {
+		n.track.observe(ev)
+	}
+	e := &Engine{nodes: map[string]*nodeState{"edge": n}}
+	assert.Equal(t, map[string]RemoteAnswers{"edge": {
+		Version: "v1", Population: 2, Accepted: 1, Rejected: 1,
+		GuestPopulation: 1, GuestRejected: 1,
+		Rejections: []ProxyRejection{{Proxy: "pod-a", Error: "bad"}, {Proxy: "a-guest", Error: "forged", Guest: true}},
+	}}, e.LocalAnswers())
 }

@@ -66,6 +66,8 @@ type Taint struct {
 type ProxyRejection struct {
 	Proxy string `json:"proxy"`
 	Error string `json:"error"`
+	// Guest: the proxy is of another tenant than the node's owner.
+	Guest bool `json:"guest,omitempty"`
 }
 
 // Publisher hands a publication to the xDS server. It returns an error when
@@ -173,6 +175,12 @@ type ProxyEvent struct {
 	// Bucket is the proxy's rollout bucket (rollout.ProxyBucket), set on
 	// Connected: which side of a rollout's split the proxy is served.
 	Bucket int `json:"bucket,omitempty"`
+	// Tenant is the tenant the proxy's credentials name (in a cluster, the
+	// namespace its certificate was issued in), on every event of the
+	// stream; "" when they name none (standalone, the operator's own
+	// certificates). A proxy of another tenant than the node's owner is
+	// the owner's guest (see Options.TenantOf).
+	Tenant string `json:"tenant,omitempty"`
 	// Outstanding counts responses sent to the proxy not answered yet.
 	Outstanding int       `json:"outstanding"`
 	Time        time.Time `json:"time"`

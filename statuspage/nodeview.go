@@ -167,6 +167,9 @@ func summary(v NodeView) string {
 	// The engine's count stands in where the proxies themselves are not
 	// listed (legate status reading a cluster).
 	connected := max(len(v.Proxies), v.Answers.Connected)
+	// Guests (proxies of namespaces the node is shared with) are left out
+	// of the verdict while the owner's own proxies answer for it.
+	judged := max(connected-v.Answers.GuestsAside, 0)
 	served := "an older revision"
 	if v.Published != nil && v.Published.Commit != "" {
 		served = "the revision of commit " + revisions.Short(v.Published.Commit)
@@ -180,10 +183,10 @@ func summary(v NodeView) string {
 		if connected == 0 {
 			parts = append(parts, "serving the newest revision; no proxy of this node is connected now, so its verdict waits for one")
 		} else {
-			parts = append(parts, fmt.Sprintf("serving the newest revision; %d of %s answered", v.Answers.Accepted+v.Answers.Rejected, plural(connected, "proxy", "proxies")))
+			parts = append(parts, fmt.Sprintf("serving the newest revision; %d of %s answered", v.Answers.Accepted+v.Answers.Rejected, plural(judged, "proxy", "proxies")))
 		}
 	case nodestate.Degraded:
-		parts = append(parts, fmt.Sprintf("serving the newest revision; rejected by %d of %s, below the taint threshold", v.Answers.Rejected, plural(connected, "proxy", "proxies")))
+		parts = append(parts, fmt.Sprintf("serving the newest revision; rejected by %d of %s, below the taint threshold", v.Answers.Rejected, plural(judged, "proxy", "proxies")))
 	case nodestate.Rejected:
 		commit := "the newest commit"
 		if v.Attempt != nil {
@@ -206,6 +209,9 @@ func summary(v NodeView) string {
 	}
 	if v.State == nodestate.Rollback && v.Attempt != nil && v.Attempt.Verdict == VerdictRejectedValidation {
 		parts = append(parts, "and the newest "+v.Attempt.Name()+" was rejected by validation")
+	}
+	if g := v.Answers.GuestsAside; g > 0 {
+		parts = append(parts, fmt.Sprintf("%s of the namespaces this node is shared with not counted: the owner's own proxies decide", plural(g, "proxy", "proxies")))
 	}
 	if v.Waiting != nil {
 		parts = append(parts, "revision "+revisions.Short(v.Waiting.Hash)+" waits to be served")

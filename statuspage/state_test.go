@@ -201,3 +201,15 @@ func TestEnvoyConfigNodesAreFixedByAnApplyNotACommit(t *testing.T) {
 	assert.Equal(t, "commit 333333333333", commit.Attempt.Name())
 	assert.Equal(t, []string{"Fix the error above and commit; legate validate DIR shows every error before you push."}, NextSteps(commit))
 }
+
+// A node shared with other namespaces says that their proxies are not
+// counted while the owner's own decide, and counts only the owner's in its
+// "of N proxies".
+func TestSummaryLeavesGuestsAside(t *testing.T) {
+	n := servedNode("gw", revisions.StateDegraded)
+	n.Answers = revisions.AnswerCounts{Connected: 4, Accepted: 1, Rejected: 1, GuestsAside: 2}
+	proxies := []xds.ProxyStatus{{Proxy: "own-1"}, {Proxy: "own-2"}, {Proxy: "team-a/pod"}, {Proxy: "team-b/pod"}}
+	v := NewNodeView(n, proxies, []Source{{Name: "cfg", Commit: goodSHA, Revision: "main@sha1:" + goodSHA}}, false)
+	assert.Contains(t, v.Summary, "rejected by 1 of 2 proxies, below the taint threshold")
+	assert.Contains(t, v.Summary, "2 proxies of the namespaces this node is shared with not counted")
+}

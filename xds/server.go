@@ -49,6 +49,11 @@ type Options struct {
 	// Recheck checks, at every push, that a stream may still receive its
 	// node; nil checks nothing beyond the Authorizer.
 	Recheck Recheck
+	// Tenant is the tenant a stream's credentials name (in a cluster, the
+	// namespace of its client certificate), put on each of its events
+	// (revisions.ProxyEvent.Tenant) so that the engine tells a node
+	// owner's own proxies from its guests; nil names none.
+	Tenant func(ctx context.Context) string
 	// Log receives stream errors; the zero value discards them.
 	Log logr.Logger
 	// Clock stamps events and status; nil means the wall clock.

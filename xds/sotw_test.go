@@ -3,6 +3,7 @@ package xds
 import (
 	"context"
 	"errors"
+	"sync/atomic"
 	"testing"
 
 	clusterv3 "github.com/envoyproxy/go-control-plane/envoy/config/cluster/v3"
@@ -15,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	statuspb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -251,3 +253,38 @@ func assignmentNames(t *testing.T, resp *discoveryv3.DiscoveryResponse) []string
 }
 
 func isKind(k EventKind) func(Event) bool { return func(ev Event) bool { return ev.Kind == k } }
+
+// Every event of a stream names the tenant its credentials name, taken
+// once from Options.Tenant with the stream's context, so that the engine
+// tells a node owner's own proxies from its guests.
+func TestEventsNameTheStreamsTenant(t *testing.T) {
+	var asked atomic.Int32
+	ts := startServer(t, Options{Tenant: func(ctx context.Context) string {
+		asked.Add(1)
+		if _, ok := peer.FromContext(ctx); !ok {
+			return "no peer on the context"
+		}
+		return "team-a"
+	}})
+	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v1", 1, 1)))
+	st := sotwStreamTo(t, ts.addr)
+	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode("n", "pod-1"), TypeUrl: resourcev3.ClusterType}))
+	r1 := recvTimeout(t, st.Recv)
+	require.NoError(t, st.Send(ack(r1)))
+	require.NoError(t, ts.SetSnapshot("n", clusterSnapshot(t, "v2", 1, 2)))
+	r2 := recvTimeout(t, st.Recv)
+	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{
+		TypeUrl: resourcev3.ClusterType, VersionInfo: "v1", ResponseNonce: r2.GetNonce(),
+		ErrorDetail: &statuspb.Status{Code: int32(codes.InvalidArgument), Message: "bad"},
+	}))
+	require.NoError(t, st.CloseSend())
+	require.Eventually(t, func() bool { return len(ts.rec.find(isKind(Disconnected))) == 1 }, waitFor, pollEvery)
+
+	kinds := map[EventKind]bool{}
+	for _, ev := range ts.rec.all() {
+		assert.Equal(t, "team-a", ev.Tenant, "%s event", ev.Kind)
+		kinds[ev.Kind] = true
+	}
+	assert.Equal(t, map[EventKind]bool{Connected: true, ACK: true, NACK: true, Disconnected: true}, kinds)
+	assert.EqualValues(t, 1, asked.Load(), "asked once, when the stream starts")
+}

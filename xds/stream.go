@@ -67,6 +67,9 @@ type streamBase struct {
 	allowed   *nodeSnapshot
 	authEpoch uint64
 	checked   bool
+	// tenant is the tenant the proxy's credentials name (Options.Tenant),
+	// taken when the stream starts and put on each of its events.
+	tenant string
 	// bucket is the proxy's rollout bucket (rollout.ProxyBucket), taken
 	// when the stream starts: it decides which side of a rollout's split
 	// the stream is served, the same on every replica and after a
@@ -172,7 +175,10 @@ func (b *streamBase) start(node *corev3.Node) error {
 		return err
 	}
 	b.nodeID, b.ns = node.GetId(), ns
-	b.srv.emit(Event{Kind: Connected, Node: b.nodeID, Proxy: proxy, Bucket: b.bucket, Time: b.tr.since})
+	if tenant := b.srv.opts.Tenant; tenant != nil {
+		b.tenant = tenant(b.ctx)
+	}
+	b.srv.emit(Event{Kind: Connected, Node: b.nodeID, Proxy: proxy, Tenant: b.tenant, Bucket: b.bucket, Time: b.tr.since})
 	return nil
 }
 
@@ -185,7 +191,7 @@ func (b *streamBase) stop() {
 	b.tr.mu.Lock()
 	outstanding := b.tr.outstandingLocked()
 	b.tr.mu.Unlock()
-	b.srv.emit(Event{Kind: Disconnected, Node: b.nodeID, Proxy: b.tr.proxy, Outstanding: outstanding, Time: b.srv.opts.Clock.Now()})
+	b.srv.emit(Event{Kind: Disconnected, Node: b.nodeID, Proxy: b.tr.proxy, Tenant: b.tenant, Outstanding: outstanding, Time: b.srv.opts.Clock.Now()})
 }
 
 // answered records the ACK or NACK carried by a request, if its nonce names
@@ -210,7 +216,7 @@ func (b *streamBase) answered(typeURL, nonce string, detail *statuspb.Status) (s
 		return resp, false, latest
 	}
 	ev := Event{
-		Kind: ACK, Node: b.nodeID, Proxy: b.tr.proxy, TypeURL: typeURL,
+		Kind: ACK, Node: b.nodeID, Proxy: b.tr.proxy, Tenant: b.tenant, TypeURL: typeURL,
 		TypeVersion: resp.version, SnapshotVersion: resp.snapVersion,
 		Outstanding: outstanding, Time: now,
 	}
@@ -268,7 +274,7 @@ func (b *streamBase) settle(types []string) {
 		// it wakes will settle.
 		return
 	}
-	ev := Event{Kind: ACK, Node: b.nodeID, Proxy: b.tr.proxy, SnapshotVersion: snap.version, Time: b.srv.opts.Clock.Now()}
+	ev := Event{Kind: ACK, Node: b.nodeID, Proxy: b.tr.proxy, Tenant: b.tenant, SnapshotVersion: snap.version, Time: b.srv.opts.Clock.Now()}
 	b.tr.mu.Lock()
 	if b.tr.outstandingLocked() > 0 {
 		// Answers still due may be NACKs of content snap keeps: wait.

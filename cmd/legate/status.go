@@ -277,6 +277,9 @@ func proxiesCell(n statuspage.NodeView) string {
 	if n.Answers.Rejected > 0 {
 		cell += fmt.Sprintf(", %d rejected", n.Answers.Rejected)
 	}
+	if n.Answers.GuestsAside > 0 {
+		cell += fmt.Sprintf(", %d guests not counted", n.Answers.GuestsAside)
+	}
 	return cell + ")"
 }
 

@@ -54,6 +54,24 @@ func TestSummaryDecodesEveryField(t *testing.T) {
 	assert.Equal(t, map[string]revisions.RemoteAnswers{"edge": edgeAnswers, "core": coreAnswers}, h.nodes)
 }
 
+// The owner's guests travel apart from its own proxies, and a summary from
+// a replica of a version before them reads as the owner's alone.
+func TestSummaryCarriesGuests(t *testing.T) {
+	shared := revisions.RemoteAnswers{
+		Version: "v2", Population: 1, Accepted: 1, GuestPopulation: 2, GuestAccepted: 1, GuestRejected: 1,
+		Rejections: []revisions.ProxyRejection{{Proxy: "team-a/pod-1", Error: "forged", Guest: true}},
+	}
+	wire := `{"gw":{"version":"v2","population":1,"accepted":1,"guestPopulation":2,"guestAccepted":1,"guestRejected":1,` +
+		`"rejections":[{"proxy":"team-a/pod-1","error":"forged","guest":true}]}}`
+	encoded, err := encodeAnswers(map[string]revisions.RemoteAnswers{"gw": shared})
+	require.NoError(t, err)
+	assert.JSONEq(t, wire, encoded)
+
+	h, err := decodeSummary(map[string]string{replicaKey: "replica-b", atKey: t0.Format(time.RFC3339Nano), answersKey: wire}, t0)
+	require.NoError(t, err)
+	assert.Equal(t, shared, h.nodes["gw"])
+}
+
 // A summary counts for answersStale after it was written, not a moment
 // longer; one that cannot be read counts no node.
 func TestSummaryStaleness(t *testing.T) {

@@ -12,22 +12,32 @@ import (
 
 // wireAnswers is one node's summary as stored.
 type wireAnswers struct {
-	Version    string         `json:"version"`
-	Population int            `json:"population"`
-	Accepted   int            `json:"accepted,omitempty"`
-	Rejected   int            `json:"rejected,omitempty"`
-	Rejections []wireRejected `json:"rejections,omitempty"`
+	Version    string `json:"version"`
+	Population int    `json:"population"`
+	Accepted   int    `json:"accepted,omitempty"`
+	Rejected   int    `json:"rejected,omitempty"`
+	// The owner's guests (revisions.Options.TenantOf); a replica of a
+	// version before them sends none, and all its proxies count as the
+	// owner's, as they did then.
+	GuestPopulation int            `json:"guestPopulation,omitempty"`
+	GuestAccepted   int            `json:"guestAccepted,omitempty"`
+	GuestRejected   int            `json:"guestRejected,omitempty"`
+	Rejections      []wireRejected `json:"rejections,omitempty"`
 }
 
 type wireRejected struct {
 	Proxy string `json:"proxy"`
 	Error string `json:"error"`
+	Guest bool   `json:"guest,omitempty"`
 }
 
 func (w wireAnswers) answers() revisions.RemoteAnswers {
-	a := revisions.RemoteAnswers{Version: w.Version, Population: w.Population, Accepted: w.Accepted, Rejected: w.Rejected}
+	a := revisions.RemoteAnswers{
+		Version: w.Version, Population: w.Population, Accepted: w.Accepted, Rejected: w.Rejected,
+		GuestPopulation: w.GuestPopulation, GuestAccepted: w.GuestAccepted, GuestRejected: w.GuestRejected,
+	}
 	for _, r := range w.Rejections {
-		a.Rejections = append(a.Rejections, revisions.ProxyRejection{Proxy: r.Proxy, Error: r.Error})
+		a.Rejections = append(a.Rejections, revisions.ProxyRejection{Proxy: r.Proxy, Error: r.Error, Guest: r.Guest})
 	}
 	return a
 }
@@ -39,9 +49,12 @@ func encodeAnswers(all map[string]revisions.RemoteAnswers) (string, error) {
 	wire := make(map[string]wireAnswers, len(all))
 	for _, node := range slices.Sorted(maps.Keys(all)) {
 		a := all[node]
-		w := wireAnswers{Version: a.Version, Population: a.Population, Accepted: a.Accepted, Rejected: a.Rejected}
+		w := wireAnswers{
+			Version: a.Version, Population: a.Population, Accepted: a.Accepted, Rejected: a.Rejected,
+			GuestPopulation: a.GuestPopulation, GuestAccepted: a.GuestAccepted, GuestRejected: a.GuestRejected,
+		}
 		for _, rej := range a.Rejections {
-			w.Rejections = append(w.Rejections, wireRejected{Proxy: textbound.Prefix(rej.Proxy, 253), Error: textbound.Prefix(rej.Error, maxAnswerErrorBytes)})
+			w.Rejections = append(w.Rejections, wireRejected{Proxy: textbound.Prefix(rej.Proxy, 253), Error: textbound.Prefix(rej.Error, maxAnswerErrorBytes), Guest: rej.Guest})
 		}
 		wire[node] = w
 	}

@@ -91,15 +91,23 @@ func (c *Checker) MayServe(ctx context.Context, namespace, nodeID string) error 
 // certificate names no namespace (the operator's own, from
 // --xds-client-ca) are bound by their certificate alone.
 func (c *Checker) Recheck(ctx context.Context, node, owner string) error {
-	leaf, err := xds.ClientCertificate(ctx)
-	if err != nil {
-		return nil // no mutual TLS: the listener is on loopback
-	}
-	ns := pki.NamespaceOf(leaf)
+	ns := ProxyTenant(ctx)
 	if ns == "" {
 		return nil
 	}
 	return c.MayReceive(ns, node, owner, c.sharedValue(ctx, owner))
+}
+
+// ProxyTenant is the xDS server's tenant of a stream: the namespace its
+// client certificate was issued in; "" without mutual TLS (the listener
+// is on loopback) or for a certificate that names none (the operator's
+// own, from --xds-client-ca).
+func ProxyTenant(ctx context.Context) string {
+	leaf, err := xds.ClientCertificate(ctx)
+	if err != nil {
+		return ""
+	}
+	return pki.NamespaceOf(leaf)
 }
 
 // sharedValue is the sharing annotation of the object owner stands for,

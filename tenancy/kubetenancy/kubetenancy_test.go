@@ -2,16 +2,22 @@ package kubetenancy_test
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/tenancy"
 	"github.com/legate-dev/legate/tenancy/kubetenancy"
 )
@@ -71,4 +77,27 @@ func TestMayServe(t *testing.T) {
 			assert.Equal(t, tenancy.ErrOtherNamespace(tc.node).Error(), err.Error(), "names nothing of the other namespace")
 		}
 	}
+}
+
+// A stream's tenant is the namespace its legate-issued certificate names;
+// the operator's own certificates and plaintext streams name none, and
+// count as the owner's.
+func TestProxyTenant(t *testing.T) {
+	now := time.Now()
+	ca, _, err := pki.NewCA("legate", 2*time.Hour, now)
+	require.NoError(t, err)
+	withCert := func(c *x509.Certificate) context.Context {
+		return peer.NewContext(context.Background(), &peer.Peer{AuthInfo: credentials.TLSInfo{State: tls.ConnectionState{
+			PeerCertificates: []*x509.Certificate{c}, VerifiedChains: [][]*x509.Certificate{{c}},
+		}}})
+	}
+	tenants, err := ca.IssueNodeIn("team-a", []string{"gw"}, time.Hour, now)
+	require.NoError(t, err)
+	operators, err := ca.IssueNode([]string{"gw"}, time.Hour, now)
+	require.NoError(t, err)
+
+	assert.Equal(t, "team-a", kubetenancy.ProxyTenant(withCert(tenants.Cert)))
+	assert.Empty(t, kubetenancy.ProxyTenant(withCert(operators.Cert)))
+	assert.Empty(t, kubetenancy.ProxyTenant(peer.NewContext(context.Background(), &peer.Peer{})))
+	assert.Empty(t, kubetenancy.ProxyTenant(context.Background()))
 }
