@@ -80,7 +80,7 @@ type Meaning struct {
 var Meanings = []Meaning{
 	{RollbackFailed, "rollback failed", "every revision in the history is tainted; the newest stays served"},
 	{Rollback, "rolled back", "the newest revisions were rejected by the proxies (tainted), so an older untainted revision is served"},
-	{Rejected, "newest commit rejected", "the newest commit was rejected by validation before any proxy saw it; the revision of an older commit is still served"},
+	{Rejected, "newest commit rejected", "the newest commit (of an EnvoyConfig: its newest generation) was rejected by validation before any proxy saw it; the revision of an older one is still served"},
 	{Degraded, "degraded", "the newest revision is served; some proxies rejected it, fewer than the taint threshold"},
 	{Unconfigured, "unconfigured", "proxies connect with this node ID and nothing configures it (a typo in their bootstrap?); they get no configuration"},
 	{Progressing, "rolling out", "a progressive rollout of the newest revision is under way: the proxies of its current step are served it, the others the last good revision"},
