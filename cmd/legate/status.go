@@ -154,6 +154,10 @@ func statusOfCluster(ctx context.Context, w io.Writer, kf *kubeFlags, args []str
 	return nil
 }
 
+// maxErrorCell bounds, in characters, a source's problem in the narrow
+// sources table.
+const maxErrorCell = 60
+
 // printStatus writes the sources and nodes tables and the meaning of the
 // states shown.
 func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Source, wide bool, now time.Time) {
@@ -163,6 +167,9 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 	} else {
 		fmt.Fprintln(tw, "SOURCE\tREVISION\tAPPLIED\tNODES\tERROR")
 	}
+	// A long problem would stretch every row of the narrow table: it is
+	// cut there and said in full below it, once.
+	var cut []statuspage.Source
 	for _, s := range srcs {
 		applied := s.AppliedRevision
 		if applied == s.Revision && applied != "" {
@@ -176,6 +183,10 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 		if wide {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", name, dash(s.Revision), dash(applied), dash(strings.Join(s.Nodes, ",")), ago(s.LastFetch, now), s.URL, dash(problem))
 		} else {
+			if len([]rune(problem)) > maxErrorCell {
+				cut = append(cut, s)
+				problem = string([]rune(problem)[:maxErrorCell]) + "… (below)"
+			}
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", name, dash(shortRev(s.Revision)), dash(shortRev(applied)), dash(strings.Join(s.Nodes, ",")), dash(problem))
 		}
 	}
@@ -214,6 +225,7 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 	} else {
 		fmt.Fprintf(w, "\nnodes: %s\n", nodestate.Counts(nodeStates(nodes)))
 	}
+	var said strings.Builder
 	for _, n := range nodes {
 		detail := nodeDetail(n)
 		if len(detail) == 0 {
@@ -222,6 +234,12 @@ func printStatus(w io.Writer, nodes []statuspage.NodeView, srcs []statuspage.Sou
 		fmt.Fprintf(w, "\n%s: %s\n", n.NodeID, detail[0])
 		for _, line := range detail[1:] {
 			fmt.Fprintf(w, "  %s\n", line)
+		}
+		said.WriteString(strings.Join(detail, "\n"))
+	}
+	for _, s := range cut {
+		if problem := strings.Join(nonEmpty(s.Rejection, s.LastError), "; "); !strings.Contains(said.String(), problem) {
+			fmt.Fprintf(w, "\n%s: %s\n", s.Name, problem)
 		}
 	}
 	// An accepted commit's warnings (a route to a cluster the node does

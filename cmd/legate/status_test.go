@@ -2,6 +2,7 @@ package main
 
 import (
 	"net"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -175,4 +176,37 @@ func TestUntaintSaysWhatHappensNext(t *testing.T) {
 	printUntainted(&b, "edge", strings.Repeat("b", 64))
 	assert.Equal(t, "taint cleared: node edge revision bbbbbbbbbbbb\n"+
 		"if it is the newest untainted revision of node edge, it is published again now; if the proxies still reject it, it is tainted again within seconds and node edge rolls back again (legate status edge shows which)\n", b.String())
+}
+
+// A long problem is cut in the narrow sources table and said in full
+// once below it: under the node it stopped, or under the source when no
+// node shows it.
+func TestPrintStatusSaysALongProblemOnce(t *testing.T) {
+	now := time.Date(2026, 11, 22, 3, 0, 0, 0, time.UTC)
+	good, bad := strings.Repeat("1", 40), strings.Repeat("3", 40)
+	tab := "nodes/edge/cluster.yaml:4:1: a tab character: YAML indents with spaces only, so this file cannot be read"
+	unreachable := "fetch main: dial tcp 192.0.2.1:443: connect: connection refused, again after 5 tries over 2m0s"
+	served := revisions.NodeStatus{
+		NodeID: "edge", State: revisions.StateInSync,
+		Published: &revisions.PublishedStatus{Hash: "aaaaaaaaaaaaaaaa", Commit: good, Revision: "main@sha1:" + good, Source: "cfg"},
+		History:   []revisions.RevisionStatus{{Hash: "aaaaaaaaaaaaaaaa", Commit: good, Revision: "main@sha1:" + good, Source: "cfg", CreatedAt: now}},
+		Answers:   revisions.AnswerCounts{Connected: 1, Accepted: 1},
+	}
+	srcs := []statuspage.Source{
+		{Name: "cfg", Commit: bad, Revision: "main@sha1:" + bad, AppliedRevision: "main@sha1:" + good, Invalid: true, LastError: tab},
+		{Name: "far", LastError: unreachable},
+	}
+	nodes := []statuspage.NodeView{statuspage.NewNodeView(served, nil, srcs[:1], false)}
+	var b strings.Builder
+	printStatus(&b, nodes, srcs, false, now)
+	out := b.String()
+	assert.Equal(t, 1, strings.Count(out, tab), out)
+	assert.Contains(t, out, "edge: newest commit 333333333333 rejected by validation: "+tab)
+	assert.Equal(t, 1, strings.Count(out, unreachable), out)
+	assert.Contains(t, out, "\nfar: "+unreachable+"\n")
+	assert.Regexp(t, `far\s+-\s+-\s+-\s+fetch main: dial tcp .*… \(below\)\n`, out)
+
+	b.Reset()
+	printStatus(&b, nodes, srcs, true, now)
+	assert.Regexp(t, `far\s+.*`+regexp.QuoteMeta(unreachable)+`\n`, b.String(), "-o wide shows it whole in the table")
 }
