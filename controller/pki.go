@@ -28,7 +28,7 @@ func (c *Controller) startPKI(direct client.Client) ([]grpc.ServerOption, error)
 	p, err := kubepki.Start(*c.opts.PKI, kubepki.Home{
 		Manager: c.mgr, Client: direct, Namespace: c.opts.Namespace, WatchNamespace: c.opts.WatchNamespace,
 		Webhooks: c.opts.WebhookAddr != "" && c.opts.WebhookAddr != "0" && c.opts.WebhookCertDir == "",
-		MayServe: c.tenancy.MayServe, Watches: c.watches, Recorder: c.recorder, Log: c.log, SkipNameValidation: true,
+		MayServe: c.tenancy.MayServe, Watches: func(ns string) bool { return watching(c.opts.WatchNamespace, ns) }, Recorder: c.recorder, Log: c.log, SkipNameValidation: true,
 	})
 	if err != nil {
 		return nil, err

@@ -50,8 +50,12 @@ type shared struct {
 
 // watches reports whether objects of namespace are reconciled (the cache
 // also holds the controller's own namespace, for its revisions).
-func (s *shared) watches(namespace string) bool {
-	return s.watched == "" || namespace == s.watched
+func (s *shared) watches(namespace string) bool { return watching(s.watched, namespace) }
+
+// watching reports whether a controller that watches the namespace
+// watched ("" for every namespace) reconciles the objects of namespace.
+func watching(watched, namespace string) bool {
+	return watched == "" || namespace == watched
 }
 
 // waitForLead is the result of a reconcile that decides on a replica that

@@ -62,7 +62,7 @@ func (c *Controller) watchSharing(ctx context.Context) error {
 func (c *Controller) sweepOwners(ctx context.Context) {
 	for _, owner := range slices.Compact(slices.Sorted(maps.Values(c.core.Engine().Owners()))) {
 		r, ok := sources.ParseRef(owner)
-		if !ok || !c.watches(r.Namespace) {
+		if !ok || !watching(c.opts.WatchNamespace, r.Namespace) {
 			continue
 		}
 		obj := kubesrc.Object(r)
@@ -106,10 +106,4 @@ func (c *Controller) mayConfigure(source, node string) error {
 		return nil
 	}
 	return c.tenancy.MayConfigure(source, node, c.ownerOf(node))
-}
-
-// watches reports whether objects of namespace are reconciled (the cache
-// also holds the controller's own namespace, for its revisions).
-func (c *Controller) watches(namespace string) bool {
-	return c.opts.WatchNamespace == "" || namespace == c.opts.WatchNamespace
 }
