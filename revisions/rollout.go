@@ -352,8 +352,9 @@ func (n *nodeState) countConnect(ev ProxyEvent) {
 	if n.ro.step != rr.Status.Step {
 		n.ro.step, n.ro.conns = rr.Status.Step, map[string]int{}
 	}
-	if _, ok := n.ro.conns[ev.Proxy]; ok || len(n.ro.conns) < maxStepConns {
-		n.ro.conns[ev.Proxy]++
+	key := proxyKey(ev)
+	if _, ok := n.ro.conns[key]; ok || len(n.ro.conns) < maxStepConns {
+		n.ro.conns[key]++
 	}
 }
 

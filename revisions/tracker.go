@@ -31,8 +31,22 @@ type tracker struct {
 
 const maxGone = 256
 
+// proxyKey is what a proxy is counted under: its name, within its tenant.
+// Names are not unique across tenants (a pod name is the client's own
+// word, qualified by its certificate's principal, the node ID), so a
+// tenant's proxy on a node it shares with the platform can never answer
+// for a proxy of the platform's by taking its name.
+func proxyKey(ev ProxyEvent) string {
+	if ev.Tenant == "" {
+		return ev.Proxy
+	}
+	return ev.Tenant + "\x00" + ev.Proxy
+}
+
 // proxyAnswer is one proxy's standing towards the current publication.
 type proxyAnswer struct {
+	// name is the proxy's name as the xDS server reports it (ProxyEvent.Proxy).
+	name string
 	// conns counts the open streams with this identity (a pod may
 	// reconnect before its old stream is reported closed).
 	conns       int
@@ -79,12 +93,13 @@ func (t *tracker) reset(version string, since time.Time) {
 // observe records one event. It reports whether the event may change the
 // verdict.
 func (t *tracker) observe(ev ProxyEvent) bool {
-	p := t.proxies[ev.Proxy]
+	key := proxyKey(ev)
+	p := t.proxies[key]
 	switch ev.Kind {
 	case ProxyConnected:
 		if p == nil {
-			p = &proxyAnswer{}
-			t.proxies[ev.Proxy] = p
+			p = &proxyAnswer{name: ev.Proxy}
+			t.proxies[key] = p
 		} else if p.conns == 0 {
 			t.gone--
 		}
@@ -103,7 +118,7 @@ func (t *tracker) observe(ev ProxyEvent) bool {
 		p.conns = 0
 		p.outstanding = 0
 		if !p.rejected || t.gone >= maxGone {
-			delete(t.proxies, ev.Proxy)
+			delete(t.proxies, key)
 		} else {
 			t.gone++
 		}
@@ -136,8 +151,8 @@ func (t *tracker) observe(ev ProxyEvent) bool {
 			if t.gone >= maxGone {
 				return false
 			}
-			p = &proxyAnswer{tenant: ev.Tenant}
-			t.proxies[ev.Proxy] = p
+			p = &proxyAnswer{name: ev.Proxy, tenant: ev.Tenant}
+			t.proxies[key] = p
 			t.gone++
 		}
 		p.outstanding = ev.Outstanding
@@ -178,9 +193,9 @@ func (t *tracker) tally(ownerTenant string) standing {
 // guests marked.
 func (t *tracker) rejections(ownerTenant string) []ProxyRejection {
 	var out []ProxyRejection
-	for id, p := range t.proxies {
+	for _, p := range t.proxies {
 		if p.rejected {
-			out = append(out, ProxyRejection{Proxy: id, Error: p.err, Guest: p.guestOf(ownerTenant)})
+			out = append(out, ProxyRejection{Proxy: p.name, Error: p.err, Guest: p.guestOf(ownerTenant)})
 		}
 	}
 	slices.SortFunc(out, func(a, b ProxyRejection) int { return strings.Compare(a.Proxy, b.Proxy) })
@@ -200,13 +215,14 @@ func (t *tracker) connected() int {
 
 // candidateNACK records a rejection of the rollout's candidate.
 func (t *tracker) candidateNACK(ev ProxyEvent) bool {
-	p := t.proxies[ev.Proxy]
+	key := proxyKey(ev)
+	p := t.proxies[key]
 	if p == nil {
 		if t.gone >= maxGone {
 			return false
 		}
-		p = &proxyAnswer{bucket: -1, tenant: ev.Tenant}
-		t.proxies[ev.Proxy] = p
+		p = &proxyAnswer{name: ev.Proxy, bucket: -1, tenant: ev.Tenant}
+		t.proxies[key] = p
 		t.gone++
 	}
 	p.outstanding = ev.Outstanding
@@ -254,12 +270,12 @@ func (t *tracker) canaries(share int, ownerTenant string) (inStep, acked int, wa
 			break
 		}
 	}
-	for id, p := range t.proxies {
+	for _, p := range t.proxies {
 		if p.guestOf(ownerTenant) != guests {
 			continue
 		}
-		if p.candRejected && (rej == nil || id < rej.Proxy) {
-			rej = &rollout.Rejection{Proxy: id, Error: p.candErr}
+		if p.candRejected && (rej == nil || p.name < rej.Proxy) {
+			rej = &rollout.Rejection{Proxy: p.name, Error: p.candErr}
 		}
 		if p.conns == 0 || p.bucket < 0 || !rollout.InShare(p.bucket, share) {
 			continue
@@ -267,8 +283,8 @@ func (t *tracker) canaries(share int, ownerTenant string) (inStep, acked int, wa
 		inStep++
 		if p.candAcked && p.outstanding == 0 {
 			acked++
-		} else if waiting == "" || id < waiting {
-			waiting = id
+		} else if waiting == "" || p.name < waiting {
+			waiting = p.name
 		}
 	}
 	return inStep, acked, waiting, rej

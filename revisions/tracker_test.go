@@ -133,7 +133,7 @@ func TestCanariesLeaveGuestsAsideWhileTheOwnerIsThere(t *testing.T) {
 	tr.reset("stable", time.Time{})
 	tr.startCandidate("cand")
 	tr.observe(ProxyEvent{Kind: ProxyConnected, Proxy: "guest", Tenant: "team-a", Bucket: 5})
-	tr.observe(ProxyEvent{Kind: ProxyACK, Proxy: "guest", SnapshotVersion: "cand"})
+	tr.observe(ProxyEvent{Kind: ProxyACK, Proxy: "guest", Tenant: "team-a", SnapshotVersion: "cand"})
 	tr.observe(ProxyEvent{Kind: ProxyNACK, Proxy: "guest-2", Tenant: "team-a", SnapshotVersion: "cand", Error: "forged"})
 
 	inStep, acked, waiting, rej := tr.canaries(1000, "platform")
@@ -160,9 +160,9 @@ func TestLocalAnswersSplitGuests(t *testing.T) {
 		{Kind: ProxyConnected, Proxy: "pod-a", Tenant: "platform"},
 		{Kind: ProxyConnected, Proxy: "pod-b", Tenant: "platform"},
 		{Kind: ProxyConnected, Proxy: "a-guest", Tenant: "team-a"},
-		{Kind: ProxyNACK, Proxy: "pod-a", SnapshotVersion: "v1", Error: "bad"},
-		{Kind: ProxyACK, Proxy: "pod-b", SnapshotVersion: "v1"},
-		{Kind: ProxyNACK, Proxy: "a-guest", SnapshotVersion: "v1", Error: "forged"},
+		{Kind: ProxyNACK, Proxy: "pod-a", Tenant: "platform", SnapshotVersion: "v1", Error: "bad"},
+		{Kind: ProxyACK, Proxy: "pod-b", Tenant: "platform", SnapshotVersion: "v1"},
+		{Kind: ProxyNACK, Proxy: "a-guest", Tenant: "team-a", SnapshotVersion: "v1", Error: "forged"},
 	} {
 		n.track.observe(ev)
 	}
@@ -172,4 +172,25 @@ func TestLocalAnswersSplitGuests(t *testing.T) {
 		GuestPopulation: 1, GuestRejected: 1,
 		Rejections: []ProxyRejection{{Proxy: "pod-a", Error: "bad"}, {Proxy: "a-guest", Error: "forged", Guest: true}},
 	}}, e.LocalAnswers())
+}
+
+// A proxy is counted within its tenant: a guest that takes the name of one
+// of the owner's proxies (the pod name is the client's own word) answers
+// only for itself.
+func TestGuestCannotAnswerForTheOwnersProxyByItsName(t *testing.T) {
+	tr := newTracker()
+	tr.reset("v1", time.Time{})
+	for _, ev := range []ProxyEvent{
+		{Kind: ProxyConnected, Proxy: "gw/edge-1", Tenant: "platform"},
+		{Kind: ProxyConnected, Proxy: "gw/edge-1", Tenant: "team-a"},
+		{Kind: ProxyNACK, Proxy: "gw/edge-1", Tenant: "platform", SnapshotVersion: "v1", Error: "bad"},
+		{Kind: ProxyACK, Proxy: "gw/edge-1", Tenant: "team-a", SnapshotVersion: "v1"},
+		{Kind: ProxyDisconnected, Proxy: "gw/edge-1", Tenant: "team-a"},
+	} {
+		tr.observe(ev)
+	}
+	s := tr.tally("platform")
+	assert.Equal(t, tally{Population: 1, Rejected: 1}, s.own, "the guest's ACK and disconnect leave the owner's proxy as it was")
+	assert.Equal(t, tally{}, s.guests)
+	assert.Equal(t, []ProxyRejection{{Proxy: "gw/edge-1", Error: "bad"}}, tr.rejections("platform"))
 }
