@@ -43,14 +43,14 @@ func TestBothHomesAcceptTheSameTuningFlags(t *testing.T) {
 // an unset flag keeps the file's value.
 func TestServeTuningFlagsOverTheConfigFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "legate.yaml")
-	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: cfg\n  git: {url: /srv/cfg}\nhistory: 7\nstatusMaxBackoff: 20s\nlogLevel: debug\n"), 0o600))
+	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: cfg\n  git: {url: /srv/cfg}\nhistory: 7\nstatusMaxBackoff: 20s\nlogLevel: debug\nxdsMaxConnections: 70000\n"), 0o600))
 	var f serveFlags
 	fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	f.bind(fl)
 	require.NoError(t, fl.Parse([]string{"--config", file, "--history", "4", "--xds-insecure"}))
 	cfg, err := f.config(fl)
 	require.NoError(t, err)
-	assert.Equal(t, core.Tuning{History: 4, StatusMaxBackoff: 20 * time.Second, XDSInsecure: true, LogLevel: "debug"}, cfg.Tuning())
+	assert.Equal(t, core.Tuning{History: 4, StatusMaxBackoff: 20 * time.Second, XDSInsecure: true, LogLevel: "debug", XDSMaxConnections: 70000}, cfg.Tuning())
 
 	// Without a file, every flag's value (its default when unset) holds.
 	var g serveFlags
