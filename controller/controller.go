@@ -247,7 +247,7 @@ func New(opts Options) (*Controller, error) {
 			return nil, err
 		}
 	}
-	if c.xdsLis, err = netguard.Listen("xDS", opts.XDSAddr, "--xds-addr"); err != nil {
+	if c.xdsLis, err = c.core.ListenXDS(opts.XDSAddr, "--xds-addr"); err != nil {
 		return nil, err
 	}
 	c.grpc = c.core.XDS().NewGRPCServer(grpcOpts...)

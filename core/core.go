@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/legate-dev/legate/forge"
+	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/pipeline"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/revisions"
@@ -130,12 +131,14 @@ func New(opts Options) (*Core, error) {
 	// what the closure holds, so nothing else can swap it.
 	var engine *revisions.Engine
 	c.xds, err = xds.New(xds.Options{
-		Observer:   xds.ObserverFunc(func(ev xds.Event) { engine.ObserveProxy(ev) }),
-		Authorizer: opts.Authorizer,
-		Recheck:    opts.Recheck,
-		Tenant:     opts.ProxyTenant,
-		Registerer: opts.Registerer,
-		Log:        log.WithName("xds"),
+		Observer:              xds.ObserverFunc(func(ev xds.Event) { engine.ObserveProxy(ev) }),
+		Authorizer:            opts.Authorizer,
+		Recheck:               opts.Recheck,
+		Tenant:                opts.ProxyTenant,
+		Registerer:            opts.Registerer,
+		Log:                   log.WithName("xds"),
+		MaxConnections:        c.tuning.XDSMaxConnections,
+		MaxConnectionsSetting: KnobXDSMaxConnections.String(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("xDS server: %w", err)
@@ -272,6 +275,17 @@ func (c *Core) Run(ctx context.Context) error {
 		parts = append(parts, Part{Run: c.RunStatuses})
 	}
 	return RunParts(ctx, parts...)
+}
+
+// ListenXDS opens the xDS listener on addr (setting names the flag or
+// field that chose it, for errors), holding at most XDSMaxConnections
+// client connections open (xds.Server.BoundListener).
+func (c *Core) ListenXDS(addr, setting string) (net.Listener, error) {
+	lis, err := netguard.Listen("xDS", addr, setting)
+	if err != nil {
+		return nil, err
+	}
+	return c.xds.BoundListener(lis), nil
 }
 
 // ServeGRPC serves gs on lis until gs stops. It returns nil when gs was

@@ -56,17 +56,21 @@ type Tuning struct {
 	// (status page, API, metrics) must carry; the probes stay open (see
 	// ReadTokens).
 	ReadTokenFile string
+	// XDSMaxConnections bounds the client connections the xDS listener
+	// holds open; one more is reset at accept (see ListenXDS).
+	XDSMaxConnections int
 }
 
 // Defaults is the Tuning both homes run with unless told otherwise.
 func Defaults() Tuning {
 	return Tuning{
-		History:          revisions.DefaultHistory,
-		TaintThreshold:   revisions.DefaultThreshold,
-		AnswerTimeout:    revisions.DefaultTimeout,
-		StatusMaxBackoff: DefaultStatusMaxBackoff,
-		LogFormat:        "text",
-		LogLevel:         "info",
+		History:           revisions.DefaultHistory,
+		TaintThreshold:    revisions.DefaultThreshold,
+		AnswerTimeout:     revisions.DefaultTimeout,
+		StatusMaxBackoff:  DefaultStatusMaxBackoff,
+		LogFormat:         "text",
+		LogLevel:          "info",
+		XDSMaxConnections: xds.DefaultMaxConnections,
 	}
 }
 
@@ -75,18 +79,19 @@ type Knob struct{ Flag, Field string }
 
 // The knobs, in the order AddFlags registers them.
 var (
-	KnobHistory          = Knob{"history", "history"}
-	KnobTaintThreshold   = Knob{"taint-threshold", "taintThreshold"}
-	KnobAnswerTimeout    = Knob{"answer-timeout", "answerTimeout"}
-	KnobStatusMaxBackoff = Knob{"status-max-backoff", "statusMaxBackoff"}
-	KnobXDSInsecure      = Knob{"xds-insecure", "xdsInsecure"}
-	KnobLogFormat        = Knob{"log-format", "logFormat"}
-	KnobLogLevel         = Knob{"log-level", "logLevel"}
-	KnobReadTokenFile    = Knob{"read-token-file", "readTokenFile"}
+	KnobHistory           = Knob{"history", "history"}
+	KnobTaintThreshold    = Knob{"taint-threshold", "taintThreshold"}
+	KnobAnswerTimeout     = Knob{"answer-timeout", "answerTimeout"}
+	KnobStatusMaxBackoff  = Knob{"status-max-backoff", "statusMaxBackoff"}
+	KnobXDSInsecure       = Knob{"xds-insecure", "xdsInsecure"}
+	KnobLogFormat         = Knob{"log-format", "logFormat"}
+	KnobLogLevel          = Knob{"log-level", "logLevel"}
+	KnobReadTokenFile     = Knob{"read-token-file", "readTokenFile"}
+	KnobXDSMaxConnections = Knob{"xds-max-connections", "xdsMaxConnections"}
 )
 
 // Knobs lists every knob of Tuning.
-var Knobs = []Knob{KnobHistory, KnobTaintThreshold, KnobAnswerTimeout, KnobStatusMaxBackoff, KnobXDSInsecure, KnobLogFormat, KnobLogLevel, KnobReadTokenFile}
+var Knobs = []Knob{KnobHistory, KnobTaintThreshold, KnobAnswerTimeout, KnobStatusMaxBackoff, KnobXDSInsecure, KnobLogFormat, KnobLogLevel, KnobReadTokenFile, KnobXDSMaxConnections}
 
 // String names the knob both ways, so that an error reads right whether
 // the value came from a flag or the config file.
@@ -105,6 +110,7 @@ func (t *Tuning) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.LogFormat, KnobLogFormat.Flag, d.LogFormat, "log format: "+strings.Join(logging.Formats, " or "))
 	fs.StringVar(&t.LogLevel, KnobLogLevel.Flag, d.LogLevel, "least severe level logged: "+strings.Join(logging.Levels, ", ")+" (debug adds per-proxy and per-webhook detail)")
 	fs.StringVar(&t.ReadTokenFile, KnobReadTokenFile.Flag, "", "file holding a token every read (status page, API, metrics) must carry; the health probes stay open (default: reads are open)")
+	fs.IntVar(&t.XDSMaxConnections, KnobXDSMaxConnections.Flag, d.XDSMaxConnections, "most client connections the xDS listener holds open; one more is reset at once and counted in legate_xds_connections_refused_total")
 }
 
 // Override sets each field of t whose knob changed says was given to the
@@ -123,6 +129,7 @@ func (t *Tuning) Override(from Tuning, changed func(flag string) bool) {
 		{KnobLogFormat, func() { t.LogFormat = from.LogFormat }},
 		{KnobLogLevel, func() { t.LogLevel = from.LogLevel }},
 		{KnobReadTokenFile, func() { t.ReadTokenFile = from.ReadTokenFile }},
+		{KnobXDSMaxConnections, func() { t.XDSMaxConnections = from.XDSMaxConnections }},
 	} {
 		if changed(o.k.Flag) {
 			o.set()
@@ -144,6 +151,9 @@ func (t Tuning) withDefaults() Tuning {
 	}
 	if t.StatusMaxBackoff == 0 {
 		t.StatusMaxBackoff = d.StatusMaxBackoff
+	}
+	if t.XDSMaxConnections == 0 {
+		t.XDSMaxConnections = d.XDSMaxConnections
 	}
 	return t
 }
@@ -167,6 +177,9 @@ func (t Tuning) Problems() []error {
 	}
 	if t.StatusMaxBackoff < 0 || t.StatusMaxBackoff > maxStatusBackoff {
 		add(KnobStatusMaxBackoff, "must be in (0, %s], got %s", maxStatusBackoff, t.StatusMaxBackoff)
+	}
+	if t.XDSMaxConnections < 0 {
+		add(KnobXDSMaxConnections, "must be at least 1, got %d", t.XDSMaxConnections)
 	}
 	// logging's own words, so that both homes and the logger agree
 	if _, err := logging.New(io.Discard, "", t.LogFormat); err != nil {

@@ -24,6 +24,7 @@ func TestTuningProblemsNameFieldAndFlag(t *testing.T) {
 		{Tuning{StatusMaxBackoff: -time.Second}, "statusMaxBackoff (--status-max-backoff)"},
 		{Tuning{LogFormat: "xml"}, `logFormat (--log-format): log format "xml": want one of text, json`},
 		{Tuning{LogLevel: "loud"}, `logLevel (--log-level): log level "loud": want one of debug, info, warn, error`},
+		{Tuning{XDSMaxConnections: -1}, "xdsMaxConnections (--xds-max-connections): must be at least 1, got -1"},
 	} {
 		err := tc.tuning.Validate()
 		require.Error(t, err, "%+v", tc.tuning)

@@ -73,9 +73,9 @@ type Config struct {
 	// StateDir holds the embedded store and the sources' clones.
 	StateDir string `json:"stateDir,omitempty"`
 	// History, TaintThreshold, AnswerTimeout, StatusMaxBackoff,
-	// XDSInsecure, LogFormat and LogLevel are the knobs both homes share
-	// (core.Tuning, docs/tuning.md), spelled here as the config file
-	// spells them; Tuning maps them onto core.Tuning.
+	// XDSInsecure, LogFormat, LogLevel and XDSMaxConnections are the
+	// knobs both homes share (core.Tuning, docs/tuning.md), spelled here
+	// as the config file spells them; Tuning maps them onto core.Tuning.
 	//
 	// History bounds each node's revision history (default 10).
 	History int `json:"history,omitempty"`
@@ -92,6 +92,9 @@ type Config struct {
 	// severe level logged: debug, info, warn or error (default info).
 	LogFormat string `json:"logFormat,omitempty"`
 	LogLevel  string `json:"logLevel,omitempty"`
+	// XDSMaxConnections bounds the client connections the xDS listener
+	// holds open (default 50000); one more is reset at accept.
+	XDSMaxConnections int `json:"xdsMaxConnections,omitempty"`
 	// AdminTokenFile holds the bearer token every mutating API call
 	// (fetch triggers, clearing taints) must carry. Without it legate
 	// makes one on its first start in <StateDir>/admin-token.
@@ -408,14 +411,15 @@ func joinField(path, k string) string {
 // Tuning is the configuration's share of the knobs both homes have.
 func (c Config) Tuning() core.Tuning {
 	return core.Tuning{
-		History:          c.History,
-		TaintThreshold:   c.TaintThreshold,
-		AnswerTimeout:    c.AnswerTimeout.Duration,
-		StatusMaxBackoff: c.StatusMaxBackoff.Duration,
-		XDSInsecure:      c.XDSInsecure,
-		LogFormat:        c.LogFormat,
-		LogLevel:         c.LogLevel,
-		ReadTokenFile:    c.ReadTokenFile,
+		History:           c.History,
+		TaintThreshold:    c.TaintThreshold,
+		AnswerTimeout:     c.AnswerTimeout.Duration,
+		StatusMaxBackoff:  c.StatusMaxBackoff.Duration,
+		XDSInsecure:       c.XDSInsecure,
+		LogFormat:         c.LogFormat,
+		LogLevel:          c.LogLevel,
+		ReadTokenFile:     c.ReadTokenFile,
+		XDSMaxConnections: c.XDSMaxConnections,
 	}
 }
 
@@ -426,6 +430,7 @@ func (c *Config) SetTuning(t core.Tuning) {
 	c.XDSInsecure = t.XDSInsecure
 	c.LogFormat, c.LogLevel = t.LogFormat, t.LogLevel
 	c.ReadTokenFile = t.ReadTokenFile
+	c.XDSMaxConnections = t.XDSMaxConnections
 }
 
 // WithDefaults fills unset fields.

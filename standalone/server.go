@@ -213,7 +213,7 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 	if err := cfg.CheckXDSExposure(); err != nil {
 		return nil, err
 	}
-	if s.xdsLis, err = netguard.Listen("xDS", cfg.XDSAddr, "xdsAddr (--xds-addr)"); err != nil {
+	if s.xdsLis, err = s.core.ListenXDS(cfg.XDSAddr, "xdsAddr (--xds-addr)"); err != nil {
 		return nil, err
 	}
 	if s.httpLis, err = netguard.Listen("HTTP", cfg.HTTPAddr, "httpAddr (--http-addr)"); err != nil {

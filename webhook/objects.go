@@ -28,6 +28,11 @@ const admissionRenderLimit = 10 * time.Second
 // its render has stopped, not only until admission answers.
 const admissionRenders = 2
 
+// admissionRendersPerPeer bounds those of one client (see renderSlots):
+// one client cannot take the last slot. The API server's own reviews
+// from one address render one at a time (in milliseconds, most of them).
+const admissionRendersPerPeer = admissionRenders - 1
+
 // maxAdmissionDiagnostics is how many errors a refusal lists.
 const maxAdmissionDiagnostics = 10
 
@@ -53,7 +58,7 @@ type Objects struct {
 	Source func(es *v1alpha1.EnvoySource) error
 
 	once  sync.Once
-	slots chan struct{} // admission renders running
+	slots *renderSlots // admission renders running
 }
 
 // ValidateEnvoyConfig renders an EnvoyConfig under admission as its
@@ -76,8 +81,8 @@ func (o *Objects) ValidateEnvoyConfig(ctx context.Context, req *admissionv1.Admi
 		return fmt.Errorf("read the policies in force: %w", err)
 	}
 	opts := o.RenderOptions(policies)
-	o.once.Do(func() { o.slots = make(chan struct{}, admissionRenders) })
-	res, err := renderInSlot(ctx, o.slots, func(ctx context.Context) (*render.Result, <-chan struct{}) {
+	o.once.Do(func() { o.slots = newRenderSlots(admissionRenders, admissionRendersPerPeer) })
+	res, err := renderInSlot(ctx, o.slots, peerOf(ctx), func(ctx context.Context) (*render.Result, <-chan struct{}) {
 		return pipeline.RenderWithin(ctx, tree, opts, admissionRenderLimit)
 	})
 	if err != nil {
@@ -101,21 +106,20 @@ func (o *Objects) ValidateEnvoySource(_ context.Context, req *admissionv1.Admiss
 	return o.Source(&es)
 }
 
-// renderInSlot runs one admission render in a slot of slots, waiting for
-// one until ctx ends. The slot is freed when the render has stopped (its
-// stopped channel closes), which may be after renderInSlot returns: a
-// render answered at its limit runs on to its next check, and a CUE
-// generator to its end, and until then it still holds its memory.
-func renderInSlot(ctx context.Context, slots chan struct{}, run func(context.Context) (*render.Result, <-chan struct{})) (*render.Result, error) {
-	select {
-	case slots <- struct{}{}:
-	case <-ctx.Done():
-		return nil, errors.New("legate is busy validating other objects; apply again")
+// renderInSlot runs one admission render for peer in a slot of slots,
+// waiting for one until ctx (the review's deadline) ends; the render
+// stops at that deadline too. The slot is freed when the render has
+// stopped (its stopped channel closes), which may be after renderInSlot
+// returns: a render answered at its limit runs on to its next check, and
+// a CUE generator to its end, and until then it still holds its memory.
+func renderInSlot(ctx context.Context, slots *renderSlots, peer string, run func(context.Context) (*render.Result, <-chan struct{})) (*render.Result, error) {
+	if err := slots.acquire(ctx, peer); err != nil {
+		return nil, err
 	}
 	res, stopped := run(ctx)
 	go func() {
 		<-stopped
-		<-slots
+		slots.release(peer)
 	}()
 	return res, nil
 }

@@ -145,7 +145,12 @@ func (s *Server) review(name string, decide answer) http.Handler {
 		if err := objectBounds(in.Request); err != nil {
 			resp = deny(http.StatusUnprocessableEntity, err.Error())
 		} else {
-			resp = s.decideSafely(r.Context(), name, in.Request, decide)
+			// The request's context lasts as long as its client keeps
+			// the connection: the review is bounded by the API server's
+			// own timeout instead, counted from its arrival.
+			ctx, cancel := context.WithDeadline(withPeer(r.Context(), r), start.Add(reviewTimeout(r)))
+			resp = s.decideSafely(ctx, name, in.Request, decide)
+			cancel()
 		}
 		resp.UID = in.Request.UID
 		out := admissionv1.AdmissionReview{TypeMeta: in.TypeMeta, Response: resp}

@@ -15,6 +15,10 @@ type metrics struct {
 	acks      *prometheus.CounterVec
 	nacks     *prometheus.CounterVec
 	revoked   prometheus.Counter
+	// conns and connsRefused are the connections of the listeners
+	// BoundListener wraps.
+	conns        prometheus.Gauge
+	connsRefused prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) (*metrics, error) {
@@ -39,12 +43,20 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "legate_xds_streams_revoked_total",
 			Help: "xDS streams closed because they lost the right to receive their node.",
 		}),
+		conns: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "legate_xds_connections",
+			Help: "Client connections currently open on the xDS listeners.",
+		}),
+		connsRefused: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "legate_xds_connections_refused_total",
+			Help: "Client connections the xDS listeners reset at accept because they held their maximum of open connections.",
+		}),
 	}
 	if reg == nil {
 		return m, nil
 	}
 	var errs []error
-	for _, c := range []prometheus.Collector{m.connected, m.responses, m.acks, m.nacks, m.revoked} {
+	for _, c := range []prometheus.Collector{m.connected, m.responses, m.acks, m.nacks, m.revoked, m.conns, m.connsRefused} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

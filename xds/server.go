@@ -61,6 +61,12 @@ type Options struct {
 	// MaxStreamsPerNode bounds the open streams of one node ID; further
 	// streams are refused with ResourceExhausted (default 10 000).
 	MaxStreamsPerNode int
+	// MaxConnections bounds the open connections of each listener
+	// BoundListener wraps (default DefaultMaxConnections).
+	MaxConnections int
+	// MaxConnectionsSetting names the setting that chose MaxConnections
+	// (a flag, a config field) in the log line about refused connections.
+	MaxConnectionsSetting string
 }
 
 // DefaultMaxStreamsPerNode is Options.MaxStreamsPerNode's default.
@@ -172,6 +178,9 @@ func New(opts Options) (*Server, error) {
 	}
 	if opts.MaxStreamsPerNode <= 0 {
 		opts.MaxStreamsPerNode = DefaultMaxStreamsPerNode
+	}
+	if opts.MaxConnections <= 0 {
+		opts.MaxConnections = DefaultMaxConnections
 	}
 	m, err := newMetrics(opts.Registerer)
 	if err != nil {

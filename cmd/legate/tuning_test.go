@@ -18,6 +18,7 @@ import (
 var tuningArgs = []string{
 	"--history", "4", "--taint-threshold", "0.5", "--answer-timeout", "12s",
 	"--status-max-backoff", "45s", "--xds-insecure", "--log-format", "json", "--log-level", "warn",
+	"--xds-max-connections", "60000",
 }
 
 // Both homes accept the same tuning flags, with the same defaults, help
@@ -42,14 +43,14 @@ func TestBothHomesAcceptTheSameTuningFlags(t *testing.T) {
 // an unset flag keeps the file's value.
 func TestServeTuningFlagsOverTheConfigFile(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "legate.yaml")
-	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: cfg\n  git: {url: /srv/cfg}\nhistory: 7\nstatusMaxBackoff: 20s\nlogLevel: debug\n"), 0o600))
+	require.NoError(t, os.WriteFile(file, []byte("sources:\n- name: cfg\n  git: {url: /srv/cfg}\nhistory: 7\nstatusMaxBackoff: 20s\nlogLevel: debug\nxdsMaxConnections: 70000\n"), 0o600))
 	var f serveFlags
 	fl := pflag.NewFlagSet("serve", pflag.ContinueOnError)
 	f.bind(fl)
 	require.NoError(t, fl.Parse([]string{"--config", file, "--history", "4", "--xds-insecure"}))
 	cfg, err := f.config(fl)
 	require.NoError(t, err)
-	assert.Equal(t, core.Tuning{History: 4, StatusMaxBackoff: 20 * time.Second, XDSInsecure: true, LogLevel: "debug"}, cfg.Tuning())
+	assert.Equal(t, core.Tuning{History: 4, StatusMaxBackoff: 20 * time.Second, XDSInsecure: true, LogLevel: "debug", XDSMaxConnections: 70000}, cfg.Tuning())
 
 	// Without a file, every flag's value (its default when unset) holds.
 	var g serveFlags
@@ -58,7 +59,7 @@ func TestServeTuningFlagsOverTheConfigFile(t *testing.T) {
 	require.NoError(t, gl.Parse(append([]string{"--source", "name=a,git=/r"}, tuningArgs...)))
 	cfg, err = g.config(gl)
 	require.NoError(t, err)
-	assert.Equal(t, core.Tuning{History: 4, TaintThreshold: 0.5, AnswerTimeout: 12 * time.Second, StatusMaxBackoff: 45 * time.Second, XDSInsecure: true, LogFormat: "json", LogLevel: "warn"}, cfg.Tuning())
+	assert.Equal(t, core.Tuning{History: 4, TaintThreshold: 0.5, AnswerTimeout: 12 * time.Second, StatusMaxBackoff: 45 * time.Second, XDSInsecure: true, LogFormat: "json", LogLevel: "warn", XDSMaxConnections: 60000}, cfg.Tuning())
 }
 
 // A bad knob is refused by both homes, naming the field and the flag.

@@ -178,15 +178,21 @@ func (s *Source) fetch(ctx context.Context, creds credentials) (*sources.Result,
 	if err != nil {
 		return nil, err
 	}
-	ctx, sess, err := s.session(ctx, creds)
+	ctx, sess, meter, err := s.session(ctx, creds)
 	if err != nil {
 		return nil, fmt.Errorf("open a session with the remote: %w", err)
 	}
 	defer sess.Close() //nolint:errcheck // nothing is written through it after the pack was read
 	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if over := meter.err(); over != nil {
+		// go-git reports the cut connection as its own (an EOF, a
+		// decoding error): say why it was cut.
+		return nil, fmt.Errorf("list remote refs: %w", over)
+	}
 	if err != nil {
 		return nil, timeoutHint(ctx, fmt.Errorf("list remote refs: %w", err), s.cfg.Timeout)
 	}
+	meter.lift()
 	adv, err := advertisedRefs(ar)
 	if err != nil {
 		return nil, fmt.Errorf("list remote refs: %w", err)

@@ -32,6 +32,25 @@ type sshGitServer struct {
 
 func serveGitSSH(t *testing.T, root string, clientKey ssh.PublicKey) *sshGitServer {
 	t.Helper()
+	return serveSSH(t, clientKey, func(ch ssh.Channel, command string) uint32 {
+		fields := strings.Fields(command)
+		if len(fields) != 2 || fields[0] != "git-upload-pack" {
+			return 1
+		}
+		repo := filepath.Join(root, filepath.Clean("/"+strings.Trim(fields[1], "'\"")))
+		cmd := exec.Command("git-upload-pack", repo)
+		cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
+		if cmd.Run() != nil {
+			return 1
+		}
+		return 0
+	})
+}
+
+// serveSSH is an in-process SSH server for one client key that answers
+// each exec request with run, which returns the command's exit status.
+func serveSSH(t *testing.T, clientKey ssh.PublicKey, run func(ch ssh.Channel, command string) uint32) *sshGitServer {
+	t.Helper()
 	_, hostPriv, err := ed25519.GenerateKey(rand.Reader)
 	require.NoError(t, err)
 	signer, err := ssh.NewSignerFromKey(hostPriv)
@@ -52,13 +71,13 @@ func serveGitSSH(t *testing.T, root string, clientKey ssh.PublicKey) *sshGitServ
 			if err != nil {
 				return
 			}
-			go serveSSHConn(conn, cfg, root)
+			go serveSSHConn(conn, cfg, run)
 		}
 	}()
 	return &sshGitServer{addr: ln.Addr().String(), hostKey: signer.PublicKey()}
 }
 
-func serveSSHConn(conn net.Conn, cfg *ssh.ServerConfig, root string) {
+func serveSSHConn(conn net.Conn, cfg *ssh.ServerConfig, run func(ch ssh.Channel, command string) uint32) {
 	defer conn.Close()
 	_, chans, reqs, err := ssh.NewServerConn(conn, cfg)
 	if err != nil {
@@ -81,18 +100,8 @@ func serveSSHConn(conn net.Conn, cfg *ssh.ServerConfig, root string) {
 					_ = req.Reply(false, nil)
 					continue
 				}
-				command := string(req.Payload[4:])
 				_ = req.Reply(true, nil)
-				fields := strings.Fields(command)
-				status := uint32(1)
-				if len(fields) == 2 && fields[0] == "git-upload-pack" {
-					repo := filepath.Join(root, filepath.Clean("/"+strings.Trim(fields[1], "'\"")))
-					cmd := exec.Command("git-upload-pack", repo)
-					cmd.Stdin, cmd.Stdout, cmd.Stderr = ch, ch, ch.Stderr()
-					if cmd.Run() == nil {
-						status = 0
-					}
-				}
+				status := run(ch, string(req.Payload[4:]))
 				_, _ = ch.SendRequest("exit-status", false, binary.BigEndian.AppendUint32(nil, status))
 				return
 			}

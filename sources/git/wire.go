@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 
 	gogit "github.com/go-git/go-git/v5"
@@ -38,24 +40,34 @@ import (
 const maxHaves = 16
 
 // session opens an upload-pack session on the remote, dialling through the
-// source's guard.
-func (s *Source) session(ctx context.Context, creds credentials) (context.Context, transport.UploadPackSession, error) {
+// source's guard. Over SSH it returns the meter that bounds the ref
+// advertisement (over HTTP the client bounds it, see advbound.go): the
+// caller lifts it once the advertisement is read.
+func (s *Source) session(ctx context.Context, creds credentials) (context.Context, transport.UploadPackSession, *advMeter, error) {
 	ep, err := transport.NewEndpoint(s.endpoint)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	if s.cfg.Guard != nil && s.ssh {
-		ep.Proxy = sshProxy(s.cfg.Guard)
+	var meter *advMeter
+	if s.ssh {
+		var done func()
+		host := ep.Host
+		if ep.Port != 0 {
+			host = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
+		}
+		ep.Proxy, meter, done = sshSessionProxy(s.cfg.Guard, host)
+		// go-git dials while it opens the session, and only then.
+		defer done()
 	}
 	c, err := client.NewClient(ep)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	sess, err := c.NewUploadPackSession(ep, creds.method)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return netguard.NewContext(ctx, s.cfg.Guard), sess, nil
+	return netguard.NewContext(ctx, s.cfg.Guard), sess, meter, nil
 }
 
 // advertisedRefs is what the remote advertised, in the form resolve reads.

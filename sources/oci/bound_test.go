@@ -1,12 +1,13 @@
 package oci
 
 import (
-	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,6 +28,31 @@ func hostileRegistry(t *testing.T, answer http.HandlerFunc) string {
 	return strings.TrimPrefix(srv.URL, "http://")
 }
 
+// hostileTimeout is the fetch timeout of the tests against a hostile
+// registry, and twice it their own deadline: a broken bound must fail the
+// test in seconds, whether the fetch then waits on the registry (the
+// source's timeout ends it) or loops without looking at its context (the
+// deadline does), not hang until the package's timeout.
+const hostileTimeout = 10 * time.Second
+
+// fetchWithin fetches src and returns its error, failing the test when
+// the fetch has not returned within twice hostileTimeout.
+func fetchWithin(t *testing.T, src *Source) error {
+	t.Helper()
+	done := make(chan error, 1)
+	go func() {
+		_, err := src.Fetch(t.Context())
+		done <- err
+	}()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(2 * hostileTimeout):
+		t.Fatalf("the fetch from a hostile registry did not return within %s: is a bound broken?", 2*hostileTimeout)
+		return nil
+	}
+}
+
 // A registry a tenant names may answer with anything: a tag list or a
 // manifest of many megabytes, or tag pages that never end. Each fetch
 // fails at its bound, saying which, instead of holding it all.
@@ -42,12 +68,12 @@ func TestRegistryAnswersBounded(t *testing.T) {
 		}
 		_, _ = w.Write([]byte(`"]}`))
 	}
-	pages := 0
-	endless := func(w http.ResponseWriter, r *http.Request) {
-		pages++
+	var pages atomic.Int64 // counted on the server's goroutines
+	endless := func(w http.ResponseWriter, _ *http.Request) {
+		page := pages.Add(1)
 		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Link", fmt.Sprintf(`</v2/cfg/tags/list?n=1&last=t%d>; rel="next"`, pages))
-		_, _ = fmt.Fprintf(w, `{"name":"cfg","tags":["t%d"]}`, pages)
+		w.Header().Set("Link", fmt.Sprintf(`</v2/cfg/tags/list?n=1&last=t%d>; rel="next"`, page))
+		_, _ = fmt.Fprintf(w, `{"name":"cfg","tags":["t%d"]}`, page)
 	}
 	many := func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
@@ -69,10 +95,10 @@ func TestRegistryAnswersBounded(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			host := hostileRegistry(t, tc.answer)
-			_, err := newSource(t, Config{URL: "oci://" + host + "/cfg", Ref: tc.ref}).Fetch(context.Background())
+			err := fetchWithin(t, newSource(t, Config{URL: "oci://" + host + "/cfg", Ref: tc.ref, Timeout: hostileTimeout}))
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)
 		})
 	}
-	assert.Equal(t, maxTagPages, pages, "the pages stop at the bound")
+	assert.EqualValues(t, maxTagPages, pages.Load(), "the pages stop at the bound")
 }
