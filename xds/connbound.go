@@ -62,7 +62,7 @@ func (l *boundListener) Accept() (net.Conn, error) {
 		// here instead, so that a peer gone silent with data unacked is
 		// dropped as soon as before.
 		setUserTimeout(c, pingTimeout)
-		return &boundConn{Conn: c, l: l}, nil
+		return &boundConn{Conn: c, l: l, ready: newReadyRead(c)}, nil
 	}
 }
 
@@ -112,6 +112,9 @@ type boundConn struct {
 	net.Conn
 	l      *boundListener
 	closed atomic.Bool
+	// ready reads without pinning a buffer (connread_linux.go); nil
+	// elsewhere.
+	ready *readyRead
 }
 
 func (c *boundConn) Close() error {

@@ -84,6 +84,8 @@ func startServer(t *testing.T, opts Options) *testServer {
 	gs := s.NewGRPCServer()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
+	// Through the bound listener, as both homes serve (core.ListenXDS).
+	lis = s.BoundListener(lis)
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	return &testServer{Server: s, addr: lis.Addr().String(), rec: rec, reg: reg}

@@ -54,11 +54,12 @@ func TestRawClientACKs(t *testing.T) {
 	clusterCount = 50
 	counter := &acks{}
 	var gs *grpc.Server
-	publish, err := startLegate(&gs, counter)
+	var bound func(net.Listener) net.Listener
+	publish, err := startLegate(&gs, counter, &bound)
 	require.NoError(t, err)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	go func() { _ = gs.Serve(lis) }()
+	go func() { _ = gs.Serve(bound(lis)) }()
 	t.Cleanup(gs.Stop)
 	for i, v := range []string{"v0", "v1"} {
 		reached := counter.expect(v, 2)

@@ -121,7 +121,10 @@ func grpcOptions() []grpc.ServerOption {
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: 2 * time.Minute, Timeout: 10 * time.Minute}))
 }
 
-func startLegate(gs **grpc.Server, counter *acks) (publisher, error) {
+// startLegate starts legate's xDS server; bound is the listener wrapper
+// both homes serve through (connection bound, grpc-go's pooled reads), set
+// so that the cell measures what a user runs.
+func startLegate(gs **grpc.Server, counter *acks, bound *func(net.Listener) net.Listener) (publisher, error) {
 	srv, err := xds.New(xds.Options{Observer: xds.ObserverFunc(func(ev xds.Event) {
 		if ev.Kind == xds.ACK {
 			counter.ack(ev.TypeVersion)
@@ -131,6 +134,7 @@ func startLegate(gs **grpc.Server, counter *acks) (publisher, error) {
 		return nil, err
 	}
 	*gs = srv.NewGRPCServer(grpcOptions()...)
+	*bound = srv.BoundListener
 	return func(version string, gen int) error {
 		// The encoding of every resource counts: legate's renderer does it
 		// once per revision.
@@ -191,9 +195,10 @@ func runServer(args []string, stdout io.Writer) error {
 	counter := &acks{}
 	var gs *grpc.Server
 	var publish publisher
+	var bound func(net.Listener) net.Listener
 	switch *impl {
 	case "legate":
-		p, err := startLegate(&gs, counter)
+		p, err := startLegate(&gs, counter, &bound)
 		if err != nil {
 			return err
 		}
@@ -206,6 +211,9 @@ func runServer(args []string, stdout io.Writer) error {
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return err
+	}
+	if bound != nil {
+		lis = bound(lis)
 	}
 	go func() { _ = gs.Serve(lis) }()
 	defer gs.Stop()
