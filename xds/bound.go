@@ -82,6 +82,14 @@ func TransportOptions() []grpc.ServerOption {
 	}
 }
 
+// handshakeTimeout bounds a new connection's TLS and HTTP/2 handshake
+// (grpc-go's ConnectionTimeout, 120 s by default): until it is done the
+// connection holds one of the listener's places (MaxConnections) and a
+// goroutine, and a client that opens connections and says nothing would
+// hold them two minutes each. A proxy's handshake takes milliseconds. A
+// var for tests.
+var handshakeTimeout = 10 * time.Second
+
 // serverLimits bounds what one client connection may hold: streams per
 // connection, request size and keepalive ping rate, and drops connections
 // whose peer stopped answering pings. The transport settings come with it.
@@ -91,5 +99,6 @@ func serverLimits() []grpc.ServerOption {
 		grpc.MaxRecvMsgSize(maxRequestBytes),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: minPingInterval, PermitWithoutStream: true}),
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: pingAfter, Timeout: pingTimeout}),
+		grpc.ConnectionTimeout(handshakeTimeout),
 	)
 }

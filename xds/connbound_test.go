@@ -127,3 +127,35 @@ func TestConnectionsBeyondTheBoundAreRefused(t *testing.T) {
 		assert.NotContains(t, l, "error")
 	}
 }
+
+// A connection that never completes its handshake is closed after
+// handshakeTimeout and gives its place back: a client that opens
+// connections and says nothing cannot keep the listener full.
+func TestSilentConnectionsAreClosedAfterTheHandshakeTimeout(t *testing.T) {
+	defer func(d time.Duration) { handshakeTimeout = d }(handshakeTimeout)
+	handshakeTimeout = 300 * time.Millisecond
+	s, err := New(Options{MaxConnections: 1})
+	require.NoError(t, err)
+	gs := s.NewGRPCServer()
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go func() { _ = gs.Serve(s.BoundListener(raw)) }()
+	t.Cleanup(gs.Stop)
+
+	silent, err := net.Dial("tcp", raw.Addr().String())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = silent.Close() })
+	require.NoError(t, silent.SetReadDeadline(time.Now().Add(20*time.Second)))
+	_, err = io.Copy(io.Discard, silent) // the server's preface, then its close
+	require.NoError(t, err, "the server closes a silent connection well before 20 s")
+
+	// Its place is free again: a proxy is served.
+	require.NoError(t, s.SetSnapshot("n", clusterSnapshot(t, "v1", 1, 1)))
+	cc, err := grpc.NewClient(raw.Addr().String(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cc.Close() })
+	st, err := discoveryv3.NewAggregatedDiscoveryServiceClient(cc).StreamAggregatedResources(t.Context())
+	require.NoError(t, err)
+	require.NoError(t, st.Send(&discoveryv3.DiscoveryRequest{Node: testNode("n", ""), TypeUrl: resourcev3.ClusterType}))
+	recvTimeout(t, st.Recv)
+}
