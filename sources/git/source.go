@@ -33,12 +33,15 @@ const remoteName = "origin"
 // Source is a Git source. It implements sources.Source; Fetch calls are
 // serialised by the Source itself.
 type Source struct {
-	cfg      Config
-	endpoint string // URL handed to go-git, without user info
-	display  string // URL shown in Origin and errors, without user info
-	urlUser  *url.Userinfo
-	path     string
-	dir      string
+	cfg Config
+	// sshAdvLimit is sshAdvertisementLimit, read once when the source is
+	// made (a test lowers it; nothing reads the variable while fetches run).
+	sshAdvLimit int64
+	endpoint    string // URL handed to go-git, without user info
+	display     string // URL shown in Origin and errors, without user info
+	urlUser     *url.Userinfo
+	path        string
+	dir         string
 
 	mu   sync.Mutex
 	repo *gogit.Repository // opened once; its object caches survive polls
@@ -78,14 +81,15 @@ func New(cfg Config) (*Source, error) {
 		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
 	}
 	return &Source{
-		local:    ep.Protocol == "file",
-		ssh:      ep.Protocol == "ssh",
-		cfg:      cfg,
-		endpoint: endpoint,
-		display:  sources.Redact(endpoint),
-		urlUser:  user,
-		path:     p,
-		dir:      dir,
+		sshAdvLimit: sshAdvertisementLimit,
+		local:       ep.Protocol == "file",
+		ssh:         ep.Protocol == "ssh",
+		cfg:         cfg,
+		endpoint:    endpoint,
+		display:     sources.Redact(endpoint),
+		urlUser:     user,
+		path:        p,
+		dir:         dir,
 	}, nil
 }
 

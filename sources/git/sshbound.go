@@ -56,9 +56,9 @@ type sshDialer struct {
 // endpoint's host, as the user wrote it) and returns the go-git proxy
 // option naming it, with the meter and a function that unregisters it
 // once the session is open.
-func sshSessionProxy(g *netguard.Guard, host string) (transport.ProxyOptions, *advMeter, func()) {
+func sshSessionProxy(g *netguard.Guard, host string, limit int64) (transport.ProxyOptions, *advMeter, func()) {
 	id := "s" + strconv.FormatUint(sshDialID.Add(1), 10)
-	m := newAdvMeter(host, sshAdvertisementLimit)
+	m := newAdvMeter(host, limit)
 	sshDials.Store(id, &sshDialer{guard: g, meter: m})
 	return transport.ProxyOptions{URL: guardScheme + "://" + id}, m, func() { sshDials.Delete(id) }
 }

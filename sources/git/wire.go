@@ -55,7 +55,7 @@ func (s *Source) session(ctx context.Context, creds credentials) (context.Contex
 		if ep.Port != 0 {
 			host = net.JoinHostPort(ep.Host, strconv.Itoa(ep.Port))
 		}
-		ep.Proxy, meter, done = sshSessionProxy(s.cfg.Guard, host)
+		ep.Proxy, meter, done = sshSessionProxy(s.cfg.Guard, host, s.sshAdvLimit)
 		// go-git dials while it opens the session, and only then.
 		defer done()
 	}
