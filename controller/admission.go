@@ -5,6 +5,7 @@ import (
 	"net"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
+	"github.com/legate-dev/legate/netguard"
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/webhook"
 )
@@ -28,7 +29,7 @@ func (c *Controller) listenWebhooks() error {
 	if err != nil {
 		return err
 	}
-	c.webhookLis, c.webhookTLS = lis, certs
+	c.webhookLis, c.webhookTLS = netguard.Bound(lis, "the admission webhooks", c.log), certs
 	return nil
 }
 

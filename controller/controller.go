@@ -259,6 +259,7 @@ func New(opts Options) (*Controller, error) {
 			_ = c.xdsLis.Close()
 			return nil, err
 		}
+		c.httpLis = netguard.Bound(c.httpLis, "the status API", c.log)
 	}
 	if err := c.listenWebhooks(); err != nil {
 		_ = c.xdsLis.Close()

@@ -12,8 +12,10 @@
 // of address, never the resolved address or anything a port scan could
 // read.
 //
-// Listen is the inbound side: the listeners of both homes, whose errors
-// name the setting that chose the address.
+// Listen and Limit are the inbound side: the listeners of both homes,
+// whose errors name the setting that chose the address, each holding a
+// bounded number of open connections (the xDS listener's bound is a
+// setting, the HTTP listeners' MaxHTTPConnections).
 //
 // A nil *Guard allows everything: legate serve, a single-tenant tool, runs
 // without one; legate controller runs with one unless told otherwise.

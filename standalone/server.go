@@ -219,6 +219,7 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 	if s.httpLis, err = netguard.Listen("HTTP", cfg.HTTPAddr, "httpAddr (--http-addr)"); err != nil {
 		return nil, err
 	}
+	s.httpLis = netguard.Bound(s.httpLis, "the status API", s.log)
 	s.grpc = s.xds.NewGRPCServer(grpcOpts...)
 	if s.http, err = s.newHTTPServer(reg, secrets, opts.httpTimeouts); err != nil {
 		return nil, err

@@ -112,7 +112,7 @@ func TestConnectionsBeyondTheBoundAreRefused(t *testing.T) {
 	assert.Contains(t, logged.get()[0], `"lastPeer"="127.0.0.1"`)
 
 	// A minute on, the next refusal is logged with those kept back.
-	clk.Step(refusalLogEvery)
+	clk.Step(time.Minute)
 	assert.False(t, served(t, addr))
 	require.Eventually(t, refused(4), waitFor, pollEvery)
 	require.Len(t, logged.get(), 2)
