@@ -106,11 +106,19 @@ image: ## Build the container image (OCI layout in dist/image; IMAGE=REF pushes 
 run: build ## Run legate serve on the embedded store, serving examples/quickstart.
 	./hack/run.sh $(BIN)/legate
 
-.PHONY: test
+.PHONY: test test-plain
 test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2e) and a short fuzz pass.
+	@$(MAKE) --no-print-directory -j2 --output-sync=target test-plain test-race
+	@$(MAKE) --no-print-directory fuzz
+
+# The plain pass and the race pass run side by side: the plain pass ends
+# with minutes of one package (test/controller, about 6 of them) waiting
+# on the API servers it starts, while the race pass compiles and runs
+# (docs/testing.md, "CI time"). --output-sync keeps each pass's output
+# whole.
+test-plain: ## Run the tests of every package but RACE_ONLY_PKGS (make test's plain pass).
 	pkgs=$$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
 	$(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
-	@$(MAKE) --no-print-directory test-race fuzz
 
 # The packages where goroutines meet (the xDS server, the engine and its
 # store, the fetch loops, the renderer's parallel decoding) run under the
