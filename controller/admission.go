@@ -66,7 +66,13 @@ func (c *Controller) admission() *webhook.Server {
 	s := &webhook.Server{
 		EnvoyConfigs: objects.ValidateEnvoyConfig,
 		EnvoySources: objects.ValidateEnvoySource,
-		Log:          c.log.WithName("admission"),
+		// The webhooks serve from the start, and the API server may call
+		// them before the caches they read are filled: a review waits for
+		// them (at most its own deadline) rather than being refused.
+		Ready: func(ctx context.Context) bool {
+			return c.http.ready.Load() || c.mgr.GetCache().WaitForCacheSync(ctx)
+		},
+		Log: c.log.WithName("admission"),
 	}
 	if c.opts.Injector != nil {
 		s.Mutator = c.opts.Injector

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -186,4 +187,64 @@ func TestHostileClientDoesNotStarveTheAPIServer(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	assert.Equal(t, map[string]int{"203.0.113.9": 1, "10.0.0.1": 1}, ran)
+}
+
+// A review that arrives before the home can decide (its caches still
+// filling) waits for it within the review's deadline: decided once the
+// home is ready, refused with a message that says why when the deadline
+// comes first, and never decided from the reads that would fail.
+func TestReviewWaitsUntilTheHomeIsReady(t *testing.T) {
+	ready := make(chan struct{})
+	waiting := make(chan struct{}, 4)
+	var decided atomic.Int32
+	s := &Server{
+		EnvoyConfigs: func(context.Context, *admissionv1.AdmissionRequest) error {
+			decided.Add(1)
+			return nil
+		},
+		Ready: func(ctx context.Context) bool {
+			waiting <- struct{}{}
+			select {
+			case <-ready:
+				return true
+			case <-ctx.Done():
+				return false
+			}
+		},
+		Log: logr.Discard(),
+	}
+	req := &admissionv1.AdmissionRequest{UID: "uid-1", Operation: admissionv1.Create, Object: runtime.RawExtension{Raw: []byte(`{"spec":{}}`)}}
+
+	// Never ready within a 1 s deadline (?timeout=2s less the margin).
+	late := answerOf(t, post(t, s.Handler(), ValidateEnvoyConfigsPath+"?timeout=2s", "application/json", review(t, req)))
+	assert.False(t, late.Allowed)
+	assert.Equal(t, int32(http.StatusServiceUnavailable), late.Result.Code)
+	assert.Contains(t, late.Result.Message, "legate has just started and cannot decide yet")
+	assert.Zero(t, decided.Load(), "nothing is decided before the home is ready")
+	<-waiting
+
+	// Ready while the review waits: it is decided then.
+	answered := make(chan *httptest.ResponseRecorder, 1)
+	body := review(t, req)
+	go func() {
+		r := httptest.NewRequest(http.MethodPost, ValidateEnvoyConfigsPath+"?timeout=30s", bytes.NewReader(body))
+		r.Header.Set("Content-Type", "application/json")
+		w := httptest.NewRecorder()
+		s.Handler().ServeHTTP(w, r)
+		answered <- w
+	}()
+	select {
+	case <-waiting:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the review did not wait for the home within 20 s")
+	}
+	assert.Zero(t, decided.Load(), "the review waits, undecided")
+	close(ready)
+	select {
+	case w := <-answered:
+		assert.True(t, answerOf(t, w).Allowed)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the review was not answered within 20 s of the home being ready")
+	}
+	assert.Equal(t, int32(1), decided.Load())
 }

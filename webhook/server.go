@@ -72,7 +72,14 @@ type Server struct {
 	// EnvoyConfigs and EnvoySources validate legate's objects (nil: the
 	// path answers 404).
 	EnvoyConfigs, EnvoySources Validator
-	Log                        logr.Logger
+	// Ready, when set, is waited for before a review is decided, within
+	// the review's deadline, and reports whether it came in time. A home
+	// that has just started reads its policies, tenancy and node claims
+	// from caches that are still filling: a review decided then would be
+	// refused for a read that fails ("the cache is not started"), not for
+	// the object.
+	Ready func(ctx context.Context) bool
+	Log   logr.Logger
 
 	duration    *prometheus.HistogramVec
 	connections prometheus.Counter
@@ -149,7 +156,11 @@ func (s *Server) review(name string, decide answer) http.Handler {
 			// the connection: the review is bounded by the API server's
 			// own timeout instead, counted from its arrival.
 			ctx, cancel := context.WithDeadline(withPeer(r.Context(), r), start.Add(reviewTimeout(r)))
-			resp = s.decideSafely(ctx, name, in.Request, decide)
+			if s.Ready != nil && !s.Ready(ctx) {
+				resp = deny(http.StatusServiceUnavailable, notReady)
+			} else {
+				resp = s.decideSafely(ctx, name, in.Request, decide)
+			}
 			cancel()
 		}
 		resp.UID = in.Request.UID
@@ -166,6 +177,10 @@ func (s *Server) review(name string, decide answer) http.Handler {
 		}
 	})
 }
+
+// notReady is the refusal of a review that came before the home could
+// decide it (Server.Ready) and waited past its deadline.
+const notReady = "legate has just started and cannot decide yet: its copies of the cluster's objects (policies, tenancy, node claims) are still being read; apply again in a moment"
 
 // decodeReview reads an admission.k8s.io/v1 AdmissionReview that carries a
 // request with a UID and an object.
