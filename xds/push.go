@@ -25,6 +25,8 @@ type pushQueue struct {
 	// limit replaces maxPushers when set (tests); peak is the most pushers
 	// that ran at once.
 	limit, peak int
+	// slow is slowPush, read when the server was made.
+	slow time.Duration
 }
 
 // add queues b unless it is queued already, and starts a pusher when
@@ -89,7 +91,7 @@ var slowPush = time.Second
 func (q *pushQueue) pushSlow(b *streamBase) (retired bool) {
 	var mu sync.Mutex
 	done := false
-	timer := time.AfterFunc(slowPush, func() {
+	timer := time.AfterFunc(q.slow, func() {
 		mu.Lock()
 		defer mu.Unlock()
 		if done {

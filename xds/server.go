@@ -1,6 +1,8 @@
 package xds
 
 import (
+	"time"
+
 	"context"
 	"fmt"
 	"sort"
@@ -85,6 +87,10 @@ type Server struct {
 	authEpoch atomic.Uint64
 	// pushes runs the streams' pushes on a few shared goroutines.
 	pushes pushQueue
+	// sendTimeout is the package's, read once when the server is made, so
+	// that a test that changes the package's does not race the pushes of
+	// a server still running from an earlier test.
+	sendTimeout time.Duration
 
 	mu    sync.Mutex
 	nodes map[string]*nodeState
@@ -186,7 +192,10 @@ func New(opts Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Server{opts: opts, metrics: m, nodes: make(map[string]*nodeState)}, nil
+	return &Server{
+		opts: opts, metrics: m, nodes: make(map[string]*nodeState),
+		pushes: pushQueue{slow: slowPush}, sendTimeout: sendTimeout,
+	}, nil
 }
 
 // NewGRPCServer returns a gRPC server with the ADS service registered and

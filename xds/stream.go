@@ -242,7 +242,7 @@ func (b *streamBase) send(typeURL, snapVersion string, parts [][]byte) error {
 	// pushes of every node. The stream is ended instead.
 	var stalled atomic.Bool
 	if b.end != nil {
-		timer := time.AfterFunc(sendTimeout, func() {
+		timer := time.AfterFunc(b.srv.sendTimeout, func() {
 			stalled.Store(true)
 			b.end(errStalled)
 		})
