@@ -1,14 +1,13 @@
 package xds
 
 import (
-	"time"
-
 	"context"
 	"fmt"
 	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	discoveryv3 "github.com/envoyproxy/go-control-plane/envoy/service/discovery/v3"
 	"github.com/go-logr/logr"
