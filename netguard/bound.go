@@ -40,9 +40,9 @@ type Limit struct {
 	// metric).
 	Refused func()
 	// Wrap, when set, makes each accepted connection into the one the
-	// listener returns; that one must call release once, when it is
-	// closed, to give its place back. Without Wrap the listener's own
-	// wrapper does so.
+	// listener returns; that one must call release exactly once, when it
+	// is first closed, to give its place back. Without Wrap the
+	// listener's own wrapper does so.
 	Wrap func(c net.Conn, release func()) net.Conn
 }
 
@@ -88,14 +88,15 @@ func (b *boundListener) Accept() (net.Conn, error) {
 			b.refuse(c)
 			continue
 		}
-		var once sync.Once
-		release := func() { once.Do(func() { b.open.Add(-1) }) }
 		if b.l.Wrap != nil {
-			return b.l.Wrap(c, release), nil
+			return b.l.Wrap(c, b.release), nil
 		}
-		return &boundConn{Conn: c, release: release}, nil
+		return &boundConn{Conn: c, release: b.release}, nil
 	}
 }
+
+// release gives one connection's place back.
+func (b *boundListener) release() { b.open.Add(-1) }
 
 // refuse reports c, then resets it: no FIN handshake, no TIME_WAIT kept
 // on this side.
@@ -124,7 +125,7 @@ func (b *boundListener) logRefusal(peer net.Addr) {
 	b.refused, b.lastLog = 0, now
 	b.logMu.Unlock()
 	msg := "refusing connections: the listener holds its maximum of open connections"
-	kv := []any{"listener", b.l.What, "addr", b.Addr().String(), "max", b.l.Max, "refused", n, "lastPeer", PeerHost(peer)}
+	kv := []any{"listener", b.l.What, "addr", b.Addr().String(), "max", b.l.Max, "refused", n, "lastPeer", peerHost(peer)}
 	if b.l.Setting != "" {
 		msg += "; raise the setting if this many clients are expected"
 		kv = append(kv, "setting", b.l.Setting)
@@ -132,19 +133,23 @@ func (b *boundListener) logRefusal(peer net.Addr) {
 	b.l.Log.Info(msg, kv...)
 }
 
-// boundConn gives its place back when closed.
+// boundConn gives its place back when closed, once however often Close
+// is called.
 type boundConn struct {
 	net.Conn
 	release func()
+	closed  atomic.Bool
 }
 
 func (c *boundConn) Close() error {
-	c.release()
+	if c.closed.CompareAndSwap(false, true) {
+		c.release()
+	}
 	return c.Conn.Close()
 }
 
-// PeerHost is the host of addr without its port ("" when unknown).
-func PeerHost(addr net.Addr) string {
+// peerHost is the host of addr without its port ("" when unknown).
+func peerHost(addr net.Addr) string {
 	if addr == nil {
 		return ""
 	}
