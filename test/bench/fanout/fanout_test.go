@@ -61,12 +61,32 @@ func TestRawClientACKs(t *testing.T) {
 	require.NoError(t, err)
 	go func() { _ = gs.Serve(bound(lis)) }()
 	t.Cleanup(gs.Stop)
+	expectACKs(t, lis.Addr().String(), counter, publish)
+}
+
+// TestH2CellACKs runs the bare HTTP/2 client against the lean-transport
+// measurement (h2server.go): it must answer as legate's server does.
+func TestH2CellACKs(t *testing.T) {
+	clusterCount = 50
+	counter := &acks{}
+	publish, serve := startH2(counter)
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	go serve(lis)
+	t.Cleanup(func() { _ = lis.Close() })
+	expectACKs(t, lis.Addr().String(), counter, publish)
+}
+
+// expectACKs connects two bare clients to addr after the first publish
+// and waits for both streams' ACK of each of two versions.
+func expectACKs(t *testing.T, addr string, counter *acks, publish publisher) {
+	t.Helper()
 	for i, v := range []string{"v0", "v1"} {
 		reached := counter.expect(v, 2)
 		require.NoError(t, publish(v, i))
 		if i == 0 {
 			for s := range 2 {
-				go func() { _ = rawStream(lis.Addr().String(), s, nil) }()
+				go func() { _ = rawStream(addr, s, nil) }()
 			}
 		}
 		select {

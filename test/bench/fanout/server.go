@@ -182,7 +182,7 @@ var clusterCount int
 
 func runServer(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	impl := fs.String("impl", "legate", "legate or gcp")
+	impl := fs.String("impl", "legate", "legate, gcp or h2")
 	streams := fs.Int("streams", 100, "streams to wait for")
 	fs.IntVar(&clusterCount, "clusters", 100, "clusters per snapshot")
 	publishes := fs.Int("publishes", 7, "publishes to measure")
@@ -196,6 +196,7 @@ func runServer(args []string, stdout io.Writer) error {
 	var gs *grpc.Server
 	var publish publisher
 	var bound func(net.Listener) net.Listener
+	var serve func(net.Listener)
 	switch *impl {
 	case "legate":
 		p, err := startLegate(&gs, counter, &bound)
@@ -205,8 +206,10 @@ func runServer(args []string, stdout io.Writer) error {
 		publish = p
 	case "gcp":
 		publish = startGCP(&gs, counter)
+	case "h2":
+		publish, serve = startH2(counter)
 	default:
-		return fmt.Errorf("unknown -impl %q: use legate or gcp", *impl)
+		return fmt.Errorf("unknown -impl %q: use legate, gcp or h2", *impl)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -215,8 +218,13 @@ func runServer(args []string, stdout io.Writer) error {
 	if bound != nil {
 		lis = bound(lis)
 	}
-	go func() { _ = gs.Serve(lis) }()
-	defer gs.Stop()
+	if serve != nil {
+		go serve(lis)
+		defer lis.Close()
+	} else {
+		go func() { _ = gs.Serve(lis) }()
+		defer gs.Stop()
+	}
 
 	start := time.Now()
 	reached := counter.expect("v0", *streams)
