@@ -96,11 +96,20 @@ func (p *countingPublisher) lastAt() time.Time {
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 // applyAll applies round's content to every node, from workers goroutines
-// (1: one after the other, as the pipeline applies a commit today).
+// (1: one after the other, as the pipeline applied a commit before).
 func applyAll(b *testing.B, e *revisions.Engine, round, workers int) {
 	b.Helper()
 	origin := sources.Origin{Kind: sources.KindGit, Source: "bench", Ref: "main", Commit: fmt.Sprintf("%040d", round)}
 	ctx := context.Background()
+	inParallel(b, workers, func(i int) error {
+		return e.Apply(ctx, nodeID(i), configOf(nodeID(i), round), origin)
+	})
+}
+
+// inParallel calls do for each of the nodes from workers goroutines and
+// fails b with the first error.
+func inParallel(b *testing.B, workers int, do func(node int) error) {
+	b.Helper()
 	next := atomic.Int64{}
 	errs := make(chan error, workers)
 	var wg sync.WaitGroup
@@ -113,7 +122,7 @@ func applyAll(b *testing.B, e *revisions.Engine, round, workers int) {
 				if i >= nodes {
 					return
 				}
-				if err := e.Apply(ctx, nodeID(i), configOf(nodeID(i), round), origin); err != nil {
+				if err := do(i); err != nil {
 					errs <- err
 					return
 				}

@@ -2,17 +2,9 @@ package engineio
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
-
-	"github.com/stretchr/testify/require"
-	"k8s.io/apimachinery/pkg/runtime"
-	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/legate-dev/legate/config/v1alpha1"
 )
 
 // BenchmarkRevisionCreatesAlone is the floor of ThousandNodes/kube: the
@@ -24,36 +16,13 @@ import (
 // store needs for the whole commit, no write schedule that keeps one
 // revision object per node meets issue 24's ratio on this machine.
 func BenchmarkRevisionCreatesAlone(b *testing.B) {
-	const workers = 16
-	calls := &callTimes{}
-	_ = kubeStore(b, calls.wrap)
-	scheme := runtime.NewScheme()
-	require.NoError(b, clientgoscheme.AddToScheme(scheme))
-	require.NoError(b, v1alpha1.AddToScheme(scheme))
-	c, err := client.New(calls.cfg, client.Options{Scheme: scheme})
-	require.NoError(b, err)
+	c := apiClient(b)
 	ctx := context.Background()
-
 	var seq atomic.Int64
 	createAll := func() {
-		var wg sync.WaitGroup
-		errs := make(chan error, workers)
-		var done atomic.Int64
-		for range workers {
-			wg.Go(func() {
-				for done.Add(1) <= nodes {
-					if err := c.Create(ctx, revisionObject(int(seq.Add(1)), false, true)); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			require.NoError(b, err)
-		}
+		inParallel(b, 16, func(int) error {
+			return c.Create(ctx, revisionObject(int(seq.Add(1)), false, true))
+		})
 	}
 	createAll() // as ThousandNodes, a first round before the timer: the store holds 1 000 nodes' revisions
 	var total time.Duration

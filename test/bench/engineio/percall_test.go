@@ -31,13 +31,7 @@ import (
 // is what bounds a commit that changes 1 000 nodes (ThousandNodes).
 func BenchmarkAPIServerCPUPerCall(b *testing.B) {
 	const callsPerShape = 100
-	calls := &callTimes{}
-	_ = kubeStore(b, calls.wrap)
-	scheme := runtime.NewScheme()
-	require.NoError(b, clientgoscheme.AddToScheme(scheme))
-	require.NoError(b, v1alpha1.AddToScheme(scheme))
-	c, err := client.New(calls.cfg, client.Options{Scheme: scheme})
-	require.NoError(b, err)
+	c := apiClient(b)
 	ctx := context.Background()
 
 	seq := 0
@@ -97,6 +91,20 @@ func BenchmarkAPIServerCPUPerCall(b *testing.B) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// apiClient is a client of a fresh API server with legate's CRDs (the one
+// kubeStore starts), which writes objects itself.
+func apiClient(b *testing.B) client.Client {
+	b.Helper()
+	calls := &callTimes{}
+	_ = kubeStore(b, calls.wrap)
+	scheme := runtime.NewScheme()
+	require.NoError(b, clientgoscheme.AddToScheme(scheme))
+	require.NoError(b, v1alpha1.AddToScheme(scheme))
+	c, err := client.New(calls.cfg, client.Options{Scheme: scheme})
+	require.NoError(b, err)
+	return c
 }
 
 // revisionObject is the EnvoyConfigRevision kubestore writes for one of
