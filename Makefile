@@ -107,6 +107,12 @@ run: build ## Run legate serve on the embedded store, serving examples/quickstar
 	./hack/run.sh $(BIN)/legate
 
 .PHONY: test test-plain
+# go test gives the packages it is given first the first turns to compile,
+# link and run: the packages that run for minutes, mostly waiting on the
+# API servers and Gitea they start, go first, so that they do not start
+# once the rest is done and run on alone (docs/testing.md, "CI time").
+SLOW_PKGS := ./test/controller ./test/fleet ./test/e2e
+
 test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2e) and a short fuzz pass.
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-plain test-race
 	@$(MAKE) --no-print-directory fuzz
@@ -117,7 +123,7 @@ test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2
 # (docs/testing.md, "CI time"). --output-sync keeps each pass's output
 # whole.
 test-plain: ## Run the tests of every package but RACE_ONLY_PKGS (make test's plain pass).
-	pkgs=$$($(GO) list ./... | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
+	pkgs=$$( ($(GO) list $(SLOW_PKGS); $(GO) list ./...) | awk '!seen[$$0]++' | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
 	$(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
 
 # The packages where goroutines meet (the xDS server, the engine and its
@@ -131,10 +137,13 @@ test-plain: ## Run the tests of every package but RACE_ONLY_PKGS (make test's pl
 # the plain pass.
 RACE_ONLY_PKGS := ./revisions/... ./standalone/... ./sources/... ./render/...
 RACE_PKGS      := ./xds/... $(RACE_ONLY_PKGS)
+# As SLOW_PKGS for the plain pass: the race pass's longest packages first.
+RACE_SLOW_PKGS := ./revisions/kubestore ./sources/flux ./standalone
 
 .PHONY: test-race
 test-race: ## Run the concurrent packages' tests under the race detector.
-	$(TEST_ENV) $(GO) test -race $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $(RACE_PKGS)
+	pkgs=$$($(GO) list $(RACE_SLOW_PKGS) $(RACE_PKGS) | awk '!seen[$$0]++'); \
+	$(TEST_ENV) $(GO) test -race $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
 
 .PHONY: fuzz
 fuzz-long: ## Run each fuzz target for minutes (FUZZTIME=5m by default); not part of make test or CI.
