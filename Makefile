@@ -111,6 +111,8 @@ run: build ## Run legate serve on the embedded store, serving examples/quickstar
 # link and run: the packages that run for minutes, mostly waiting on the
 # API servers and Gitea they start, go first, so that they do not start
 # once the rest is done and run on alone (docs/testing.md, "CI time").
+# go list and go test keep the patterns' order and name a package matched
+# twice once.
 SLOW_PKGS := ./test/controller ./test/fleet ./test/e2e
 
 test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2e) and a short fuzz pass.
@@ -123,7 +125,7 @@ test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2
 # (docs/testing.md, "CI time"). --output-sync keeps each pass's output
 # whole.
 test-plain: ## Run the tests of every package but RACE_ONLY_PKGS (make test's plain pass).
-	pkgs=$$( ($(GO) list $(SLOW_PKGS); $(GO) list ./...) | awk '!seen[$$0]++' | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
+	pkgs=$$($(GO) list $(SLOW_PKGS) ./... | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
 	$(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
 
 # The packages where goroutines meet (the xDS server, the engine and its
@@ -142,8 +144,7 @@ RACE_SLOW_PKGS := ./revisions/kubestore ./sources/flux ./standalone
 
 .PHONY: test-race
 test-race: ## Run the concurrent packages' tests under the race detector.
-	pkgs=$$($(GO) list $(RACE_SLOW_PKGS) $(RACE_PKGS) | awk '!seen[$$0]++'); \
-	$(TEST_ENV) $(GO) test -race $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
+	$(TEST_ENV) $(GO) test -race $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $(RACE_SLOW_PKGS) $(RACE_PKGS)
 
 .PHONY: fuzz
 fuzz-long: ## Run each fuzz target for minutes (FUZZTIME=5m by default); not part of make test or CI.
