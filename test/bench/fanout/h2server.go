@@ -43,7 +43,7 @@ type h2Server struct {
 
 	mu      sync.Mutex
 	conns   map[*h2Conn]struct{}
-	body    []byte // DiscoveryResponse without response_nonce
+	body    []byte // the DiscoveryResponse without its nonce
 	version string
 
 	qmu     sync.Mutex
