@@ -49,6 +49,9 @@ type Authority struct {
 
 	wakeOnce sync.Once
 	wake     chan struct{} // Run's wake-up: a certificate was issued
+
+	issuedMu sync.Mutex
+	issued   time.Time // when the certificates issued since Run last looked are first due
 }
 
 func (a *Authority) now() time.Time {
@@ -144,13 +147,16 @@ func (a *Authority) createProxy(ctx context.Context, ca signer, key types.Namesp
 		return fmt.Errorf("create the proxy Secret %s: %w", key, err)
 	}
 	a.Log.Info("issued proxy certificate", "node", nodeID, "secret", key.String(), "notAfter", leaf.NotAfter)
-	a.poke()
+	a.noteIssued(renewAfter(leaf))
 	return nil
 }
 
-// poke wakes Run: a certificate it has not seen may be due before the
-// time it waits for.
-func (a *Authority) poke() {
+// noteIssued tells Run that a certificate it has not seen is due at due:
+// perhaps before the pass it waits for (see rearm).
+func (a *Authority) noteIssued(due time.Time) {
+	a.issuedMu.Lock()
+	a.issued = earliest(a.issued, due)
+	a.issuedMu.Unlock()
 	select {
 	case a.wakeup() <- struct{}{}:
 	default: // a wake-up is pending already

@@ -91,7 +91,8 @@ func (a *Authority) renewIfDue(ctx context.Context, ca signer, s *corev1.Secret)
 
 // Run renews the proxy certificates until ctx ends: a RenewDue pass, then
 // a wait until the next certificate is due (at least a second, at most an
-// hour) or until EnsureProxy issues a new one. It returns nil when ctx ends.
+// hour), sooner when EnsureProxy issues one that is due before it. It
+// returns nil when ctx ends.
 func (a *Authority) Run(ctx context.Context) error {
 	for {
 		next, renewed, err := a.RenewDue(ctx)
@@ -101,26 +102,48 @@ func (a *Authority) Run(ctx context.Context) error {
 		if err != nil {
 			a.Log.Error(err, "renewing proxy certificates")
 		}
-		wait := waitUntil(next, a.now(), maxWait)
+		now := a.now()
+		wait := waitUntil(next, now, maxWait)
 		a.Log.V(1).Info("proxy certificates checked", "renewed", renewed, "next", next, "wait", wait)
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+		if !a.sleep(ctx, now.Add(wait)) {
 			return nil
-		case <-a.wakeup():
-			// Passes list every proxy Secret: a burst of issues (a
-			// rollout) coalesces into one a second.
-			t.Reset(minWait)
-			select {
-			case <-ctx.Done():
-				t.Stop()
-				return nil
-			case <-t.C:
-			}
-		case <-t.C:
 		}
 	}
+}
+
+// sleep waits until the pass planned at at, or until the earlier time a
+// certificate issued meanwhile is due (rearm); false when ctx ended. A
+// pass lists and checks every proxy Secret: a certificate issued for a
+// new proxy, due in two thirds of its validity, must not cause one.
+func (a *Authority) sleep(ctx context.Context, at time.Time) bool {
+	t := time.NewTimer(waitUntil(at, a.now(), maxWait))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+			return true
+		case <-a.wakeup():
+			// Only an earlier time moves the timer: issues that keep
+			// coming must not keep postponing a pass that is due.
+			if next := a.rearm(at); next.Before(at) {
+				at = next
+				t.Reset(waitUntil(at, a.now(), maxWait))
+			}
+		}
+	}
+}
+
+// rearm is when the next pass is due, for a Run that planned it at at:
+// the due time of a certificate issued since it last looked, when that
+// is earlier.
+func (a *Authority) rearm(at time.Time) time.Time {
+	a.issuedMu.Lock()
+	due := a.issued
+	a.issued = time.Time{}
+	a.issuedMu.Unlock()
+	return earliest(at, due)
 }
 
 // Start is Run, for a controller-runtime manager.

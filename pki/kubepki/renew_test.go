@@ -197,3 +197,49 @@ func TestRenewAfterOfACertificateAsLongAsTheBackdate(t *testing.T) {
 	c := &x509.Certificate{NotBefore: t0, NotAfter: t0.Add(pki.Backdate)}
 	assert.Equal(t, t0.Add(pki.Backdate/3*2), renewAfter(c))
 }
+
+// A certificate issued for a new proxy moves Run's next pass only when it
+// is due before that pass: a burst of new proxies (a rollout) makes Run
+// list nothing, since a pass reads and checks every proxy Secret.
+func TestIssuingMovesThePassOnlyWhenDueBeforeIt(t *testing.T) {
+	ctx := context.Background()
+	r := newRenewal(t)
+	now := r.clk.Now()
+	dueOf := func(name string) time.Time {
+		t.Helper()
+		var s corev1.Secret
+		require.NoError(t, r.store.Get(ctx, types.NamespacedName{Namespace: "shop", Name: name}, &s))
+		due, err := time.Parse(time.RFC3339, s.Annotations[AnnotationRenewAfter])
+		require.NoError(t, err)
+		return due
+	}
+
+	planned := now.Add(time.Hour)
+	require.NoError(t, r.a.EnsureProxy(ctx, "shop", "a-cert", "a", false))
+	require.True(t, dueOf("a-cert").After(planned), "a 30 h certificate is due in about 20 h")
+	assert.Equal(t, planned, r.a.rearm(planned), "due after the planned pass: the pass stays")
+
+	later := now.Add(48 * time.Hour)
+	require.NoError(t, r.a.EnsureProxy(ctx, "shop", "b-cert", "b", false))
+	r.clk.SetTime(now.Add(time.Minute))
+	require.NoError(t, r.a.EnsureProxy(ctx, "shop", "c-cert", "c", false))
+	require.True(t, dueOf("b-cert").Before(dueOf("c-cert")))
+	assert.Equal(t, dueOf("b-cert"), r.a.rearm(later), "due before the planned pass: the earliest of the new ones")
+	assert.Equal(t, later, r.a.rearm(later), "each issue is told once")
+}
+
+// Run's wait ends early for a certificate due before its planned pass.
+func TestSleepEndsForACertificateDueFirst(t *testing.T) {
+	r := newRenewal(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	woke := make(chan bool, 1)
+	go func() { woke <- r.a.sleep(ctx, r.clk.Now().Add(time.Hour)) }()
+	r.a.noteIssued(r.clk.Now().Add(-time.Minute)) // due already: a pass in minWait
+	select {
+	case ok := <-woke:
+		assert.True(t, ok, "a pass is due, not the end of Run")
+	case <-time.After(30 * time.Second):
+		t.Fatal("the wait for a pass an hour away did not end for a certificate due now")
+	}
+}

@@ -111,6 +111,10 @@ type admissionSplit struct {
 	// Of legate's side: the handler's time (decode to answer written)
 	// and the connections the API server opened.
 	handler, connections float64
+	// The API server's requests on Secrets while the burst ran (the
+	// proxy certificates' reads and writes), and its lists of them (the
+	// renewal passes, each reading every proxy Secret).
+	secretRequests, secretLists float64
 }
 
 // legateSeries are the controller's series admissionSplit reads.
@@ -125,6 +129,8 @@ func (s *admissionSplit) add(after, before, legateAfter, legateBefore apiMetrics
 	s.admission += after.sum(before, "apiserver_admission_step_admission_duration_seconds_sum{", `operation="CREATE"`)
 	s.etcd += after.sum(before, "etcd_request_duration_seconds_sum{", `operation="create"`, "pods")
 	s.served += after.sum(before, "apiserver_request_duration_seconds_sum{", `resource="pods"`, `verb="POST"`)
+	s.secretRequests += after.sum(before, "apiserver_request_duration_seconds_count{", `resource="secrets"`)
+	s.secretLists += after.sum(before, "apiserver_request_duration_seconds_count{", `resource="secrets"`, `verb="LIST"`)
 }
 
 func (s *admissionSplit) report(b *testing.B, name string) {
@@ -136,4 +142,6 @@ func (s *admissionSplit) report(b *testing.B, name string) {
 	b.ReportMetric(1000*s.etcd/n, name+"-etcd-create-mean-ms")
 	b.ReportMetric(1000*s.handler/n, name+"-legate-handler-mean-ms")
 	b.ReportMetric(s.connections/n, name+"-legate-connections/pod")
+	b.ReportMetric(s.secretRequests/n, name+"-secret-requests/pod")
+	b.ReportMetric(s.secretLists/float64(b.N), name+"-secret-lists/burst")
 }
