@@ -2,14 +2,19 @@ package kubepki
 
 import (
 	"context"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crcontroller "sigs.k8s.io/controller-runtime/pkg/controller"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/legate-dev/legate/pki"
@@ -66,12 +71,57 @@ type ProxyCertificates struct {
 	Recorder events.EventRecorder
 }
 
-// SetupWithManager registers the reconciler with mgr.
+// SetupWithManager registers the reconciler with mgr: it reconciles a Pod
+// when it is stored and when what names its proxy changes
+// (proxyPodChanged), and the Pods of a proxy Secret that was deleted
+// (podsOfSecret), so that their certificate is issued again.
 func (p *ProxyCertificates) SetupWithManager(mgr manager.Manager, skipNameValidation bool) error {
 	return ctrl.NewControllerManagedBy(mgr).Named("proxy-certificates").
-		For(&corev1.Pod{}).
+		For(&corev1.Pod{}, builder.WithPredicates(proxyPodChanged)).
+		Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(p.podsOfSecret),
+			builder.OnlyMetadata, builder.WithPredicates(proxySecretDeleted)).
 		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
 		Complete(p)
+}
+
+// proxyPodChanged passes a Pod's creation, and an update only when its
+// labels or annotations (which name its proxy and Secret) changed: a
+// Pod's status changes several times as it starts and whenever its
+// readiness flips, and each reconcile reads the proxy's Secret from the
+// API server. A deleted Pod leaves its Secret to the node's other Pods.
+var proxyPodChanged = predicate.Funcs{
+	UpdateFunc: func(e event.UpdateEvent) bool {
+		return !maps.Equal(e.ObjectOld.GetLabels(), e.ObjectNew.GetLabels()) ||
+			!maps.Equal(e.ObjectOld.GetAnnotations(), e.ObjectNew.GetAnnotations())
+	},
+	DeleteFunc: func(event.DeleteEvent) bool { return false },
+}
+
+// proxySecretDeleted passes the deletion of a proxy Secret legate issued.
+var proxySecretDeleted = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+	DeleteFunc: func(e event.DeleteEvent) bool {
+		return e.Object.GetLabels()[LabelCertificate] == KindProxy
+	},
+}
+
+// podsOfSecret is the injected Pods of the Secret's namespace whose proxy
+// holds its certificate in it.
+func (p *ProxyCertificates) podsOfSecret(ctx context.Context, secret client.Object) []reconcile.Request {
+	var pods corev1.PodList
+	if err := p.Pods.List(ctx, &pods, client.InNamespace(secret.GetNamespace())); err != nil {
+		return nil // the cache is stopping
+	}
+	var out []reconcile.Request
+	for i := range pods.Items {
+		pod := &pods.Items[i]
+		if s, err := webhook.Parse(pod.Annotations); err == nil && s.SecretName() == secret.GetName() {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
+		}
+	}
+	return out
 }
 
 // Reconcile issues or renews the certificate of one injected Pod's proxy.

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	"github.com/legate-dev/legate/pki"
@@ -97,6 +98,62 @@ func TestProxyCertificates(t *testing.T) {
 			assert.Contains(t, <-rec.Events, tc.event)
 		})
 	}
+}
+
+// A Pod is reconciled when it is stored and when what names its proxy
+// changes, not for each change of its status.
+func TestProxyPodChanged(t *testing.T) {
+	old := injectedPod("team-a", "p", "edge")
+	statusOnly := old.DeepCopy()
+	statusOnly.ResourceVersion, statusOnly.Status.Phase = "2", corev1.PodRunning
+	relabelled := old.DeepCopy()
+	relabelled.Labels["app"] = "shop"
+	renamed := old.DeepCopy()
+	renamed.Annotations["legate.dev/node-id"] = "other"
+	for _, tc := range []struct {
+		name string
+		new  *corev1.Pod
+		want bool
+	}{
+		{"its status changed", statusOnly, false},
+		{"a label changed", relabelled, true},
+		{"an annotation changed", renamed, true},
+	} {
+		assert.Equal(t, tc.want, proxyPodChanged.Update(event.UpdateEvent{ObjectOld: old, ObjectNew: tc.new}), tc.name)
+	}
+	assert.True(t, proxyPodChanged.Create(event.CreateEvent{Object: old}), "a stored Pod")
+	assert.False(t, proxyPodChanged.Delete(event.DeleteEvent{Object: old}), "a deleted Pod leaves its Secret to the others")
+}
+
+// A deleted proxy Secret brings back the Pods whose proxy holds its
+// certificate there, in its namespace only; other Secrets bring nothing.
+func TestPodsOfADeletedSecret(t *testing.T) {
+	custom := injectedPod("team-a", "custom", "edge")
+	custom.Annotations["legate.dev/client-certificate"] = "edge-custom"
+	store := fake.NewClientBuilder().WithObjects(
+		injectedPod("team-a", "p1", "edge"), injectedPod("team-a", "p2", "edge"),
+		injectedPod("team-a", "q", "other"), injectedPod("team-b", "p1", "edge"), custom,
+	).Build()
+	r := &ProxyCertificates{Pods: store}
+	secret := func(ns, name, kind string) *metav1.PartialObjectMetadata {
+		return &metav1.PartialObjectMetadata{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{LabelCertificate: kind}}}
+	}
+	names := func(reqs []reconcile.Request) []string {
+		var out []string
+		for _, r := range reqs {
+			out = append(out, r.String())
+		}
+		return out
+	}
+
+	deleted := secret("team-a", pki.ProxySecretName("edge"), KindProxy)
+	assert.True(t, proxySecretDeleted.Delete(event.DeleteEvent{Object: deleted}))
+	assert.ElementsMatch(t, []string{"team-a/p1", "team-a/p2"}, names(r.podsOfSecret(t.Context(), deleted)))
+	assert.ElementsMatch(t, []string{"team-a/custom"}, names(r.podsOfSecret(t.Context(), secret("team-a", "edge-custom", KindProxy))))
+
+	assert.False(t, proxySecretDeleted.Delete(event.DeleteEvent{Object: secret("team-a", pki.ProxySecretName("edge"), KindServer)}), "not a proxy's Secret")
+	assert.False(t, proxySecretDeleted.Update(event.UpdateEvent{ObjectOld: deleted, ObjectNew: deleted}), "a Secret that changed is RenewDue's")
+	assert.False(t, proxySecretDeleted.Create(event.CreateEvent{Object: deleted}))
 }
 
 // A dry run (admission) decides without writing; a refusal is the

@@ -174,4 +174,11 @@ func TestInjectedProxyGetsItsCertificate(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "a new connection gets the renewed server certificate")
 	fresh := backend.DialBootstrap(t, xdsclient.Bootstrap{ServerAddr: ctl.XDSAddr(), NodeID: "shop", Metadata: map[string]any{"pod_name": "shop-2"}, TLS: files}, "greeter")
 	require.Eventually(t, func() bool { return fresh.Call() == "b" }, 60*time.Second, 50*time.Millisecond, "a proxy with the renewed certificate is served")
+
+	// A proxy Secret deleted under a running Pod is issued again.
+	require.NoError(t, c.Delete(ctx, &secret))
+	require.Eventually(t, func() bool {
+		var again corev1.Secret
+		return c.Get(ctx, key, &again) == nil && again.UID != secret.UID
+	}, 30*time.Second, 50*time.Millisecond, "the deleted proxy Secret is issued again for the Pod that mounts it")
 }

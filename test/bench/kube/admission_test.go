@@ -20,6 +20,30 @@ import (
 	"github.com/legate-dev/legate/webhook"
 )
 
+// injectingHome starts a real API server that calls legate's webhooks
+// over TLS, and the controller serving them with its injector and PKI;
+// ctlConfig, when set, changes the controller's client configuration. It
+// returns the cluster, a client of it and the controller.
+func injectingHome(b *testing.B, ctlConfig func(*rest.Config), change ...func(*controller.Options)) (*envtest.Cluster, client.Client, *controller.Controller) {
+	b.Helper()
+	cluster := envtest.StartWithWebhooks(b)
+	scheme, err := controller.Scheme()
+	require.NoError(b, err)
+	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
+	require.NoError(b, err)
+	require.NoError(b, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	cfg := rest.CopyConfig(cluster.Config)
+	if ctlConfig != nil {
+		ctlConfig(cfg)
+	}
+	ctl := start(b, cfg, append([]func(*controller.Options){func(o *controller.Options) {
+		o.WebhookAddr, o.WebhookCertDir = cluster.Webhooks.Addr, cluster.Webhooks.CertDir
+		o.Injector = webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"}
+		o.PKI = &kubepki.Options{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
+	}}, change...)...)
+	return cluster, c, ctl
+}
+
 // BenchmarkAdmission times, through a real API server that calls legate's
 // webhooks over TLS (config/webhook), the creation of a Pod that asks for
 // a sidecar (the API server calls the mutating webhook: decode, inject,
@@ -29,18 +53,8 @@ import (
 // with the policies in force). Each reports p50/p99; the webhook's own
 // share is the difference between the two Pod creations.
 func BenchmarkAdmission(b *testing.B) {
-	cluster := envtest.StartWithWebhooks(b)
-	scheme, err := controller.Scheme()
-	require.NoError(b, err)
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	require.NoError(b, err)
+	_, c, _ := injectingHome(b, nil)
 	ctx := context.Background()
-	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	start(b, cluster.Config, func(o *controller.Options) {
-		o.WebhookAddr, o.WebhookCertDir = cluster.Webhooks.Addr, cluster.Webhooks.CertDir
-		o.Injector = webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"}
-		o.PKI = &kubepki.Options{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
-	})
 
 	pod := func(inject bool) *corev1.Pod {
 		p := &corev1.Pod{
@@ -112,21 +126,10 @@ func BenchmarkAdmissionBurst(b *testing.B) {
 
 func admissionBurst(b *testing.B, qps func(*rest.Config)) {
 	const burst = 30
-	cluster := envtest.StartWithWebhooks(b)
-	scheme, err := controller.Scheme()
-	require.NoError(b, err)
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	require.NoError(b, err)
-	ctx := context.Background()
-	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	ctlCfg := rest.CopyConfig(cluster.Config)
-	qps(ctlCfg)
-	ctl := start(b, ctlCfg, func(o *controller.Options) {
+	cluster, c, ctl := injectingHome(b, qps, func(o *controller.Options) {
 		o.HTTPAddr = "127.0.0.1:0" // its /metrics: legate's side of each call
-		o.WebhookAddr, o.WebhookCertDir = cluster.Webhooks.Addr, cluster.Webhooks.CertDir
-		o.Injector = webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"}
-		o.PKI = &kubepki.Options{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
 	})
+	ctx := context.Background()
 	pod := func(node string) *corev1.Pod {
 		p := &corev1.Pod{
 			ObjectMeta: metav1.ObjectMeta{GenerateName: "web-", Namespace: "default", Labels: map[string]string{"app": "web"}},
@@ -197,4 +200,66 @@ func admissionBurst(b *testing.B, qps func(*rest.Config)) {
 		report(b, ph.name, lat[k])
 		split[k].report(b, ph.name)
 	}
+}
+
+// BenchmarkPodStatusUpdates counts what the API server serves on Secrets
+// while the status of injected Pods changes, as the kubelet changes it
+// while a Pod starts and whenever its readiness flips: per iteration,
+// one status update of each of 100 Pods of one node whose certificate is
+// issued. After the updates, a Pod of a new node is created, and the
+// iteration ends once its Secret is issued: the reconciler works its
+// queue in order, so the updates' reconciles are done by then. The
+// marker's own two requests (a Get and the Create) and the benchmark's
+// Gets while it waits are not counted.
+func BenchmarkPodStatusUpdates(b *testing.B) {
+	const pods = 100
+	cluster, c, _ := injectingHome(b, nil)
+	ctx := context.Background()
+	pod := func(node string) *corev1.Pod {
+		return &corev1.Pod{
+			ObjectMeta: metav1.ObjectMeta{
+				GenerateName: "web-", Namespace: "default",
+				Labels:      map[string]string{webhook.InjectLabel: webhook.Enabled},
+				Annotations: map[string]string{"legate.dev/node-id": node},
+			},
+			Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "app", Image: "app:1"}}},
+		}
+	}
+	polls := 0 // the benchmark's own Gets of Secrets
+	issued := func(node string) {
+		require.Eventually(b, func() bool {
+			polls++
+			return c.Get(ctx, client.ObjectKey{Namespace: "default", Name: pki.ProxySecretName(node)}, &corev1.Secret{}) == nil
+		}, time.Minute, 10*time.Millisecond, "the certificate of node %s is issued", node)
+	}
+	var created []*corev1.Pod
+	require.Eventually(b, func() bool { return c.Create(ctx, pod("web")) == nil }, time.Minute, 100*time.Millisecond)
+	for range pods - 1 {
+		p := pod("web")
+		require.NoError(b, c.Create(ctx, p))
+		created = append(created, p)
+	}
+	issued("web")
+	marker := 0
+	barrier := func() {
+		marker++
+		require.NoError(b, c.Create(ctx, pod(fmt.Sprintf("marker-%d", marker))))
+		issued(fmt.Sprintf("marker-%d", marker))
+	}
+	barrier() // the creations' reconciles are done
+
+	var requests float64
+	b.ResetTimer()
+	for i := range b.N {
+		before, polled := scrapeAPIServer(b, cluster.Config, admissionSeries...), polls
+		for _, p := range created {
+			p.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: []corev1.ConditionStatus{corev1.ConditionFalse, corev1.ConditionTrue}[i%2]}}
+			require.NoError(b, c.Status().Update(ctx, p))
+		}
+		barrier()
+		after := scrapeAPIServer(b, cluster.Config, admissionSeries...)
+		requests += after.sum(before, "apiserver_request_duration_seconds_count{", `resource="secrets"`) - 2 - float64(polls-polled)
+	}
+	b.StopTimer()
+	b.ReportMetric(requests/float64(b.N*len(created)), "secret-requests/status-update")
 }
