@@ -53,6 +53,7 @@ func refusal(t *testing.T, err error) string {
 // path and rule, a server-side dry run gives the same verdict and stores
 // nothing, and a good one is admitted.
 func TestBrokenEnvoyConfigIsRefusedAtApply(t *testing.T) {
+	t.Parallel()
 	c, _, _ := admitted(t, nil)
 	ctx := context.Background()
 
@@ -86,6 +87,7 @@ func TestBrokenEnvoyConfigIsRefusedAtApply(t *testing.T) {
 // an object already stored that breaks it can still be relabelled (and so
 // deleted through finalizers).
 func TestPoliciesAreJudgedAtAdmission(t *testing.T) {
+	t.Parallel()
 	c, _, _ := admitted(t, nil)
 	ctx := context.Background()
 	stored := sample(t) // connect_timeout: 2s
@@ -119,6 +121,7 @@ func TestPoliciesAreJudgedAtAdmission(t *testing.T) {
 // An EnvoySource whose spec cannot be followed is refused at apply with
 // the field named.
 func TestBrokenEnvoySourceIsRefusedAtApply(t *testing.T) {
+	t.Parallel()
 	c, _, _ := admitted(t, nil)
 	ctx := context.Background()
 	es := &v1alpha1.EnvoySource{
@@ -137,6 +140,7 @@ func TestBrokenEnvoySourceIsRefusedAtApply(t *testing.T) {
 // A body that is not an AdmissionReview gets a 400 with the reason, never
 // a crash; the webhook keeps answering afterwards.
 func TestMalformedAdmissionReviewGetsBadRequest(t *testing.T) {
+	t.Parallel()
 	_, cluster, _ := admitted(t, nil)
 	pool := x509.NewCertPool()
 	require.True(t, pool.AppendCertsFromPEM(cluster.Webhooks.CAPEM))

@@ -53,6 +53,7 @@ func printerColumns(t *testing.T, c client.Client, crd string, obj client.Object
 // proxy is connected (not MARIN3R's InSync), and, after an edit that
 // validation refuses, Rejected with READY False and the reason.
 func TestKubectlGetColumnsAgreeWithLegateStatus(t *testing.T) {
+	t.Parallel()
 	c, _ := run(t)
 	ctx := context.Background()
 	ec := sample(t)

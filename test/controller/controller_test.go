@@ -119,6 +119,7 @@ func get(t *testing.T, c client.Client, ec *v1alpha1.EnvoyConfig) *v1alpha1.Envo
 // the renderer's file:line message and the last good revision stays
 // published.
 func TestEnvoyConfigIsPublishedAndReported(t *testing.T) {
+	t.Parallel()
 	c, _ := run(t)
 	ctx := context.Background()
 	ec := sample(t)

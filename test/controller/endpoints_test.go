@@ -53,6 +53,7 @@ func revisionsOf(t *testing.T, c client.Client, node string) int {
 // endpoint that is no longer ready gets no traffic, and a Service of the
 // same name in another namespace is never used.
 func TestEndpointSlicesReachTheProxy(t *testing.T) {
+	t.Parallel()
 	c, ctl := run(t)
 	ctx := context.Background()
 	a, b, decoy := backend.Start(t, "a"), backend.Start(t, "b"), backend.Start(t, "decoy")

@@ -74,6 +74,7 @@ func envoyContainerOf(t *testing.T, spec corev1.PodSpec) corev1.Container {
 // comes back, a DaemonSet with patches is made, and a reference to
 // another namespace's EnvoyConfig is refused.
 func TestEnvoyDeploymentRunsAFleet(t *testing.T) {
+	t.Parallel()
 	c, _, ctl := admitted(t, func(o *controller.Options) {
 		o.PKI = &kubepki.Options{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
 	})

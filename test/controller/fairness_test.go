@@ -97,6 +97,7 @@ func fluxSource(t *testing.T, c client.Client, arts *artifactServer, ns, name st
 // within their 60 s fetch timeout). Over its per-source budget, an
 // EnvoySource is refused naming itself and the limit.
 func TestHungSourcesDoNotDelayAnotherNamespace(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t, envtest.FluxCRDs(t))
 	c := clusterClient(t, cluster.Config)
 	start(t, cluster.Config)
@@ -131,6 +132,7 @@ func TestHungSourcesDoNotDelayAnotherNamespace(t *testing.T) {
 // A fetch whose server never answers ends at the per-fetch timeout: the
 // EnvoySource says so, and the connection to the hung server is closed.
 func TestHungFetchEndsAtItsTimeout(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	startWith(t, cluster.Config, func(o *controller.Options) { o.Fetch.Timeout = 2 * time.Second })
@@ -201,6 +203,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 // only the controller's namespace binds. Tenants' labelled ConfigMaps
 // never reach the controller; the controller's own still bind.
 func TestPolicyConfigMapsOfOtherNamespacesAreNotCached(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctx := context.Background()

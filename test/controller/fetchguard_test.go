@@ -25,6 +25,7 @@ import (
 // unless --fetch-allow-networks allows them, the server named sees no
 // request, and the status says why without a dial error.
 func TestEnvoySourcesCannotReachInternalAddresses(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t, envtest.FluxCRDs(t))
 	c := clusterClient(t, cluster.Config)
 	startWith(t, cluster.Config, func(o *controller.Options) { o.FetchAllowNetworks = nil }) // the default

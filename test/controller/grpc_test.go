@@ -36,6 +36,7 @@ func envoyConfig(t *testing.T, node string, docs ...string) *v1alpha1.EnvoyConfi
 // calling the good backend, and the EnvoyConfig says Rollback with
 // grpc-go's own text.
 func TestGRPCClientFollowsAnEnvoyConfig(t *testing.T) {
+	t.Parallel()
 	c, ctl := run(t)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")

@@ -160,6 +160,7 @@ func leader(t *testing.T, rs []*haReplica) *haReplica {
 // replicas than the leader; when the leader stops, another leads within
 // the lease timing and the next change is served by the replicas left.
 func TestReplicasServeOneLeadersDecisions(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctx := context.Background()

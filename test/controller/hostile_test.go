@@ -85,6 +85,7 @@ func heapDuring(fn func()) (peak, alloc uint64) {
 // Deployment's 256 MiB; afterwards admission still answers (its slots
 // were given back).
 func TestHostileEnvoyConfigsKeepTheControllerBounded(t *testing.T) {
+	t.Parallel()
 	c, cluster, _ := admitted(t, nil)
 	ctx := context.Background()
 	pool := x509.NewCertPool()

@@ -63,6 +63,7 @@ func sidecarOf(pod *corev1.Pod, name string) (corev1.Container, bool) {
 // with its probes, drain hook, bootstrap and the client certificate's
 // Secret mounted.
 func TestDeploymentPodIsInjected(t *testing.T) {
+	t.Parallel()
 	c, _, _ := admitted(t, nil)
 	ctx := context.Background()
 	pod := podOf(t, "deployment.yaml")
@@ -109,6 +110,7 @@ func TestDeploymentPodIsInjected(t *testing.T) {
 // MARIN3R's container name, ports and node ID, and the container
 // shutdown-manager.extra-lifecycle-hooks names waiting for the drain.
 func TestMARIN3RPodIsInjected(t *testing.T) {
+	t.Parallel()
 	c, _, _ := admitted(t, nil)
 	ctx := context.Background()
 	pod := &corev1.Pod{
@@ -167,6 +169,7 @@ func TestMARIN3RPodIsInjected(t *testing.T) {
 // A Pod with a malformed annotation is refused at creation with a message
 // naming the annotation; a dry run gives the same verdict.
 func TestMalformedSidecarAnnotationsAreRefused(t *testing.T) {
+	t.Parallel()
 	c, _, _ := admitted(t, nil)
 	ctx := context.Background()
 	for annotation, value := range map[string]string{

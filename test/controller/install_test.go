@@ -81,6 +81,7 @@ func asServiceAccount(cfg *rest.Config) *rest.Config {
 // calls its webhooks; they validate an EnvoyConfig and inject a Pod whose
 // proxy certificate it then issues.
 func TestControllerRunsWithItsOwnRole(t *testing.T) {
+	t.Parallel()
 	// The API server reaches the webhooks at a local address instead of
 	// the Service legate-webhook (envtest rewrites the configurations).
 	cluster := envtest.StartWithWebhooks(t)
@@ -133,6 +134,7 @@ func TestControllerRunsWithItsOwnRole(t *testing.T) {
 // two namespaces only; the controller, watching team-a as the install's
 // ConfigMap says, serves an EnvoyConfig there as its service account.
 func TestNamespacedInstall(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	scheme, err := controller.Scheme()
 	require.NoError(t, err)

@@ -74,6 +74,7 @@ func certCN(t *testing.T, chain []byte) string {
 // scoped routes, clusters, the Secret's certificate over SDS and the
 // EndpointSlices' endpoints over EDS; the objects say InSync and Ready.
 func TestMARIN3RManifestsAreServed(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctl := startWith(t, cluster.Config, func(o *controller.Options) { o.XDSInsecureSecrets = []string{"*"} })

@@ -58,6 +58,7 @@ func adsError(t *testing.T, addr string, creds credentials.TransportCredentials,
 // certificate for another node, another CA's certificate or no TLS at all
 // are refused.
 func TestControllerServesXDSOverMutualTLS(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	dir := t.TempDir()
@@ -110,6 +111,7 @@ func TestControllerServesXDSOverMutualTLS(t *testing.T) {
 // Beyond loopback the controller refuses to serve xDS without mutual TLS,
 // and says what to set.
 func TestControllerRefusesXDSBeyondLoopbackWithoutMutualTLS(t *testing.T) {
+	t.Parallel()
 	for _, opts := range []controller.Options{
 		{XDSAddr: "0.0.0.0:18000"},
 		{XDSAddr: "10.1.2.3:18000", XDSTLSCert: "c", XDSTLSKey: "k"},

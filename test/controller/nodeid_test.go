@@ -16,6 +16,7 @@ import (
 // DNS name (the CRD's maxLength): a megabyte-long one once grew /metrics
 // to megabytes.
 func TestLongNodeIDIsRefusedByTheAPIServer(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctx := context.Background()

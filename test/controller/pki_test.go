@@ -72,6 +72,7 @@ func serialOf(t *testing.T, s *corev1.Secret) *big.Int {
 // their lifetime) the client keeps its stream and its updates, and new
 // connections get the new certificates, without a restart.
 func TestInjectedProxyGetsItsCertificate(t *testing.T) {
+	t.Parallel()
 	const validity = 30 * time.Second // renewed 20 s after issue
 	c, _, ctl := admitted(t, func(o *controller.Options) {
 		o.PKI = &kubepki.Options{

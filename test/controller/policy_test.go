@@ -22,6 +22,7 @@ import (
 // revision still served) and served again when the policy goes. A
 // labelled ConfigMap of another namespace imposes nothing.
 func TestPolicyConfigMapsBindEveryEnvoyConfig(t *testing.T) {
+	t.Parallel()
 	c, _ := run(t)
 	ctx := context.Background()
 	ec := sample(t) // its cluster has connect_timeout: 2s

@@ -67,6 +67,7 @@ func fleetOf(t *testing.T, c client.Client) []string {
 // would be (naming nothing of the other tenant), removes a closed
 // request's work area, and never moves the served fleet.
 func TestEnvoySourcePullRequestPreviews(t *testing.T) {
+	t.Parallel()
 	srv := gitea.Start(t, gitea.Options{})
 	repo := srv.CreateRepo("team-b-envoy")
 	cluster := envtest.Start(t)

@@ -23,6 +23,7 @@ import (
 // tainted and is not offered again, and the EnvoyConfig still says
 // Rollback.
 func TestRestartKeepsTaintsAndPublications(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctx := context.Background()

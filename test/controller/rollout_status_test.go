@@ -73,6 +73,7 @@ func greeterTo(t *testing.T, port int) v1alpha1.EnvoyConfigSpec {
 // to grpc-go clients of the same pods on the new controller) and promote
 // carries it through.
 func TestEnvoyConfigRolloutStatusSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctx := context.Background()
@@ -163,6 +164,7 @@ func TestEnvoyConfigRolloutStatusSurvivesARestart(t *testing.T) {
 // the very words an EnvoyConfig whose node nobody serves gets, so that
 // the refusal does not tell team-b that team-a serves the node.
 func TestRolloutAnnotationCannotSteerAnotherNamespace(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctl := start(t, cluster.Config)
@@ -239,6 +241,7 @@ func TestRolloutAnnotationCannotSteerAnotherNamespace(t *testing.T) {
 // through and is removed, and the same annotation once nothing rolls out
 // is refused with a Warning event.
 func TestEnvoySourceRolloutStatusAndAnnotation(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t, envtest.FluxCRDs(t))
 	c := clusterClient(t, cluster.Config)
 	ctl := start(t, cluster.Config)
@@ -330,6 +333,7 @@ func podsIn(t *testing.T, inside bool, share, n int) []string {
 // same rollout at the same step; promote on the new leader carries it
 // through on every replica.
 func TestRolloutContinuesAcrossALeaderKill(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctx := context.Background()

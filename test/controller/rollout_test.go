@@ -37,6 +37,7 @@ func podIn(t *testing.T, inside bool, share int) string {
 // untimed pause with the other proxy still on the first revision, until
 // `kubectl annotate … legate.dev/rollout=promote` lets it through.
 func TestEnvoyConfigRollsOutToItsCanariesFirst(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctl := start(t, cluster.Config)

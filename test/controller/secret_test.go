@@ -55,6 +55,7 @@ func certOf(t *testing.T, resp *discoveryv3.DiscoveryResponse) []byte {
 // certificate in it reaches the connected proxy with no restart and no new
 // revision.
 func TestSecretRotationReachesTheProxy(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctl := startWith(t, cluster.Config, func(o *controller.Options) { o.XDSInsecureSecrets = []string{"*"} })
@@ -84,6 +85,7 @@ func TestSecretRotationReachesTheProxy(t *testing.T) {
 // not served unless allowed: the EnvoyConfig waits and says how to allow
 // it.
 func TestKeyMaterialStaysOffPlaintextXDS(t *testing.T) {
+	t.Parallel()
 	c, _ := run(t)
 	ctx := context.Background()
 	ec, secret := withTLSSecret(t, testpki.NewCA(t, "test-ca"), "one.example")

@@ -68,6 +68,7 @@ func readyOf(es *v1alpha1.EnvoySource) *metav1.Condition {
 // status; `flux reconcile`'s annotation fetches at once; an invalid commit
 // is reported with file:line while the last good one stays served.
 func TestEnvoySourceFollowsAGiteaRepository(t *testing.T) {
+	t.Parallel()
 	srv := gitea.Start(t, gitea.Options{})
 	repo := srv.CreateRepo("envoy-config")
 	c, ctl := run(t)
@@ -246,6 +247,7 @@ func setArtifact(t *testing.T, c client.Client, repo *unstructured.Unstructured,
 // artifact that does not match its digest is refused naming both digests,
 // while the client keeps the last verified configuration.
 func TestEnvoySourceServesAFluxArtifact(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t, envtest.FluxCRDs(t))
 	c := clusterClient(t, cluster.Config)
 	ctl := start(t, cluster.Config)

@@ -124,6 +124,7 @@ func payConfig(t *testing.T, namespace string, port int) *v1alpha1.EnvoyConfig {
 // team-b's object naming team-a's node is refused at admission without a
 // word about team-a; once team-a deletes its object, the node is free.
 func TestTenantsCannotReachEachOther(t *testing.T) {
+	t.Parallel()
 	admin, cluster, ctl := admitted(t, func(o *controller.Options) {
 		o.PKI = &kubepki.Options{CASecret: "legate-ca", XDSSecret: "legate-xds-tls", XDSHosts: []string{"127.0.0.1"}}
 	})
@@ -182,6 +183,7 @@ func TestTenantsCannotReachEachOther(t *testing.T) {
 // restart team-c's proxy is still served team-c's configuration and
 // team-b's object reports that the node belongs to another namespace.
 func TestOwnershipSurvivesARestart(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	admin := clusterClient(t, cluster.Config)
 	ctx := context.Background()
@@ -229,6 +231,7 @@ func TestOwnershipSurvivesARestart(t *testing.T) {
 // every team-b object's conflict (five nodes: a leader that let whoever
 // renders first win would hand at least one over, but once in 32 runs).
 func TestOwnershipSurvivesAFailover(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	admin := clusterClient(t, cluster.Config)
 	ctx := context.Background()

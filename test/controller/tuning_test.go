@@ -22,6 +22,7 @@ import (
 // --xds-insecure lets it serve xDS beyond loopback without mutual TLS, the
 // same rule and escape hatch as legate serve (core.Tuning).
 func TestControllerTakesTheSharedTuning(t *testing.T) {
+	t.Parallel()
 	cluster := envtest.Start(t)
 	c := clusterClient(t, cluster.Config)
 	ctl := startWith(t, cluster.Config, func(o *controller.Options) {
@@ -72,6 +73,7 @@ func listed(revs []v1alpha1.ConfigRevisionRef, version string) bool {
 
 // A bad knob is refused before anything starts, naming its field and flag.
 func TestControllerRefusesABadKnob(t *testing.T) {
+	t.Parallel()
 	_, err := controller.New(controller.Options{
 		Config: &rest.Config{Host: "https://127.0.0.1:1"}, Namespace: "legate-system",
 		Tuning: core.Tuning{TaintThreshold: 2},
