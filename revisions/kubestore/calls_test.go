@@ -79,6 +79,7 @@ func counting(c client.WithWatch, n *callCounter) client.Client {
 // revision's create (with its status), the record, and unmarking the
 // revision served before (queued: it trails the publication). (A commit that changes 1 000 nodes makes 1 000 of these.)
 func TestAPICallsPerPublication(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	n := &callCounter{calls: map[string]int{}}
@@ -109,6 +110,7 @@ func TestAPICallsPerPublication(t *testing.T) {
 // it was (a label) does not stop the next commit: the store reads it
 // again and writes over it. A change of the record itself does.
 func TestRecordWrittenByOthers(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	e, _ := start(t, c)
@@ -134,6 +136,7 @@ func TestRecordWrittenByOthers(t *testing.T) {
 // revision served before could land last and erase the taint kubectl
 // shows.
 func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	n := &callCounter{calls: map[string]int{}}
@@ -177,6 +180,7 @@ func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
 // check against a stale writer). From another origin, the status is
 // written too.
 func TestSameContentSameOriginWritesOnlyTheRecord(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	n := &callCounter{calls: map[string]int{}}
@@ -199,6 +203,7 @@ func TestSameContentSameOriginWritesOnlyTheRecord(t *testing.T) {
 // the store knows: the store's next commit that writes it reads the
 // object once and writes over it, with the generation that write makes.
 func TestConditionsFollowTheGeneration(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	n := &callCounter{calls: map[string]int{}}

@@ -15,6 +15,7 @@ import (
 )
 
 func TestSetConditions(t *testing.T) {
+	t.Parallel()
 	t0 := metav1.NewTime(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
 	t1 := metav1.NewTime(t0.Add(time.Minute))
 	taint := &v1alpha1.RevisionTaint{Message: "rejected by 1 of 1 proxies: cluster c: bad"}
@@ -84,6 +85,7 @@ func TestSetConditions(t *testing.T) {
 // message and observedGeneration follow every write; other controllers'
 // conditions are kept.
 func TestSetConditionsTransitions(t *testing.T) {
+	t.Parallel()
 	t0 := metav1.NewTime(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
 	t1, t2 := metav1.NewTime(t0.Add(time.Minute)), metav1.NewTime(t0.Add(2*time.Minute))
 	other := metav1.Condition{Type: "Audited", Status: metav1.ConditionTrue, Reason: "ByHand", LastTransitionTime: t0}
@@ -111,6 +113,7 @@ func TestSetConditionsTransitions(t *testing.T) {
 }
 
 func TestTruncate(t *testing.T) {
+	t.Parallel()
 	assert.Equal(t, "short", truncate("short", 10))
 	long := strings.Repeat("é", 1000) // 2 bytes each
 	got := truncate(long, maxConditionMessage)

@@ -104,6 +104,7 @@ func start(t *testing.T, c client.Client) (*revisions.Engine, *recorder) {
 // restart, the restarted engine serves the last good revision, and a
 // follower rebuilds exactly what was published from the objects.
 func TestEngineOnTheAPIServer(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 
@@ -243,6 +244,7 @@ func waitCondition(t *testing.T, c client.Client, name, typ string, status metav
 // A configuration larger than an object may hold is refused before it is
 // served.
 func TestRevisionsLargerThanAnObjectAreRefused(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	e, pub := start(t, c)
 	noise := make([]byte, kubestore.MaxRevisionBytes) // random: compression does not help
@@ -293,6 +295,7 @@ func tenThousandRoutes(t *testing.T, n int) *render.NodeConfig {
 // than an object holds as it is; the store compresses it, and a restarted
 // engine serves it again from the object.
 func TestTenThousandRoutesFitOneRevision(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	ctx := context.Background()
 	e, _ := start(t, c)
@@ -318,6 +321,7 @@ func TestTenThousandRoutesFitOneRevision(t *testing.T) {
 // The outbox of undelivered commit statuses lives in the API server, so
 // it survives a controller restart (a new Store on the same cluster).
 func TestOutboxInTheAPIServer(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	outboxtest.Run(t, func(*testing.T) revisions.Outbox { return kubestore.Store{Client: c, Namespace: "default"} })
 }
@@ -325,6 +329,7 @@ func TestOutboxInTheAPIServer(t *testing.T) {
 // Writers that race on the outbox lose none of each other's entries, and
 // the bound refuses more than MaxOutboxEntries with an error.
 func TestOutboxConcurrentWritersAndBound(t *testing.T) {
+	t.Parallel()
 	c := newClient(t)
 	s := kubestore.Store{Client: c, Namespace: "default"}
 	ctx := context.Background()

@@ -65,6 +65,7 @@ func retained(t *testing.T, res *sources.Result) int64 {
 // 256 MiB each once unpacked. Files the renderer never reads are not
 // kept, and those it reads are kept within a per-source limit.
 func TestArtifactsKeepOnlyWhatTheRendererReads(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	var yamls []filler
 	for i := range 28 {
@@ -99,6 +100,7 @@ func TestArtifactsKeepOnlyWhatTheRendererReads(t *testing.T) {
 // Sources sharing a budget keep, all together, no more than its total;
 // the one that does not fit is refused naming the limit.
 func TestArtifactsShareOneBudget(t *testing.T) {
+	t.Parallel()
 	const mib = 1 << 20
 	budget := sources.NewBudget(32*mib, 48*mib)
 	blob := bomb(t, filler{"envoy/big.yaml", 20 * mib})

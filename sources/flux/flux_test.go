@@ -101,6 +101,7 @@ func (f *fixture) source(path string, lim oci.Limits) *flux.Source {
 }
 
 func TestGitRepositoryArtifact(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, flux.KindGitRepository)
 	src := f.source("./envoy", oci.Limits{})
 	ctx := context.Background()
@@ -162,6 +163,7 @@ func TestGitRepositoryArtifact(t *testing.T) {
 }
 
 func TestOCIRepositoryArtifact(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, flux.KindOCIRepository)
 	src := f.source("", oci.Limits{})
 	blob := tarball(t, "edge.yaml", "a: 1\n")
@@ -179,6 +181,7 @@ func TestOCIRepositoryArtifact(t *testing.T) {
 // What a Flux object's status may say that legate refuses to download or
 // unpack, each named.
 func TestArtifactsRefused(t *testing.T) {
+	t.Parallel()
 	blob := tarball(t, "envoy/edge.yaml", strings.Repeat("x", 4096))
 	for _, tc := range []struct {
 		name, url, digest, path string

@@ -23,6 +23,7 @@ import (
 // the metadata address stay refused, and so does a redirect to another
 // host; allowed, the artifact is read as before.
 func TestGuardedArtifactDownload(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, flux.KindGitRepository)
 	blob := tarball(t, "envoy/a.yaml", "a: 1")
 	f.publish("/gitrepository/team-a/envoy/1.tar.gz", blob, digestOf(blob), "main@sha1:"+strings.Repeat("1", 40), nil)

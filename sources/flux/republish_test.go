@@ -23,6 +23,7 @@ import (
 // Flux may publish new bytes under the URL and revision it used before
 // (a re-pushed tag, a storage rewrite), and legate verifies them again.
 func TestArtifactRepublishedUnderTheSameURLAndRevisionIsVerifiedAgain(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, flux.KindGitRepository)
 	src := f.source("envoy", oci.Limits{})
 	ctx := context.Background()
@@ -56,6 +57,7 @@ func TestArtifactRepublishedUnderTheSameURLAndRevisionIsVerifiedAgain(t *testing
 // What the controller gets: it passes no limits, so an artifact may read
 // up to 64 MiB from the network and not a byte more.
 func TestDefaultCompressedLimitIs64MiB(t *testing.T) {
+	t.Parallel()
 	const limit = 64 << 20
 	require.Equal(t, limit, flux.DefaultMaxArtifactSize)
 	head := tarball(t, "envoy/edge.yaml", "a: 1\n")
@@ -103,6 +105,7 @@ func (zeros) Read(p []byte) (int, error) {
 // An object without an artifact is reported with the message of its
 // Ready condition, when it has one: why Flux has not produced it.
 func TestNoArtifactSaysWhyFluxHasNone(t *testing.T) {
+	t.Parallel()
 	f := newFixture(t, flux.KindGitRepository)
 	src := f.source("envoy", oci.Limits{})
 	_, err := src.Fetch(context.Background())
