@@ -3,9 +3,12 @@ package kubepki
 import (
 	"context"
 	"maps"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
@@ -64,7 +67,7 @@ func (i Issuer) EnsureProxy(ctx context.Context, namespace, secretName, nodeID s
 type ProxyCertificates struct {
 	Issuer
 	// Pods reads the injected Pods (the manager's cache, holding their
-	// metadata only: PodMetadata).
+	// metadata only: PodMetadata) and the Secrets' metadata.
 	Pods client.Reader
 	// Watches reports whether the home serves a namespace's objects.
 	Watches  func(namespace string) bool
@@ -148,11 +151,32 @@ func (p *ProxyCertificates) Reconcile(ctx context.Context, req reconcile.Request
 		p.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, EventProxyCertificateRefused, "IssueCertificate", "%v", err)
 		return reconcile.Result{}, nil
 	}
+	if p.issued(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: s.SecretName()}, s.NodeID) {
+		return reconcile.Result{}, nil
+	}
 	if err := p.Authority.EnsureProxy(ctx, pod.Namespace, s.SecretName(), s.NodeID, false); err != nil {
 		p.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, EventProxyCertificateFailed, "IssueCertificate", "%v", err)
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
+}
+
+// issued reports whether the cache's metadata of Secret key says it holds
+// a certificate legate issued for nodeID that is not yet due: then the
+// Pod needs nothing, and no Secret is read from the API server (a Pod of
+// a node that has its certificate, and every Pod again when a new leader
+// starts). Anything else, a Secret not in the cache yet included, goes
+// to EnsureProxy, which reads it and checks its data. The data of a
+// Secret that looks current is checked by the renewal passes (Run).
+func (p *ProxyCertificates) issued(ctx context.Context, key types.NamespacedName, nodeID string) bool {
+	meta := &metav1.PartialObjectMetadata{}
+	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
+	if err := p.Pods.Get(ctx, key, meta); err != nil {
+		return false
+	}
+	renewAt, err := time.Parse(time.RFC3339, meta.Annotations[AnnotationRenewAfter])
+	return err == nil && meta.Labels[LabelCertificate] == KindProxy &&
+		meta.Annotations[AnnotationNodeID] == nodeID && p.Authority.now().Before(renewAt)
 }
 
 // PodMetadata is a cache transform that keeps of a Pod its metadata (the

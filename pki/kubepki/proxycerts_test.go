@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
@@ -98,6 +99,50 @@ func TestProxyCertificates(t *testing.T) {
 			assert.Contains(t, <-rec.Events, tc.event)
 		})
 	}
+}
+
+// A Pod whose node has its certificate, not yet due, reads no Secret
+// from the API server: the cache's metadata of the Secret says so. A due
+// one is read, checked and renewed.
+func TestAPodOfANodeWithItsCertificateReadsNoSecret(t *testing.T) {
+	pod := injectedPod("team-a", "p", "edge")
+	store := fake.NewClientBuilder().WithObjects(pod).Build()
+	reads := 0
+	counted := interceptor.NewClient(store, interceptor.Funcs{Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+		if _, ok := obj.(*corev1.Secret); ok {
+			reads++
+		}
+		return c.Get(ctx, key, obj, opts...)
+	}})
+	clk := clocktesting.NewFakePassiveClock(t0)
+	r := &ProxyCertificates{
+		Issuer:   Issuer{Authority: &Authority{CA: testSigner(t).ca, Client: counted, Clock: clk, Validity: 30 * time.Hour, Log: logr.Discard()}, MayServe: onlyTeamA},
+		Pods:     store,
+		Recorder: events.NewFakeRecorder(4),
+	}
+	reconcileIt := func() {
+		t.Helper()
+		_, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
+		require.NoError(t, err)
+	}
+	key := types.NamespacedName{Namespace: "team-a", Name: pki.ProxySecretName("edge")}
+	due := func() string {
+		t.Helper()
+		var s corev1.Secret
+		require.NoError(t, store.Get(t.Context(), key, &s))
+		return s.Annotations[AnnotationRenewAfter]
+	}
+
+	reconcileIt()
+	require.Equal(t, 1, reads, "a new node: its Secret is read once, then created")
+	first := due()
+	reconcileIt()
+	assert.Equal(t, 1, reads, "its certificate is there and not due: nothing read")
+
+	clk.SetTime(t0.Add(21 * time.Hour))
+	reconcileIt()
+	assert.Equal(t, 2, reads, "due: read and checked")
+	assert.NotEqual(t, first, due(), "and renewed")
 }
 
 // A Pod is reconciled when it is stored and when what names its proxy
