@@ -12,6 +12,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/legate-dev/legate/pki"
 )
@@ -170,6 +171,15 @@ func owned(s *corev1.Secret, kind, nodeID string) error {
 		return fmt.Errorf("the Secret %s holds the certificate of node ID %q, not of node ID %q", ref, got, nodeID)
 	}
 	return nil
+}
+
+// stampedCurrent reads back what stamp wrote on a proxy's Secret: whether
+// its label and annotations (metadata alone, no data) name a certificate
+// of nodeID that is not due at now. The data itself is check's to judge.
+func stampedCurrent(s metav1.Object, nodeID string, now time.Time) bool {
+	renewAt, err := time.Parse(time.RFC3339, s.GetAnnotations()[AnnotationRenewAfter])
+	return err == nil && s.GetLabels()[LabelCertificate] == KindProxy &&
+		s.GetAnnotations()[AnnotationNodeID] == nodeID && now.Before(renewAt)
 }
 
 // stamp writes the label and the annotations of a Secret holding leaf.

@@ -187,3 +187,34 @@ func TestWaitUntil(t *testing.T) {
 	assert.Equal(t, t0, earliest(t0, time.Time{}))
 	assert.Equal(t, t0, earliest(t0.Add(time.Second), t0))
 }
+
+// stampedCurrent reads back stamp: a current certificate of the node, by
+// the Secret's label and annotations alone.
+func TestStampedCurrent(t *testing.T) {
+	_, leaf := proxyData(t, testSigner(t), "edge", 30*time.Hour)
+	stamped := func(change func(*corev1.Secret)) *corev1.Secret {
+		s := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{AnnotationNodeID: "edge"}}}
+		stamp(s, KindProxy, leaf)
+		if change != nil {
+			change(s)
+		}
+		return s
+	}
+	now := t0.Add(time.Hour)
+	for _, tc := range []struct {
+		name   string
+		secret *corev1.Secret
+		node   string
+		at     time.Time
+		want   bool
+	}{
+		{"stamped, not due", stamped(nil), "edge", now, true},
+		{"another node's", stamped(nil), "other", now, false},
+		{"due", stamped(nil), "edge", renewAfter(leaf), false},
+		{"a server's", stamped(func(s *corev1.Secret) { s.Labels[LabelCertificate] = KindServer }), "edge", now, false},
+		{"renewal time unreadable", stamped(func(s *corev1.Secret) { s.Annotations[AnnotationRenewAfter] = "soon" }), "edge", now, false},
+		{"not stamped", &corev1.Secret{}, "edge", now, false},
+	} {
+		assert.Equal(t, tc.want, stampedCurrent(tc.secret, tc.node, tc.at), tc.name)
+	}
+}

@@ -3,7 +3,6 @@ package kubepki
 import (
 	"context"
 	"maps"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -162,21 +161,17 @@ func (p *ProxyCertificates) Reconcile(ctx context.Context, req reconcile.Request
 }
 
 // issued reports whether the cache's metadata of Secret key says it holds
-// a certificate legate issued for nodeID that is not yet due: then the
-// Pod needs nothing, and no Secret is read from the API server (a Pod of
-// a node that has its certificate, and every Pod again when a new leader
-// starts). Anything else, a Secret not in the cache yet included, goes
-// to EnsureProxy, which reads it and checks its data. The data of a
-// Secret that looks current is checked by the renewal passes (Run).
+// a certificate legate issued for nodeID that is not yet due
+// (stampedCurrent): then the Pod needs nothing, and no Secret is read from
+// the API server (a Pod of a node that has its certificate, and every Pod
+// again when a new leader starts). Anything else, a Secret not in the
+// cache yet included, goes to EnsureProxy, which reads it and checks its
+// data. The data of a Secret that looks current is checked by the
+// renewal passes (Run).
 func (p *ProxyCertificates) issued(ctx context.Context, key types.NamespacedName, nodeID string) bool {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	if err := p.Pods.Get(ctx, key, meta); err != nil {
-		return false
-	}
-	renewAt, err := time.Parse(time.RFC3339, meta.Annotations[AnnotationRenewAfter])
-	return err == nil && meta.Labels[LabelCertificate] == KindProxy &&
-		meta.Annotations[AnnotationNodeID] == nodeID && p.Authority.now().Before(renewAt)
+	return p.Pods.Get(ctx, key, meta) == nil && stampedCurrent(meta, nodeID, p.Authority.now())
 }
 
 // PodMetadata is a cache transform that keeps of a Pod its metadata (the
