@@ -20,6 +20,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/webhook"
 )
 
@@ -29,7 +30,7 @@ import (
 func admitted(t *testing.T, change func(*controller.Options)) (client.Client, *envtest.Cluster, *controller.Controller) {
 	t.Helper()
 	cluster := envtest.StartWithWebhooks(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctl := startWith(t, cluster.Config, func(o *controller.Options) {
 		o.WebhookAddr, o.WebhookCertDir = cluster.Webhooks.Addr, cluster.Webhooks.CertDir
 		o.Injector = webhook.Injector{XDSAddress: "legate-xds.legate-system.svc:18000"}

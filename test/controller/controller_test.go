@@ -11,10 +11,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	eventsv1 "k8s.io/api/events/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -32,20 +30,8 @@ import (
 func run(t *testing.T) (client.Client, *controller.Controller) {
 	t.Helper()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	return c, start(t, cluster.Config)
-}
-
-// clusterClient is a client of the API server at cfg that knows legate's
-// types, with the controller's namespace created.
-func clusterClient(t *testing.T, cfg *rest.Config) client.Client {
-	t.Helper()
-	scheme, err := controller.Scheme()
-	require.NoError(t, err)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	return c
 }
 
 // schema is the generated CUE schema, shared by every render as legate

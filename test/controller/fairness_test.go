@@ -25,6 +25,7 @@ import (
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 )
 
 // hungServer accepts HTTP requests (Git's ref advertisement among them)
@@ -99,7 +100,7 @@ func fluxSource(t *testing.T, c client.Client, arts *artifactServer, ns, name st
 func TestHungSourcesDoNotDelayAnotherNamespace(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t, envtest.FluxCRDs(t))
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	start(t, cluster.Config)
 	ctx := context.Background()
 	createNamespaces(t, c, "team-a", "team-b")
@@ -134,7 +135,7 @@ func TestHungSourcesDoNotDelayAnotherNamespace(t *testing.T) {
 func TestHungFetchEndsAtItsTimeout(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	startWith(t, cluster.Config, func(o *controller.Options) { o.Fetch.Timeout = 2 * time.Second })
 	createNamespaces(t, c, "team-a")
 	hung := newHungServer(t)
@@ -205,7 +206,7 @@ func (b *countingBody) Read(p []byte) (int, error) {
 func TestPolicyConfigMapsOfOtherNamespacesAreNotCached(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctx := context.Background()
 	createNamespaces(t, c, "team-a")
 	big := strings.Repeat("// padding\n", 80_000) // 0.9 MiB

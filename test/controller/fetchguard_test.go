@@ -17,6 +17,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 )
 
 // A tenant's EnvoySources cannot make legate controller fetch from
@@ -27,7 +28,7 @@ import (
 func TestEnvoySourcesCannotReachInternalAddresses(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t, envtest.FluxCRDs(t))
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	startWith(t, cluster.Config, func(o *controller.Options) { o.FetchAllowNetworks = nil }) // the default
 	ctx := context.Background()
 	var hits atomic.Int32

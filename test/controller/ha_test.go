@@ -26,6 +26,7 @@ import (
 	"github.com/legate-dev/legate/statuspage"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
@@ -162,7 +163,7 @@ func leader(t *testing.T, rs []*haReplica) *haReplica {
 func TestReplicasServeOneLeadersDecisions(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctx := context.Background()
 	rs := []*haReplica{startReplica(t, cluster.Config, "replica-0"), startReplica(t, cluster.Config, "replica-1"), startReplica(t, cluster.Config, "replica-2")}
 	lead := leader(t, rs)

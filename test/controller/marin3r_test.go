@@ -26,6 +26,7 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/testpki"
 )
 
@@ -76,7 +77,7 @@ func certCN(t *testing.T, chain []byte) string {
 func TestMARIN3RManifestsAreServed(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctl := startWith(t, cluster.Config, func(o *controller.Options) { o.XDSInsecureSecrets = []string{"*"} })
 	ctx := context.Background()
 	ca := testpki.NewCA(t, "test-ca")

@@ -25,6 +25,7 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/testpki"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 	"github.com/legate-dev/legate/test/xdsclient"
@@ -60,7 +61,7 @@ func adsError(t *testing.T, addr string, creds credentials.TransportCredentials,
 func TestControllerServesXDSOverMutualTLS(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	dir := t.TempDir()
 	ca := testpki.NewCA(t, "legate xDS CA")
 	caFile := ca.Write(t, filepath.Join(dir, "ca.crt"))

@@ -10,6 +10,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 )
 
 // The API server refuses an EnvoyConfig whose nodeID is longer than a
@@ -18,7 +19,7 @@ import (
 func TestLongNodeIDIsRefusedByTheAPIServer(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctx := context.Background()
 
 	ec := sample(t)

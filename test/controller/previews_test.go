@@ -23,6 +23,7 @@ import (
 	gitsource "github.com/legate-dev/legate/sources/git"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/gitea"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/gitrepo"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
@@ -71,7 +72,7 @@ func TestEnvoySourcePullRequestPreviews(t *testing.T) {
 	srv := gitea.Start(t, gitea.Options{})
 	repo := srv.CreateRepo("team-b-envoy")
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	stateDir := t.TempDir()
 	startWith(t, cluster.Config, func(o *controller.Options) { o.StateDir = stateDir })
 	ctx := context.Background()

@@ -14,6 +14,7 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
@@ -25,7 +26,7 @@ import (
 func TestRestartKeepsTaintsAndPublications(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
 	first := startReplicaless(t, cluster.Config)

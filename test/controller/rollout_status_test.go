@@ -19,6 +19,7 @@ import (
 	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
@@ -75,7 +76,7 @@ func greeterTo(t *testing.T, port int) v1alpha1.EnvoyConfigSpec {
 func TestEnvoyConfigRolloutStatusSurvivesARestart(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
 	namespaces(t, c, "team-a")
@@ -166,7 +167,7 @@ func TestEnvoyConfigRolloutStatusSurvivesARestart(t *testing.T) {
 func TestRolloutAnnotationCannotSteerAnotherNamespace(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctl := start(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
@@ -243,7 +244,7 @@ func TestRolloutAnnotationCannotSteerAnotherNamespace(t *testing.T) {
 func TestEnvoySourceRolloutStatusAndAnnotation(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t, envtest.FluxCRDs(t))
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctl := start(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
@@ -335,7 +336,7 @@ func podsIn(t *testing.T, inside bool, share, n int) []string {
 func TestRolloutContinuesAcrossALeaderKill(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
 	namespaces(t, c, "team-a")

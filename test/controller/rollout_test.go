@@ -13,6 +13,7 @@ import (
 	"github.com/legate-dev/legate/rollout"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
@@ -39,7 +40,7 @@ func podIn(t *testing.T, inside bool, share int) string {
 func TestEnvoyConfigRollsOutToItsCanariesFirst(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctl := start(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")

@@ -19,6 +19,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/testpki"
 )
 
@@ -57,7 +58,7 @@ func certOf(t *testing.T, resp *discoveryv3.DiscoveryResponse) []byte {
 func TestSecretRotationReachesTheProxy(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctl := startWith(t, cluster.Config, func(o *controller.Options) { o.XDSInsecureSecrets = []string{"*"} })
 	ctx := context.Background()
 	ca := testpki.NewCA(t, "test-ca")

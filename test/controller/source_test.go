@@ -33,6 +33,7 @@ import (
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/gitea"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/gitrepo"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
@@ -249,7 +250,7 @@ func setArtifact(t *testing.T, c client.Client, repo *unstructured.Unstructured,
 func TestEnvoySourceServesAFluxArtifact(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t, envtest.FluxCRDs(t))
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctl := start(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")

@@ -31,6 +31,7 @@ import (
 	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
@@ -185,7 +186,7 @@ func TestTenantsCannotReachEachOther(t *testing.T) {
 func TestOwnershipSurvivesARestart(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	admin := clusterClient(t, cluster.Config)
+	admin := ctltest.Client(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
 	namespaces(t, admin, "team-b", "team-c")
@@ -233,7 +234,7 @@ func TestOwnershipSurvivesARestart(t *testing.T) {
 func TestOwnershipSurvivesAFailover(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	admin := clusterClient(t, cluster.Config)
+	admin := ctltest.Client(t, cluster.Config)
 	ctx := context.Background()
 	a, b := backend.Start(t, "a"), backend.Start(t, "b")
 	namespaces(t, admin, "team-b", "team-c")

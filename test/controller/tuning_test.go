@@ -15,6 +15,7 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 )
 
 // The knobs both homes share reach the controller: --history bounds the
@@ -24,7 +25,7 @@ import (
 func TestControllerTakesTheSharedTuning(t *testing.T) {
 	t.Parallel()
 	cluster := envtest.Start(t)
-	c := clusterClient(t, cluster.Config)
+	c := ctltest.Client(t, cluster.Config)
 	ctl := startWith(t, cluster.Config, func(o *controller.Options) {
 		o.XDSAddr = "0.0.0.0:0"
 		o.Tuning = core.Tuning{History: 2, XDSInsecure: true}

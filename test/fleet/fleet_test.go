@@ -18,14 +18,11 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
-	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/pipeline/readiness"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/ctltest"
@@ -35,17 +32,6 @@ import (
 // This package holds the fleet-wide test alone, so that it runs beside
 // test/controller (go test runs packages in parallel) rather than after it
 // within one binary's timeout.
-
-// clusterClient is a client of cfg, with legate's namespace created.
-func clusterClient(t *testing.T, cfg *rest.Config) client.Client {
-	t.Helper()
-	scheme, err := controller.Scheme()
-	require.NoError(t, err)
-	c, err := client.New(cfg, client.Options{Scheme: scheme})
-	require.NoError(t, err)
-	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
-	return c
-}
 
 // envoyConfig is an EnvoyConfig of node with the given resource documents.
 func envoyConfig(t *testing.T, node string, docs ...string) *v1alpha1.EnvoyConfig {
@@ -131,7 +117,7 @@ func TestFleetRollbackReachesEveryStatus(t *testing.T) {
 	// measurement; the API server's time is what is measured.
 	fast := rest.CopyConfig(cluster.Config)
 	fast.QPS, fast.Burst = 1000, 2000
-	c := clusterClient(t, fast)
+	c := ctltest.Client(t, fast)
 	ctl := ctltest.Start(t, ctltest.Options(t, fast))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

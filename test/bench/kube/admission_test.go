@@ -16,6 +16,7 @@ import (
 	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/pki/kubepki"
 	"github.com/legate-dev/legate/test/envtest"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 	"github.com/legate-dev/legate/webhook"
 )
@@ -27,11 +28,7 @@ import (
 func injectingHome(b *testing.B, ctlConfig func(*rest.Config), change ...func(*controller.Options)) (*envtest.Cluster, client.Client, *controller.Controller) {
 	b.Helper()
 	cluster := envtest.StartWithWebhooks(b)
-	scheme, err := controller.Scheme()
-	require.NoError(b, err)
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	require.NoError(b, err)
-	require.NoError(b, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	c := ctltest.Client(b, cluster.Config)
 	cfg := rest.CopyConfig(cluster.Config)
 	if ctlConfig != nil {
 		ctlConfig(cfg)

@@ -31,6 +31,7 @@ import (
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/stats"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
@@ -80,12 +81,8 @@ func report(b *testing.B, name string, lat []time.Duration) {
 // server (what `kubectl get ec` shows), each iteration one of each.
 func BenchmarkEnvoyConfig(b *testing.B) {
 	cluster := envtest.Start(b)
-	scheme, err := controller.Scheme()
-	require.NoError(b, err)
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	require.NoError(b, err)
+	c := ctltest.Client(b, cluster.Config)
 	ctx := context.Background()
-	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
 	ctl := start(b, cluster.Config)
 	x, y := backend.Start(b, "x"), backend.Start(b, "y")
 	good := func(to string) v1alpha1.EnvoyConfigSpec {
@@ -233,14 +230,10 @@ func BenchmarkControllerMemory(b *testing.B) {
 		b.Run(fmt.Sprintf("envoyconfigs-%d", n), func(b *testing.B) {
 			for range b.N {
 				cluster := envtest.Start(b)
-				scheme, err := controller.Scheme()
-				require.NoError(b, err)
 				fast := rest.CopyConfig(cluster.Config)
 				fast.QPS, fast.Burst = 500, 1000 // client-go's default (5/s) would make the setup the measurement
-				c, err := client.New(fast, client.Options{Scheme: scheme})
-				require.NoError(b, err)
+				c := ctltest.Client(b, fast)
 				ctx := context.Background()
-				require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
 				before := liveHeap()
 				start(b, fast)
 				cluster1 := func(i, rev int) v1alpha1.EnvoyConfigSpec {

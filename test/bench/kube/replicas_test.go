@@ -18,7 +18,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/structpb"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -28,6 +27,7 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
@@ -99,13 +99,9 @@ func (s *replicaSet) leader() int {
 
 func newReplicaSet(b *testing.B, n int) (*replicaSet, client.Client) {
 	cluster := envtest.Start(b)
-	scheme, err := controller.Scheme()
-	require.NoError(b, err)
 	fast := rest.CopyConfig(cluster.Config)
 	fast.QPS, fast.Burst = 500, 1000
-	c, err := client.New(fast, client.Options{Scheme: scheme})
-	require.NoError(b, err)
-	require.NoError(b, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
+	c := ctltest.Client(b, fast)
 	s := &replicaSet{b: b, cfg: cluster.Config}
 	for i := range n {
 		s.add(fmt.Sprintf("replica-%d", i))

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +16,7 @@ import (
 	"github.com/legate-dev/legate/controller"
 	"github.com/legate-dev/legate/test/envtest"
 	"github.com/legate-dev/legate/test/internal/backend"
+	"github.com/legate-dev/legate/test/internal/ctltest"
 	"github.com/legate-dev/legate/test/internal/xdsyaml"
 )
 
@@ -55,18 +55,14 @@ func BenchmarkRollbackSeenByKubectl(b *testing.B) {
 
 func rollbackSeenByKubectl(b *testing.B, change func(*controller.Options)) {
 	cluster := envtest.Start(b)
-	scheme, err := controller.Scheme()
-	require.NoError(b, err)
-	c, err := client.New(cluster.Config, client.Options{Scheme: scheme})
-	require.NoError(b, err)
+	c := ctltest.Client(b, cluster.Config)
 	// kubectl get is another process: another client, another connection.
 	watcherCfg := rest.CopyConfig(cluster.Config)
 	watcherCfg.UserAgent = "kubectl-get-loop"
 	watcherCfg.QPS, watcherCfg.Burst = -1, 0 // kubectl's loop is not throttled across processes
-	watcher, err := client.New(watcherCfg, client.Options{Scheme: scheme})
+	watcher, err := client.New(watcherCfg, client.Options{Scheme: c.Scheme()})
 	require.NoError(b, err)
 	ctx := context.Background()
-	require.NoError(b, c.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "legate-system"}}))
 	ctl := start(b, cluster.Config, change)
 	x, y := backend.Start(b, "x"), backend.Start(b, "y")
 	good := func(to string) v1alpha1.EnvoyConfigSpec {

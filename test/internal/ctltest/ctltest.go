@@ -11,7 +11,10 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	crlog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	"github.com/legate-dev/legate/controller"
@@ -19,6 +22,18 @@ import (
 
 // Namespace is the controller's own namespace in the tests.
 const Namespace = "legate-system"
+
+// Client is a client of the API server at cfg that knows legate's kinds,
+// with the controller's namespace (Namespace) created.
+func Client(t testing.TB, cfg *rest.Config) client.Client {
+	t.Helper()
+	scheme, err := controller.Scheme()
+	require.NoError(t, err)
+	c, err := client.New(cfg, client.Options{Scheme: scheme})
+	require.NoError(t, err)
+	require.NoError(t, c.Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}))
+	return c
+}
 
 // Options are the options of a controller of cfg in a test: namespace
 // Namespace, xDS on a free loopback port, no HTTP API, a state directory
