@@ -119,11 +119,11 @@ test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-plain test-race
 	@$(MAKE) --no-print-directory fuzz
 
-# The plain pass and the race pass run side by side: the plain pass ends
-# with minutes of one package (test/controller, about 6 of them) waiting
-# on the API servers it starts, while the race pass compiles and runs
-# (docs/testing.md, "CI time"). --output-sync keeps each pass's output
-# whole.
+# The plain pass and the race pass run side by side: the plain pass's
+# longest packages (test/fleet, test/controller: minutes each, much of it
+# waiting on the API servers they start) overlap the race pass's compiles
+# and runs (docs/testing.md, "CI time"). --output-sync keeps each pass's
+# output whole.
 test-plain: ## Run the tests of every package but RACE_ONLY_PKGS (make test's plain pass).
 	pkgs=$$($(GO) list $(SLOW_PKGS) ./... | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
 	$(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
