@@ -145,6 +145,29 @@ func TestAPodOfANodeWithItsCertificateReadsNoSecret(t *testing.T) {
 	assert.NotEqual(t, first, due(), "and renewed")
 }
 
+// A namespace that may not hold a node is refused even when it wrote a
+// Secret that looks like the node's current certificate: the tenancy
+// decision comes before the metadata check.
+func TestAForgedCurrentSecretDoesNotSkipTheRefusal(t *testing.T) {
+	pod := injectedPod("team-b", "p", "edge")
+	forged := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{
+		Namespace: "team-b", Name: pki.ProxySecretName("edge"),
+		Labels:      map[string]string{LabelCertificate: KindProxy},
+		Annotations: map[string]string{AnnotationNodeID: "edge", AnnotationRenewAfter: t0.Add(time.Hour).Format(time.RFC3339)},
+	}}
+	store := fake.NewClientBuilder().WithObjects(pod, forged).Build()
+	rec := events.NewFakeRecorder(4)
+	r := &ProxyCertificates{
+		Issuer:   Issuer{Authority: &Authority{CA: testSigner(t).ca, Client: store, Clock: clocktesting.NewFakePassiveClock(t0), Log: logr.Discard()}, MayServe: onlyTeamA},
+		Pods:     store,
+		Recorder: rec,
+	}
+	_, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
+	require.NoError(t, err)
+	require.Len(t, rec.Events, 1)
+	assert.Contains(t, <-rec.Events, EventProxyCertificateRefused)
+}
+
 // A Pod is reconciled when it is stored and when what names its proxy
 // changes, not for each change of its status.
 func TestProxyPodChanged(t *testing.T) {
