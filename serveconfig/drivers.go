@@ -55,11 +55,14 @@ type BuiltSource struct {
 }
 
 // Build constructs the source's driver; it touches neither the network nor
-// the clone.
-func (s SourceConfig) Build(stateDir string) (BuiltSource, error) {
+// the clone. The git sources built with one clones registry share a clone
+// when they fetch the same repository alike (gitsource.Config.Clones).
+func (s SourceConfig) Build(stateDir string, clones *gitsource.Clones) (BuiltSource, error) {
 	switch {
 	case s.Git != nil:
-		src, err := gitsource.New(s.GitConfig(stateDir))
+		cfg := s.GitConfig(stateDir)
+		cfg.Clones = clones
+		src, err := gitsource.New(cfg)
 		if err != nil {
 			return BuiltSource{}, fmt.Errorf("source %q: %w", s.Name, err)
 		}

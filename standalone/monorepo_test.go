@@ -27,7 +27,8 @@ import (
 // directories of one repository. A signed push whose commit changes only
 // the first directory moves both sources to the new commit (every commit
 // gets its verdict) and renders only the first: the second's content is
-// the same, so it is neither rendered nor published again.
+// the same, so it is neither rendered nor published again. The two sources
+// share one clone of the repository.
 func TestMonorepoPushRendersOnlyTheSourceItTouched(t *testing.T) {
 	repo := newLocalRepo(t)
 	write := func(dir, node, cluster string) {
@@ -43,8 +44,9 @@ func TestMonorepoPushRendersOnlyTheSourceItTouched(t *testing.T) {
 
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte("generic-secret-123\n"), 0o600))
+	stateDir := t.TempDir()
 	s := newServer(t, serveconfig.Config{
-		StateDir: t.TempDir(),
+		StateDir: stateDir,
 		Sources: []serveconfig.SourceConfig{
 			{Name: "east", Git: &serveconfig.GitSource{URL: repo.dir, Path: "east"}, Interval: serveconfig.Duration{Duration: time.Hour}},
 			{Name: "west", Git: &serveconfig.GitSource{URL: repo.dir, Path: "west"}, Interval: serveconfig.Duration{Duration: time.Hour}},
@@ -94,6 +96,12 @@ func TestMonorepoPushRendersOnlyTheSourceItTouched(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond, "the push moves both sources to the new commit and renders the one it touched")
 	assert.Equal(t, 1, renders(t, s, "west"), "the untouched directory is not rendered again")
 	assert.Equal(t, westHash, published("edge-west"), "the untouched node keeps its revision")
+
+	// The two sources of the repository keep one clone between them.
+	clones, err := os.ReadDir(filepath.Join(stateDir, "git"))
+	require.NoError(t, err)
+	require.Len(t, clones, 1, "one clone for the two sources of one repository")
+	assert.True(t, strings.HasPrefix(clones[0].Name(), "shared-"), clones[0].Name())
 }
 
 // renders reads how many renders of source the server's /metrics counts.

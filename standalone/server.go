@@ -144,8 +144,11 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 		authorizer = xds.CertificateBinding
 	}
 	reporters := map[string]forge.Reporter{}
+	// The sources of one repository (a monorepo, one source a directory)
+	// share its clone: stored once, fetched once for a push.
+	clones := gitsource.NewClones("")
 	for _, sc := range cfg.Sources {
-		b, err := sc.Build(cfg.StateDir)
+		b, err := sc.Build(cfg.StateDir, clones)
 		if err != nil {
 			return nil, err
 		}

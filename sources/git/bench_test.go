@@ -80,6 +80,15 @@ func BenchmarkFetch(b *testing.B) {
 	url := srv.URL + "/cfg.git"
 	ctx := context.Background()
 	next := benchCommits
+	// pushOne adds a commit, its time and CPU left out of the figures.
+	pushOne := func(b *testing.B, m *meter) {
+		b.StopTimer()
+		m.pause()
+		fastImport(b, bare, next, 1)
+		m.resume()
+		next++
+		b.StartTimer()
+	}
 
 	b.Run("incremental-one-commit", func(b *testing.B) {
 		src := mustNew(b, Config{URL: url, Path: "envoy", Timeout: 5 * time.Minute})
@@ -89,12 +98,7 @@ func BenchmarkFetch(b *testing.B) {
 		b.ResetTimer()
 		defer func() { m.report(b) }()
 		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			m.pause()
-			fastImport(b, bare, next, 1)
-			m.resume()
-			next++
-			b.StartTimer()
+			pushOne(b, m)
 			res, err := src.Fetch(ctx)
 			if err != nil || !res.Changed {
 				b.Fatalf("fetch: %v (changed %v)", err, res != nil && res.Changed)
@@ -113,6 +117,47 @@ func BenchmarkFetch(b *testing.B) {
 			}
 		}
 	})
+	// A push to a monorepo that eight sources follow, which a webhook
+	// triggers together: clones of their own against one shared clone.
+	// The eight follow the same directory here (the benchmark repository
+	// has one); each still makes its own snapshot of it.
+	for _, shared := range []bool{false, true} {
+		name := "monorepo-8-sources-own-clones"
+		var clones *Clones
+		if shared {
+			name, clones = "monorepo-8-sources-shared-clone", NewClones("")
+		}
+		b.Run(name, func(b *testing.B) {
+			state := b.TempDir()
+			srcs := make([]*Source, 8)
+			for i := range srcs {
+				srcs[i] = mustNew(b, Config{Name: fmt.Sprintf("s%d", i), URL: url, Path: "envoy", StateDir: state, Clones: clones, Timeout: 5 * time.Minute})
+				_, err := srcs[i].Fetch(ctx)
+				require.NoError(b, err)
+			}
+			m := startMeter(srv)
+			b.ResetTimer()
+			defer func() { m.report(b) }()
+			for i := 0; i < b.N; i++ {
+				pushOne(b, m)
+				errs := make(chan error, len(srcs))
+				for _, src := range srcs {
+					go func() {
+						res, err := src.Fetch(ctx)
+						if err == nil && !res.Changed {
+							err = fmt.Errorf("source %s did not move", src.Name())
+						}
+						errs <- err
+					}()
+				}
+				for range srcs {
+					if err := <-errs; err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
 	b.Run("poll-unchanged", func(b *testing.B) {
 		src := mustNew(b, Config{URL: url, Path: "envoy", Timeout: 5 * time.Minute})
 		_, err := src.Fetch(ctx)

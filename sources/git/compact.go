@@ -67,7 +67,7 @@ func (s *Source) compact(st *filesystem.Storage) error {
 	if err != nil || len(hashes) <= compactAbove {
 		return err
 	}
-	packDir := filepath.Join(s.dir, "objects", "pack")
+	packDir := filepath.Join(s.c.dir, "objects", "pack")
 	packs := make([]packInfo, 0, len(hashes))
 	for _, h := range hashes {
 		fi, err := os.Stat(filepath.Join(packDir, "pack-"+h.String()+".pack"))

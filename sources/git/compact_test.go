@@ -86,7 +86,7 @@ func TestPacksStayFewOverManyFetches(t *testing.T) {
 	assert.Equal(t, last, res.Origin.Commit)
 	assert.Equal(t, "b", readAll(t, res.Files)["b.yaml"])
 	// Every commit, tree and blob survived the merges.
-	commits, err := again.repo.Log(&gogit.LogOptions{From: plumbing.NewHash(last)})
+	commits, err := again.c.repo.Log(&gogit.LogOptions{From: plumbing.NewHash(last)})
 	require.NoError(t, err)
 	n := 0
 	require.NoError(t, commits.ForEach(func(c *object.Commit) error {

@@ -34,7 +34,8 @@ type Config struct {
 	Path string
 	// Auth holds credentials; the zero Auth is anonymous.
 	Auth Auth
-	// StateDir holds the persistent clones (StateDir/git/<name>-<hash>).
+	// StateDir holds the persistent clones (StateDir/git/<name>-<hash>,
+	// or StateDir/git/shared-<hash> for a clone of Clones).
 	StateDir string
 	// Timeout bounds one Fetch (listing refs plus fetching objects).
 	Timeout time.Duration
@@ -52,6 +53,14 @@ type Config struct {
 	// renderer reads), alone and with the other sources sharing it
 	// (default: a budget of its own with sources.DefaultSourceBytes).
 	Budget *sources.Budget
+	// Clones, when set, lets this source share its persistent clone with
+	// the other sources of the registry that fetch the same URL with the
+	// same credentials, depth, size limit, guard and StateDir (a monorepo
+	// with one source per directory): the repository is stored once,
+	// fetches take turns on it, and one listing and one fetch serve all
+	// the sources a push triggers together. Nil gives the source a clone
+	// of its own (StateDir/git/<name>-<hash>).
+	Clones *Clones
 	// Guard, when set, keeps the fetch from addresses it refuses (checked
 	// on every dial, for https, http and ssh alike), follows no redirect
 	// to another host, and refuses local repositories; nil fetches from

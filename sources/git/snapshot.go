@@ -30,7 +30,7 @@ func (s *Source) snapshot(commit *object.Commit, tgt target) (*sources.Result, m
 	defer charge.Drop()
 	co := checkout{
 		path: s.path, maxFiles: s.cfg.MaxFiles, maxSize: s.cfg.MaxCheckoutSize, charge: charge,
-		repo: s.repo, reuse: s.lastBlobs, sizes: s.lastSizes,
+		repo: s.c.repo, reuse: s.lastBlobs, sizes: s.lastSizes,
 	}
 	fsys, blobs, sizes, tree, err := co.read(commit.Hash, root)
 	if err != nil {

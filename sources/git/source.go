@@ -2,8 +2,6 @@ package git
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"math"
@@ -12,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/go-git/go-billy/v5/osfs"
@@ -31,7 +28,7 @@ import (
 const remoteName = "origin"
 
 // Source is a Git source. It implements sources.Source; Fetch calls are
-// serialised by the Source itself.
+// serialised by the clone it fetches into.
 type Source struct {
 	cfg Config
 	// sshAdvLimit is sshAdvertisementLimit, read once when the source is
@@ -41,15 +38,15 @@ type Source struct {
 	display     string // URL shown in Origin and errors, without user info
 	urlUser     *url.Userinfo
 	path        string
-	dir         string
-
-	mu   sync.Mutex
-	repo *gogit.Repository // opened once; its object caches survive polls
-	// quota bounds what a fetch may write to the clone (see fetchRef).
-	quota quota
+	// c is the persistent clone: the source's own, or one it shares
+	// (Config.Clones).
+	c *clone
 	// local is set for a repository on this machine (file transport),
 	// ssh for an SSH remote.
-	local, ssh  bool
+	local, ssh bool
+
+	// The fields below are the source's own; they are used with the
+	// clone's turn held.
 	lastContent string
 	last        *sources.Result          // the previous snapshot, reused when the commit did not move
 	lastBlobs   map[plumbing.Hash][]byte // its file contents by blob hash, reused for unchanged files
@@ -71,8 +68,6 @@ func New(cfg Config) (*Source, error) {
 	if err != nil {
 		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
 	}
-	sum := sha256.Sum256([]byte(endpoint))
-	dir := filepath.Join(cfg.StateDir, "git", safeName(cfg.Name)+"-"+hex.EncodeToString(sum[:6]))
 	ep, err := transport.NewEndpoint(endpoint)
 	if err != nil {
 		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
@@ -89,7 +84,7 @@ func New(cfg Config) (*Source, error) {
 		display:     sources.Redact(endpoint),
 		urlUser:     user,
 		path:        p,
-		dir:         dir,
+		c:           cfg.Clones.of(cfg, endpoint, user),
 	}, nil
 }
 
@@ -113,19 +108,28 @@ func (s *Source) Name() string { return s.cfg.Name }
 func (s *Source) URL() string { return s.display }
 
 // Dir is the directory of the persistent clone.
-func (s *Source) Dir() string { return s.dir }
+func (s *Source) Dir() string { return s.c.dir }
 
 // Fetch implements sources.Source: it lists the remote's refs, fetches the
 // followed ref only when its commit is not already in the local clone, and
-// returns the configured path at the resolved commit.
+// returns the configured path at the resolved commit. A source sharing its
+// clone lists nothing when another source's listing began after this Fetch
+// was called and the commit it names is in the clone already: one listing
+// and one fetch serve every source of a repository that a push triggers.
 func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
+	asked := s.c.listings.Load()
 	// go-git bounds neither the SSH handshake nor every read by the
 	// context: a server that accepts the connection and never answers
 	// would block the fetch for good. The fetch runs in its own goroutine
 	// and Fetch returns when the timeout passes; a fetch still stalled then
-	// keeps the clone locked, so later calls fail at once instead of
-	// piling up behind it.
-	if !s.mu.TryLock() {
+	// keeps the clone's turn, so later calls fail (at once, or at their
+	// timeout when the clone is shared) instead of piling up behind it.
+	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
+	if !s.c.take(ctx) {
+		cancel()
+		if s.c.shared {
+			return nil, fmt.Errorf("git source %q (%s): the clone it shares with the other sources of this repository stayed busy for the whole fetch timeout of %s; nothing fetched", s.cfg.Name, s.display, s.cfg.Timeout)
+		}
 		return nil, fmt.Errorf("git source %q (%s): an earlier fetch is still waiting on the network past its timeout of %s; nothing fetched", s.cfg.Name, s.display, s.cfg.Timeout)
 	}
 	type result struct {
@@ -133,13 +137,12 @@ func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
 		err error
 	}
 	done := make(chan result, 1)
-	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	go func() {
-		res, err := s.fetchLocked(ctx)
+		res, err := s.fetchLocked(ctx, asked)
 		cancel()
-		// Unlock before answering, so that a Fetch right after this one
-		// returned never finds the clone still locked.
-		s.mu.Unlock()
+		// Give the turn back before answering, so that a Fetch right
+		// after this one returned never finds the clone still taken.
+		s.c.give()
 		done <- result{res, err}
 	}()
 	select {
@@ -160,13 +163,14 @@ func (s *Source) Fetch(ctx context.Context) (*sources.Result, error) {
 // end by itself before it reports the server as stalled.
 const stallGrace = time.Second
 
-// fetchLocked is Fetch with the clone locked.
-func (s *Source) fetchLocked(ctx context.Context) (*sources.Result, error) {
+// fetchLocked is Fetch with the clone's turn held; asked is the count of
+// the clone's listings when Fetch was called.
+func (s *Source) fetchLocked(ctx context.Context, asked uint64) (*sources.Result, error) {
 	creds, err := readCredentials(s.cfg.Auth, s.endpoint, s.urlUser)
 	if err != nil {
 		return nil, s.wrap(creds, fmt.Errorf("git source %q: %w", s.cfg.Name, err))
 	}
-	res, err := s.fetch(ctx, creds)
+	res, err := s.fetch(ctx, creds, asked)
 	if err != nil {
 		return nil, s.wrap(creds, fmt.Errorf("git source %q (%s): %w", s.cfg.Name, s.display, err))
 	}
@@ -175,38 +179,16 @@ func (s *Source) fetchLocked(ctx context.Context) (*sources.Result, error) {
 	return res, nil
 }
 
-func (s *Source) fetch(ctx context.Context, creds credentials) (*sources.Result, error) {
+func (s *Source) fetch(ctx context.Context, creds credentials, asked uint64) (*sources.Result, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.cfg.Timeout)
 	defer cancel()
 	repo, err := s.open()
 	if err != nil {
 		return nil, err
 	}
-	ctx, sess, meter, err := s.session(ctx, creds)
-	if err != nil {
-		return nil, fmt.Errorf("open a session with the remote: %w", err)
-	}
-	defer sess.Close() //nolint:errcheck // nothing is written through it after the pack was read
-	ar, err := sess.AdvertisedReferencesContext(ctx)
-	if over := meter.err(); over != nil {
-		// go-git reports the cut connection as its own (an EOF, a
-		// decoding error): say why it was cut.
-		return nil, fmt.Errorf("list remote refs: %w", over)
-	}
-	if err != nil {
-		return nil, timeoutHint(ctx, fmt.Errorf("list remote refs: %w", err), s.cfg.Timeout)
-	}
-	meter.lift()
-	adv, err := advertisedRefs(ar)
-	if err != nil {
-		return nil, fmt.Errorf("list remote refs: %w", err)
-	}
-	tgt, err := resolve(s.cfg.Ref, adv)
-	if err != nil {
-		return nil, err
-	}
-	if tgt.commit == "" || !hasCommit(repo, tgt.commit) {
-		if err := s.fetchRef(ctx, repo, sess, ar, tgt, adv); err != nil {
+	tgt, fresh := s.c.resolveListed(s.cfg.Ref, asked, repo)
+	if !fresh {
+		if tgt, err = s.list(ctx, repo, creds); err != nil {
 			return nil, err
 		}
 	}
@@ -227,43 +209,80 @@ func (s *Source) fetch(ctx context.Context, creds credentials) (*sources.Result,
 	return &copied, nil
 }
 
+// list lists the remote's refs, records the listing in the clone for the
+// sources sharing it, and fetches the followed ref's commit when the clone
+// does not hold it yet.
+func (s *Source) list(ctx context.Context, repo *gogit.Repository, creds credentials) (target, error) {
+	ctx, sess, meter, err := s.session(ctx, creds)
+	if err != nil {
+		return target{}, fmt.Errorf("open a session with the remote: %w", err)
+	}
+	defer sess.Close() //nolint:errcheck // nothing is written through it after the pack was read
+	n := s.c.listings.Add(1)
+	ar, err := sess.AdvertisedReferencesContext(ctx)
+	if over := meter.err(); over != nil {
+		// go-git reports the cut connection as its own (an EOF, a
+		// decoding error): say why it was cut.
+		return target{}, fmt.Errorf("list remote refs: %w", over)
+	}
+	if err != nil {
+		return target{}, timeoutHint(ctx, fmt.Errorf("list remote refs: %w", err), s.cfg.Timeout)
+	}
+	meter.lift()
+	adv, err := advertisedRefs(ar)
+	if err != nil {
+		return target{}, fmt.Errorf("list remote refs: %w", err)
+	}
+	s.c.listed, s.c.adv = n, adv
+	tgt, err := resolve(s.cfg.Ref, adv)
+	if err != nil {
+		return target{}, err
+	}
+	if tgt.commit == "" || !hasCommit(repo, tgt.commit) {
+		if err := s.fetchRef(ctx, repo, sess, ar, tgt, adv); err != nil {
+			return target{}, err
+		}
+	}
+	return tgt, nil
+}
+
 // open opens the persistent clone, creating it (or re-creating it when the
 // URL changed or the directory is damaged).
 func (s *Source) open() (*gogit.Repository, error) {
-	if s.repo != nil {
-		return s.repo, nil
+	if s.c.repo != nil {
+		return s.c.repo, nil
 	}
 	repo, err := s.openDir()
 	if err != nil {
 		return nil, err
 	}
-	s.repo = repo
+	s.c.repo = repo
 	return repo, nil
 }
 
 func (s *Source) openDir() (*gogit.Repository, error) {
-	s.quota.set(math.MaxInt64)
-	repo, err := gogit.Open(cloneStorage(s.dir, &s.quota), nil)
+	s.c.quota.set(math.MaxInt64)
+	repo, err := gogit.Open(cloneStorage(s.c.dir, &s.c.quota), nil)
 	if err == nil {
 		if rc, rerr := repo.Remote(remoteName); rerr == nil && len(rc.Config().URLs) == 1 && rc.Config().URLs[0] == s.endpoint {
 			return repo, nil
 		}
 	}
-	if err := os.RemoveAll(s.dir); err != nil {
-		return nil, fmt.Errorf("remove stale clone %s: %w", s.dir, err)
+	if err := os.RemoveAll(s.c.dir); err != nil {
+		return nil, fmt.Errorf("remove stale clone %s: %w", s.c.dir, err)
 	}
-	if err := os.MkdirAll(filepath.Dir(s.dir), 0o750); err != nil {
+	if err := os.MkdirAll(filepath.Dir(s.c.dir), 0o750); err != nil {
 		return nil, fmt.Errorf("create state directory: %w", err)
 	}
-	if err := os.MkdirAll(s.dir, 0o750); err != nil {
-		return nil, fmt.Errorf("create clone %s: %w", s.dir, err)
+	if err := os.MkdirAll(s.c.dir, 0o750); err != nil {
+		return nil, fmt.Errorf("create clone %s: %w", s.c.dir, err)
 	}
-	repo, err = gogit.Init(cloneStorage(s.dir, &s.quota), nil) // bare: no worktree
+	repo, err = gogit.Init(cloneStorage(s.c.dir, &s.c.quota), nil) // bare: no worktree
 	if err != nil {
-		return nil, fmt.Errorf("create clone %s: %w", s.dir, err)
+		return nil, fmt.Errorf("create clone %s: %w", s.c.dir, err)
 	}
 	if _, err := repo.CreateRemote(&gitconfig.RemoteConfig{Name: remoteName, URLs: []string{s.endpoint}}); err != nil {
-		return nil, fmt.Errorf("configure remote of clone %s: %w", s.dir, err)
+		return nil, fmt.Errorf("configure remote of clone %s: %w", s.c.dir, err)
 	}
 	return repo, nil
 }
@@ -291,13 +310,13 @@ func cloneStorage(dir string, q *quota) *filesystem.Storage {
 // closeRepo forgets the opened clone, closing its pack files, so that the
 // next fetch opens the directory again.
 func (s *Source) closeRepo() {
-	if s.repo == nil {
+	if s.c.repo == nil {
 		return
 	}
-	if st, ok := s.repo.Storer.(*filesystem.Storage); ok {
+	if st, ok := s.c.repo.Storer.(*filesystem.Storage); ok {
 		_ = st.Close() // read-only descriptors: nothing to lose
 	}
-	s.repo = nil
+	s.c.repo = nil
 }
 
 func hasCommit(repo *gogit.Repository, sha string) bool {
@@ -316,12 +335,12 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, sess tran
 	// fetch: go-git's file transport waits for its git-upload-pack process
 	// to write everything, so a refused write would wedge it.
 	if !s.local {
-		before, err := dirSize(s.dir)
+		before, err := dirSize(s.c.dir)
 		if err != nil {
-			return fmt.Errorf("measure clone %s: %w", s.dir, err)
+			return fmt.Errorf("measure clone %s: %w", s.c.dir, err)
 		}
-		s.quota.set(s.cfg.MaxRepoSize - before)
-		defer s.quota.set(math.MaxInt64)
+		s.c.quota.set(s.cfg.MaxRepoSize - before)
+		defer s.c.quota.set(math.MaxInt64)
 	}
 	what := tgt.refName
 	if what == "" {
@@ -331,7 +350,7 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, sess tran
 	if err != nil && (errors.Is(err, errOverQuota) || strings.Contains(err.Error(), errOverQuota.Error())) {
 		// The partial pack is of no use: start the clone again next time.
 		s.closeRepo()
-		if rerr := os.RemoveAll(s.dir); rerr != nil {
+		if rerr := os.RemoveAll(s.c.dir); rerr != nil {
 			return fmt.Errorf("%w; and removing the partial clone failed: %w", overQuota(s.cfg.MaxRepoSize), rerr)
 		}
 		return overQuota(s.cfg.MaxRepoSize)
@@ -341,15 +360,15 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, sess tran
 	}
 	// Merging packs rewrites what was fetched already: the quota bounds
 	// what arrives, the size check below what stays.
-	s.quota.set(math.MaxInt64)
+	s.c.quota.set(math.MaxInt64)
 	if st, ok := repo.Storer.(*filesystem.Storage); ok {
 		if err := s.compact(st); err != nil {
-			return fmt.Errorf("merge the packs of clone %s: %w", s.dir, err)
+			return fmt.Errorf("merge the packs of clone %s: %w", s.c.dir, err)
 		}
 	}
-	size, err := dirSize(s.dir)
+	size, err := dirSize(s.c.dir)
 	if err != nil {
-		return fmt.Errorf("measure clone %s: %w", s.dir, err)
+		return fmt.Errorf("measure clone %s: %w", s.c.dir, err)
 	}
 	if size > s.cfg.MaxRepoSize {
 		return fmt.Errorf("the local clone is %s, over the repository size limit of %s: raise the limit, or use a shallow depth", mib(size), mib(s.cfg.MaxRepoSize))

@@ -121,7 +121,7 @@ func (s *Source) download(ctx context.Context, repo *gogit.Repository, sess tran
 		}
 		shallows, err := sto.Shallow()
 		if err != nil {
-			return fmt.Errorf("read the shallow commits of clone %s: %w", s.dir, err)
+			return fmt.Errorf("read the shallow commits of clone %s: %w", s.c.dir, err)
 		}
 		req.Shallows = shallows
 	}
@@ -146,7 +146,7 @@ func (s *Source) download(ctx context.Context, repo *gogit.Repository, sess tran
 	defer resp.Close() //nolint:errcheck // the pack was read to its end or the error below says why
 	if len(resp.Shallows) > 0 {
 		if err := addShallows(sto, resp.Shallows); err != nil {
-			return fmt.Errorf("record the shallow commits of clone %s: %w", s.dir, err)
+			return fmt.Errorf("record the shallow commits of clone %s: %w", s.c.dir, err)
 		}
 	}
 	var pack io.Reader = resp
@@ -165,7 +165,7 @@ func (s *Source) download(ctx context.Context, repo *gogit.Repository, sess tran
 func (s *Source) setRefs(sto storer.Storer, refs map[plumbing.ReferenceName]plumbing.Hash) error {
 	for name, h := range refs {
 		if err := sto.SetReference(plumbing.NewHashReference(name, h)); err != nil {
-			return fmt.Errorf("update ref %s of clone %s: %w", name, s.dir, err)
+			return fmt.Errorf("update ref %s of clone %s: %w", name, s.c.dir, err)
 		}
 	}
 	return nil

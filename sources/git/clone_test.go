@@ -1,0 +1,193 @@
+package git
+
+import (
+	"context"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/legate-dev/legate/netguard"
+	"github.com/legate-dev/legate/sources"
+)
+
+// monorepo is a repository with one directory per source, served over
+// smart HTTP, and the sources of those directories sharing one registry.
+type monorepo struct {
+	repo *testRepo
+	srv  *gitHTTPServer
+	srcs map[string]*Source
+}
+
+func newMonorepo(t *testing.T, dirs ...string) *monorepo {
+	t.Helper()
+	m := &monorepo{repo: newTestRepo(t), srcs: map[string]*Source{}}
+	m.commit("v1", dirs)
+	m.srv = serveGitHTTP(t, filepath.Dir(m.repo.dir), nil)
+	state, clones := t.TempDir(), NewClones("")
+	for _, d := range dirs {
+		m.srcs[d] = mustNew(t, Config{Name: d, URL: m.srv.URL + "/repo.git", Path: d, StateDir: state, Clones: clones})
+	}
+	return m
+}
+
+// commit writes "<dir>: <version>" into every dir's x.yaml.
+func (m *monorepo) commit(version string, dirs []string) string {
+	files := map[string]string{}
+	for _, d := range dirs {
+		files[d+"/x.yaml"] = d + ": " + version
+	}
+	return m.repo.commit(version, files)
+}
+
+// requests is what the server answered: listings and upload-packs.
+func (m *monorepo) requests() (listings, packs int64) {
+	packs = m.srv.fetches.Load()
+	return m.srv.requests.Load() - packs, packs
+}
+
+func TestSourcesOfOneRepositoryShareItsClone(t *testing.T) {
+	dirs := []string{"a", "b", "c"}
+	m := newMonorepo(t, dirs...)
+	ctx := context.Background()
+	c := m.srcs["a"].c
+	for _, d := range dirs {
+		require.Same(t, c, m.srcs[d].c, "source %s shares the clone", d)
+	}
+	assert.Equal(t, filepath.Join(filepath.Dir(m.srcs["a"].Dir()), filepath.Base(c.dir)), m.srcs["c"].Dir())
+
+	// One after the other, each asks after the last listing: each lists,
+	// and the objects travel once.
+	for _, d := range dirs {
+		res, err := m.srcs[d].Fetch(ctx)
+		require.NoError(t, err, d)
+		assert.Equal(t, map[string]string{"x.yaml": d + ": v1"}, readAll(t, res.Files), d)
+	}
+	listings, packs := m.requests()
+	assert.Equal(t, int64(3), listings, "three fetches asked one after the other: three listings")
+	assert.Equal(t, int64(1), packs, "the repository is fetched once for the three sources")
+
+	// A push triggers the three together (what a webhook does): one
+	// listing and one fetch serve them all.
+	v2 := m.commit("v2", dirs)
+	c.turn <- struct{}{} // held, so that all three are waiting when it is given
+	results := make(map[string]*sources.Result)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, len(dirs))
+	for _, d := range dirs {
+		wg.Go(func() {
+			res, err := m.srcs[d].Fetch(ctx)
+			errs <- err
+			mu.Lock()
+			results[d] = res
+			mu.Unlock()
+		})
+	}
+	require.Eventually(t, func() bool { return c.waiting.Load() == int32(len(dirs)) }, 10*time.Second, time.Millisecond,
+		"the three fetches wait for the clone")
+	c.give()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	for _, d := range dirs {
+		res := results[d]
+		assert.Equal(t, v2, res.Origin.Commit, d)
+		assert.Equal(t, d, res.Origin.Source, d)
+		assert.True(t, res.Changed, d)
+		assert.Equal(t, map[string]string{"x.yaml": d + ": v2"}, readAll(t, res.Files), d)
+	}
+	l2, p2 := m.requests()
+	assert.Equal(t, int64(1), l2-listings, "one listing for the three sources a push triggered")
+	assert.Equal(t, int64(1), p2-packs, "one fetch for the three sources a push triggered")
+}
+
+func TestASharedListingOlderThanTheFetchIsNotReused(t *testing.T) {
+	dirs := []string{"a", "b"}
+	m := newMonorepo(t, dirs...)
+	ctx := context.Background()
+	_, err := m.srcs["a"].Fetch(ctx)
+	require.NoError(t, err)
+	_, err = m.srcs["b"].Fetch(ctx)
+	require.NoError(t, err)
+
+	// a lists and fetches v2; then v3 is pushed. b, asked after a's
+	// listing, must not take it for the remote's state.
+	m.commit("v2", dirs)
+	res, err := m.srcs["a"].Fetch(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"x.yaml": "a: v2"}, readAll(t, res.Files))
+	v3 := m.commit("v3", dirs)
+	res, err = m.srcs["b"].Fetch(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, v3, res.Origin.Commit, "b lists the remote itself")
+	assert.Equal(t, map[string]string{"x.yaml": "b: v3"}, readAll(t, res.Files))
+}
+
+func TestOnlyAlikeSourcesShareAClone(t *testing.T) {
+	state := t.TempDir()
+	clones := NewClones("")
+	base := Config{Name: "a", URL: "https://git.example/org/cfg.git", Path: "a", StateDir: state, Clones: clones}
+	ref := mustNew(t, base)
+	guard := netguard.New(nil, "")
+	cases := []struct {
+		name  string
+		edit  func(*Config)
+		share bool
+	}{
+		{"another path and name", func(c *Config) { c.Name, c.Path = "b", "b" }, true},
+		{"another ref", func(c *Config) { c.Ref = Ref{Branch: "release"} }, true},
+		{"another timeout", func(c *Config) { c.Timeout = time.Minute }, true},
+		{"another URL", func(c *Config) { c.URL = "https://git.example/org/other.git" }, false},
+		{"a password", func(c *Config) { c.Auth.Password = sources.Secret{File: "/run/token"} }, false},
+		{"a password value", func(c *Config) { c.Auth.Password = sources.Literal("s3cret") }, false},
+		{"credentials in the URL", func(c *Config) { c.URL = "https://bob:pw@git.example/org/cfg.git" }, false},
+		{"another user name", func(c *Config) { c.Auth.Username = "bob" }, false},
+		{"a bearer token", func(c *Config) { c.Auth.BearerToken = sources.Secret{Env: "TOKEN"} }, false},
+		{"a shallow depth", func(c *Config) { c.Depth = 1 }, false},
+		{"another size limit", func(c *Config) { c.MaxRepoSize = 1 << 20 }, false},
+		{"a guard", func(c *Config) { c.Guard = guard }, false},
+		{"another state directory", func(c *Config) { c.StateDir = t.TempDir() }, false},
+		{"no registry", func(c *Config) { c.Clones = nil }, false},
+		{"another scope's registry", func(c *Config) { c.Clones = NewClones("namespace team-b") }, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := base
+			tc.edit(&cfg)
+			src := mustNew(t, cfg)
+			if tc.share {
+				assert.Same(t, ref.c, src.c)
+				return
+			}
+			assert.NotSame(t, ref.c, src.c)
+			assert.NotEqual(t, ref.Dir(), src.Dir(), "a clone apart has a directory apart")
+		})
+	}
+	// Two sources alike under one guard share: the guard's clone.
+	g1 := base
+	g1.Guard = guard
+	g2 := g1
+	g2.Name, g2.Path = "b", "b"
+	assert.Same(t, mustNew(t, g1).c, mustNew(t, g2).c)
+}
+
+func TestASharedCloneBusyPastTheTimeoutFailsTheFetch(t *testing.T) {
+	m := newMonorepo(t, "a", "b")
+	c := m.srcs["a"].c
+	c.turn <- struct{}{} // a fetch that stalls holding it
+	defer c.give()
+	b := m.srcs["b"]
+	b.cfg.Timeout = 200 * time.Millisecond
+	_, err := b.Fetch(context.Background())
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `git source "b"`)
+	assert.Contains(t, err.Error(), "stayed busy for the whole fetch timeout of 200ms")
+	listings, packs := m.requests()
+	assert.Zero(t, listings+packs, "nothing was asked of the server")
+}
