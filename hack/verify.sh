@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Fails when `go mod tidy` (in every module of the repo) or `make generate`
-# would change the tree. Neither check touches a file that is already right,
-# so the tools built from test/tools/* are not rebuilt afterwards.
+# would change the tree, or when the tests and the tools built from
+# test/tools/k8s and test/tools/lint compile a shared module at two
+# versions. No check touches a file that is already right, so the tools
+# built from test/tools/* are not rebuilt afterwards.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -14,6 +16,12 @@ for mod in . test/tools/k8s test/tools/gitea test/tools/lint test/tools/mutate; 
   fi
 done
 
+# The tests and the tools compile the modules they share at one version
+# (a cold build then compiles those packages once).
+if ! ./hack/tools-aligned.sh; then
+  status=1
+fi
+
 snapshot() { git status --porcelain=v1 --untracked-files=all -- . ':!bin' ':!.cache'; git diff -- . ':!bin' ':!.cache' | sha256sum; }
 before=$(snapshot)
 make --no-print-directory generate >/dev/null
@@ -23,5 +31,5 @@ if [ "$before" != "$after" ]; then
   git status --short -- . ':!bin' >&2
   status=1
 fi
-[ "$status" -eq 0 ] && echo "verify: go.mod files tidy, generated files up to date"
+[ "$status" -eq 0 ] && echo "verify: go.mod files tidy and aligned, generated files up to date"
 exit "$status"
