@@ -28,7 +28,7 @@ import (
 // the first directory moves both sources to the new commit (every commit
 // gets its verdict) and renders only the first: the second's content is
 // the same, so it is neither rendered nor published again. The two sources
-// share one clone of the repository.
+// share one clone of the repository, and a clone no source uses is removed.
 func TestMonorepoPushRendersOnlyTheSourceItTouched(t *testing.T) {
 	repo := newLocalRepo(t)
 	write := func(dir, node, cluster string) {
@@ -45,6 +45,10 @@ func TestMonorepoPushRendersOnlyTheSourceItTouched(t *testing.T) {
 	secretFile := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secretFile, []byte("generic-secret-123\n"), 0o600))
 	stateDir := t.TempDir()
+	// A clone of the layout before sources shared theirs: no source
+	// uses it now, and the server removes it when it starts.
+	stale := filepath.Join(stateDir, "git", "east-c20eecc85eb0")
+	require.NoError(t, os.MkdirAll(filepath.Join(stale, "objects"), 0o700))
 	s := newServer(t, serveconfig.Config{
 		StateDir: stateDir,
 		Sources: []serveconfig.SourceConfig{
@@ -100,7 +104,7 @@ func TestMonorepoPushRendersOnlyTheSourceItTouched(t *testing.T) {
 	// The two sources of the repository keep one clone between them.
 	clones, err := os.ReadDir(filepath.Join(stateDir, "git"))
 	require.NoError(t, err)
-	require.Len(t, clones, 1, "one clone for the two sources of one repository")
+	require.Len(t, clones, 1, "one clone for the two sources of one repository, the stale one removed")
 	assert.True(t, strings.HasPrefix(clones[0].Name(), "shared-"), clones[0].Name())
 }
 

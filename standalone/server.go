@@ -161,6 +161,9 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 			}
 		}
 	}
+	if err := s.pruneClones(filepath.Join(cfg.StateDir, "git")); err != nil {
+		return nil, err
+	}
 	plans, err := cfg.RolloutPlans()
 	if err != nil {
 		return nil, err
