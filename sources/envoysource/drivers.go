@@ -14,7 +14,6 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/flux"
-	gitsource "github.com/legate-dev/legate/sources/git"
 )
 
 // ErrTurn is a fetch that must wait for its namespace's turn
@@ -40,9 +39,6 @@ type Drivers struct {
 
 	mu      sync.Mutex
 	drivers map[string]*driver // by pipeline source name
-	// clones are the Git clones the EnvoySources of a namespace share, by
-	// namespace: no clone is shared across namespaces.
-	clones map[string]*gitsource.Clones
 }
 
 // driver is the fetching half of one EnvoySource.
@@ -56,7 +52,7 @@ type driver struct {
 // NewDrivers keeps the drivers built with env, workers fetches at once and
 // perNamespace of them for one namespace (sources.NewFairShare).
 func NewDrivers(env Env, workers, perNamespace int) *Drivers {
-	return &Drivers{env: env, fetches: sources.NewFairShare(workers, perNamespace), drivers: map[string]*driver{}, clones: map[string]*gitsource.Clones{}}
+	return &Drivers{env: env, fetches: sources.NewFairShare(workers, perNamespace), drivers: map[string]*driver{}}
 }
 
 // Fetch fetches es, named name in the pipeline, through its driver (its
@@ -108,14 +104,7 @@ func (d *Drivers) driverOf(ctx context.Context, reader client.Reader, es *v1alph
 	if drv != nil && drv.built == built {
 		return drv, nil
 	}
-	env := d.env
-	d.mu.Lock()
-	if env.clones = d.clones[es.Namespace]; env.clones == nil {
-		env.clones = gitsource.NewClones("namespace " + es.Namespace)
-		d.clones[es.Namespace] = env.clones
-	}
-	d.mu.Unlock()
-	src, err := Build(es, name, secret, env)
+	src, err := Build(es, name, secret, d.env)
 	if err != nil {
 		return nil, err
 	}

@@ -40,12 +40,6 @@ type Env struct {
 	// FluxHTTP is the client that downloads Flux artifacts
 	// (sources.FluxClient); it is asked for only by a spec with a sourceRef.
 	FluxHTTP func() *http.Client
-
-	// clones is the registry of Git clones of the built source's
-	// namespace (Drivers sets it): the EnvoySources of one namespace that
-	// fetch a repository alike share its clone; nil gives a clone of its
-	// own.
-	clones *gitsource.Clones
 }
 
 // SecretName is the name of the Secret es's credentials are in, "" for
@@ -107,9 +101,7 @@ func Build(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret, env Env
 	field := func(err error) error { return fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err) }
 	switch spec := es.Spec; {
 	case spec.Git != nil:
-		cfg := GitConfig(es, name, secret, env)
-		cfg.Clones = env.clones
-		src, err := gitsource.New(cfg)
+		src, err := gitsource.New(GitConfig(es, name, secret, env))
 		if err != nil {
 			return nil, field(fmt.Errorf("spec.git: %w", err))
 		}

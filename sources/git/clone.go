@@ -91,9 +91,8 @@ func (c *clone) resolveListed(ref Ref, asked uint64, repo *gogit.Repository) (ta
 // persistent clone (see Config.Clones). The zero value is not usable: make
 // one with NewClones. It is safe for concurrent use.
 type Clones struct {
-	scope string
-	mu    sync.Mutex
-	m     map[string][]sharedClone // by key, one a guard
+	mu sync.Mutex
+	m  map[string][]sharedClone // by key, one a guard
 }
 
 // sharedClone is a clone of a registry with the guard of the sources that
@@ -104,10 +103,12 @@ type sharedClone struct {
 	guard *netguard.Guard
 }
 
-// NewClones returns an empty registry of shared clones for the sources of
-// scope (a tenant: the Kubernetes home keeps one registry a namespace).
-// Registries of different scopes never share a clone, nor its directory.
-func NewClones(scope string) *Clones { return &Clones{scope: scope, m: map[string][]sharedClone{}} }
+// NewClones returns an empty registry of shared clones. Only the sources
+// of one tenant may share a registry: legate serve keeps one for its
+// sources; the Kubernetes home keeps none (an EnvoySource's driver is
+// rebuilt when its spec or Secret changes, and a clone shared by drivers
+// would need its removal tied to theirs).
+func NewClones() *Clones { return &Clones{m: map[string][]sharedClone{}} }
 
 // of returns the clone for a source of cfg fetching endpoint: a shared one
 // when cfg.Clones is set (the same for every source with the same state
@@ -118,7 +119,7 @@ func (cs *Clones) of(cfg Config, endpoint string, user *url.Userinfo) *clone {
 		sum := sha256.Sum256([]byte(endpoint))
 		return newClone(filepath.Join(cfg.StateDir, "git", safeName(cfg.Name)+"-"+hex.EncodeToString(sum[:6])), false)
 	}
-	key := cs.scope + "\x00" + cloneKey(cfg, endpoint, user)
+	key := cloneKey(cfg, endpoint, user)
 	cs.mu.Lock()
 	defer cs.mu.Unlock()
 	for _, e := range cs.m[key] {

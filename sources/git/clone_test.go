@@ -27,7 +27,7 @@ func newMonorepo(t *testing.T, dirs ...string) *monorepo {
 	m := &monorepo{repo: newTestRepo(t), srcs: map[string]*Source{}}
 	m.commit("v1", dirs)
 	m.srv = serveGitHTTP(t, filepath.Dir(m.repo.dir), nil)
-	state, clones := t.TempDir(), NewClones("")
+	state, clones := t.TempDir(), NewClones()
 	for _, d := range dirs {
 		m.srcs[d] = mustNew(t, Config{Name: d, URL: m.srv.URL + "/repo.git", Path: d, StateDir: state, Clones: clones})
 	}
@@ -131,7 +131,7 @@ func TestASharedListingOlderThanTheFetchIsNotReused(t *testing.T) {
 
 func TestOnlyAlikeSourcesShareAClone(t *testing.T) {
 	state := t.TempDir()
-	clones := NewClones("")
+	clones := NewClones()
 	base := Config{Name: "a", URL: "https://git.example/org/cfg.git", Path: "a", StateDir: state, Clones: clones}
 	ref := mustNew(t, base)
 	guard := netguard.New(nil, "")
@@ -154,7 +154,6 @@ func TestOnlyAlikeSourcesShareAClone(t *testing.T) {
 		{"a guard", func(c *Config) { c.Guard = guard }, false},
 		{"another state directory", func(c *Config) { c.StateDir = t.TempDir() }, false},
 		{"no registry", func(c *Config) { c.Clones = nil }, false},
-		{"another scope's registry", func(c *Config) { c.Clones = NewClones("namespace team-b") }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
