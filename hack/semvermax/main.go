@@ -32,7 +32,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "semvermax: no versions on standard input")
 		os.Exit(2)
 	}
-	fmt.Println(best)
+	fmt.Fprintln(os.Stdout, best)
 }
 
 // split returns a version's three numbers and its prerelease identifiers
