@@ -146,7 +146,7 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 	reporters := map[string]forge.Reporter{}
 	// The sources of one repository (a monorepo, one source a directory)
 	// share its clone: stored once, fetched once for a push.
-	clones := gitsource.NewClones()
+	clones := gitsource.NewClones("")
 	for _, sc := range cfg.Sources {
 		b, err := sc.Build(cfg.StateDir, clones)
 		if err != nil {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"sync"
 
 	corev1 "k8s.io/api/core/v1"
@@ -14,6 +15,7 @@ import (
 	"github.com/legate-dev/legate/config/v1alpha1"
 	"github.com/legate-dev/legate/sources"
 	"github.com/legate-dev/legate/sources/flux"
+	gitsource "github.com/legate-dev/legate/sources/git"
 )
 
 // ErrTurn is a fetch that must wait for its namespace's turn
@@ -39,6 +41,10 @@ type Drivers struct {
 
 	mu      sync.Mutex
 	drivers map[string]*driver // by pipeline source name
+	// clones are the Git clones the EnvoySources of a namespace share, by
+	// namespace: no clone is shared across namespaces. A clone goes with
+	// the last driver using it (closeDriver).
+	clones map[string]*gitsource.Clones
 }
 
 // driver is the fetching half of one EnvoySource.
@@ -52,7 +58,7 @@ type driver struct {
 // NewDrivers keeps the drivers built with env, workers fetches at once and
 // perNamespace of them for one namespace (sources.NewFairShare).
 func NewDrivers(env Env, workers, perNamespace int) *Drivers {
-	return &Drivers{env: env, fetches: sources.NewFairShare(workers, perNamespace), drivers: map[string]*driver{}}
+	return &Drivers{env: env, fetches: sources.NewFairShare(workers, perNamespace), drivers: map[string]*driver{}, clones: map[string]*gitsource.Clones{}}
 }
 
 // Fetch fetches es, named name in the pipeline, through its driver (its
@@ -104,14 +110,25 @@ func (d *Drivers) driverOf(ctx context.Context, reader client.Reader, es *v1alph
 	if drv != nil && drv.built == built {
 		return drv, nil
 	}
-	src, err := Build(es, name, secret, d.env)
+	env := d.env
+	d.mu.Lock()
+	if env.clones = d.clones[es.Namespace]; env.clones == nil {
+		env.clones = gitsource.NewClones("namespace " + es.Namespace)
+		d.clones[es.Namespace] = env.clones
+	}
+	d.mu.Unlock()
+	src, err := Build(es, name, secret, env)
 	if err != nil {
 		return nil, err
 	}
 	drv = &driver{src: src, built: built}
 	d.mu.Lock()
+	old := d.drivers[name]
 	d.drivers[name] = drv
 	d.mu.Unlock()
+	// The new driver holds the clone before the old one lets it go, so
+	// that a clone both use is kept.
+	closeDriver(old)
 	d.env.Budget.Release(name) // the files of the driver replaced are garbage
 	return drv, nil
 }
@@ -127,9 +144,22 @@ func (d *Drivers) Check(es *v1alpha1.EnvoySource) error {
 // and the files it kept.
 func (d *Drivers) Drop(name string) {
 	d.mu.Lock()
+	old := d.drivers[name]
 	delete(d.drivers, name)
 	d.mu.Unlock()
+	closeDriver(old)
 	d.env.Budget.Release(name)
+}
+
+// closeDriver lets go of what drv holds: a Git driver's share of a clone,
+// which is removed with its last driver. drv may be nil.
+func closeDriver(drv *driver) {
+	if drv == nil {
+		return
+	}
+	if c, ok := drv.src.(io.Closer); ok {
+		_ = c.Close() // a Git source's Close fails never
+	}
 }
 
 // Refs are the EnvoySources whose drivers run.

@@ -40,6 +40,12 @@ type Env struct {
 	// FluxHTTP is the client that downloads Flux artifacts
 	// (sources.FluxClient); it is asked for only by a spec with a sourceRef.
 	FluxHTTP func() *http.Client
+
+	// clones is the registry of Git clones of the built source's
+	// namespace (Drivers sets it): the EnvoySources of one namespace that
+	// fetch a repository alike share its clone; nil gives a clone of its
+	// own.
+	clones *gitsource.Clones
 }
 
 // SecretName is the name of the Secret es's credentials are in, "" for
@@ -82,6 +88,11 @@ func GitConfig(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret, env
 	if ref := spec.Git.Ref; ref != nil {
 		cfg.Ref = gitsource.Ref{Branch: ref.Branch, Tag: ref.Tag, SemVer: ref.SemVer, Name: ref.Name, Commit: ref.Commit}
 	}
+	if secret != nil {
+		// Clones shared in the namespace count the credentials by the
+		// Secret they come from: a rotated Secret keeps its clone.
+		cfg.CredentialsID = "Secret " + es.Namespace + "/" + secret.Name
+	}
 	cfg.Auth = gitsource.Auth{
 		Username: data("username"), Password: sources.Literal(data("password")),
 		BearerToken: sources.Literal(data("bearerToken")), SSHKey: sources.Literal(data("identity")),
@@ -101,7 +112,9 @@ func Build(es *v1alpha1.EnvoySource, name string, secret *corev1.Secret, env Env
 	field := func(err error) error { return fmt.Errorf("EnvoySource %s/%s: %w", es.Namespace, es.Name, err) }
 	switch spec := es.Spec; {
 	case spec.Git != nil:
-		src, err := gitsource.New(GitConfig(es, name, secret, env))
+		cfg := GitConfig(es, name, secret, env)
+		cfg.Clones = env.clones
+		src, err := gitsource.New(cfg)
 		if err != nil {
 			return nil, field(fmt.Errorf("spec.git: %w", err))
 		}

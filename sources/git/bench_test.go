@@ -125,7 +125,7 @@ func BenchmarkFetch(b *testing.B) {
 		name := "monorepo-8-sources-own-clones"
 		var clones *Clones
 		if shared {
-			name, clones = "monorepo-8-sources-shared-clone", NewClones()
+			name, clones = "monorepo-8-sources-shared-clone", NewClones("")
 		}
 		b.Run(name, func(b *testing.B) {
 			state := b.TempDir()

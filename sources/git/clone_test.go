@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"os"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -27,7 +28,7 @@ func newMonorepo(t *testing.T, dirs ...string) *monorepo {
 	m := &monorepo{repo: newTestRepo(t), srcs: map[string]*Source{}}
 	m.commit("v1", dirs)
 	m.srv = serveGitHTTP(t, filepath.Dir(m.repo.dir), nil)
-	state, clones := t.TempDir(), NewClones()
+	state, clones := t.TempDir(), NewClones("")
 	for _, d := range dirs {
 		m.srcs[d] = mustNew(t, Config{Name: d, URL: m.srv.URL + "/repo.git", Path: d, StateDir: state, Clones: clones})
 	}
@@ -131,7 +132,7 @@ func TestASharedListingOlderThanTheFetchIsNotReused(t *testing.T) {
 
 func TestOnlyAlikeSourcesShareAClone(t *testing.T) {
 	state := t.TempDir()
-	clones := NewClones()
+	clones := NewClones("")
 	base := Config{Name: "a", URL: "https://git.example/org/cfg.git", Path: "a", StateDir: state, Clones: clones}
 	ref := mustNew(t, base)
 	guard := netguard.New(nil, "")
@@ -154,6 +155,8 @@ func TestOnlyAlikeSourcesShareAClone(t *testing.T) {
 		{"a guard", func(c *Config) { c.Guard = guard }, false},
 		{"another state directory", func(c *Config) { c.StateDir = t.TempDir() }, false},
 		{"no registry", func(c *Config) { c.Clones = nil }, false},
+		{"another scope's registry", func(c *Config) { c.Clones = NewClones("namespace team-b") }, false},
+		{"credentials named by another identity", func(c *Config) { c.CredentialsID = "Secret team-a/other" }, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -168,12 +171,19 @@ func TestOnlyAlikeSourcesShareAClone(t *testing.T) {
 			assert.NotEqual(t, ref.Dir(), src.Dir(), "a clone apart has a directory apart")
 		})
 	}
-	// Two sources alike under one guard share: the guard's clone.
+	// Two sources alike under one guard share (a home's sources all have
+	// its guard).
 	g1 := base
-	g1.Guard = guard
+	g1.Guard, g1.Clones = guard, NewClones("")
 	g2 := g1
 	g2.Name, g2.Path = "b", "b"
 	assert.Same(t, mustNew(t, g1).c, mustNew(t, g2).c)
+	// The same credentials by identity: a rotated Secret keeps the clone.
+	r1 := base
+	r1.CredentialsID, r1.Auth.Password = "Secret team-a/git", sources.Literal("old")
+	r2 := r1
+	r2.Auth.Password = sources.Literal("rotated")
+	assert.Same(t, mustNew(t, r1).c, mustNew(t, r2).c)
 }
 
 func TestASharedCloneBusyPastTheTimeoutFailsTheFetch(t *testing.T) {
@@ -189,4 +199,66 @@ func TestASharedCloneBusyPastTheTimeoutFailsTheFetch(t *testing.T) {
 	assert.Contains(t, err.Error(), "stayed busy for the whole fetch timeout of 200ms")
 	listings, packs := m.requests()
 	assert.Zero(t, listings+packs, "nothing was asked of the server")
+}
+
+func TestTheLastSourceClosedRemovesTheSharedClone(t *testing.T) {
+	m := newMonorepo(t, "a", "b")
+	ctx := context.Background()
+	a, b := m.srcs["a"], m.srcs["b"]
+	for _, src := range []*Source{a, b} {
+		_, err := src.Fetch(ctx)
+		require.NoError(t, err)
+	}
+	c, dir := a.c, a.Dir()
+	require.DirExists(t, dir)
+	require.NoError(t, a.Close())
+	require.NoError(t, a.Close(), "a second Close is a no-op")
+	a.cfg.Clones.mu.Lock()
+	require.Len(t, a.cfg.Clones.m, 1)
+	for _, e := range a.cfg.Clones.m {
+		assert.Equal(t, 1, e.users, "b still uses the clone; a is counted once")
+	}
+	a.cfg.Clones.mu.Unlock()
+
+	// The removal waits for the fetch using the clone.
+	c.turn <- struct{}{}
+	require.NoError(t, b.Close())
+	require.Eventually(t, func() bool { return c.waiting.Load() == 1 }, 10*time.Second, time.Millisecond)
+	assert.DirExists(t, dir, "not removed under a fetch")
+	c.give()
+	require.Eventually(t, func() bool { _, err := os.Stat(dir); return os.IsNotExist(err) }, 10*time.Second, 5*time.Millisecond,
+		"removed with its last source")
+
+	// A source of the repository made later clones it again.
+	_, packs := m.requests()
+	later := mustNew(t, Config{Name: "c", URL: a.cfg.URL, Path: "a", StateDir: a.cfg.StateDir, Clones: a.cfg.Clones})
+	assert.Equal(t, dir, later.Dir())
+	res, err := later.Fetch(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"x.yaml": "a: v1"}, readAll(t, res.Files))
+	_, packs2 := m.requests()
+	assert.Equal(t, packs+1, packs2, "cloned anew")
+}
+
+func TestASharedCloneTakenUpAgainIsKept(t *testing.T) {
+	m := newMonorepo(t, "a")
+	ctx := context.Background()
+	a := m.srcs["a"]
+	_, err := a.Fetch(ctx)
+	require.NoError(t, err)
+	c := a.c
+	c.turn <- struct{}{} // the removal queues behind it
+	require.NoError(t, a.Close())
+	require.Eventually(t, func() bool { return c.waiting.Load() == 1 }, 10*time.Second, time.Millisecond)
+	again := mustNew(t, a.cfg) // the same source made anew, as a driver rebuilt for a new generation
+	require.Same(t, c, again.c)
+	c.give() // the removal goes first (it waited first), and finds the clone in use
+
+	_, packs := m.requests()
+	res, err := again.Fetch(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]string{"x.yaml": "a: v1"}, readAll(t, res.Files))
+	_, packs2 := m.requests()
+	assert.Equal(t, packs, packs2, "the clone was kept: nothing fetched again")
+	assert.DirExists(t, again.Dir())
 }

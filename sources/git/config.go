@@ -34,6 +34,11 @@ type Config struct {
 	Path string
 	// Auth holds credentials; the zero Auth is anonymous.
 	Auth Auth
+	// CredentialsID, when set, is what the credentials count as when
+	// Clones decides which sources may share a clone, instead of Auth
+	// itself: the Kubernetes home names the Secret they come from, so that
+	// a rotated Secret keeps its clone.
+	CredentialsID string
 	// StateDir holds the persistent clones (StateDir/git/<name>-<hash>,
 	// or StateDir/git/shared-<hash> for a clone of Clones).
 	StateDir string
@@ -58,8 +63,9 @@ type Config struct {
 	// same credentials, depth, size limit, guard and StateDir (a monorepo
 	// with one source per directory): the repository is stored once,
 	// fetches take turns on it, and one listing and one fetch serve all
-	// the sources a push triggers together. Nil gives the source a clone
-	// of its own (StateDir/git/<name>-<hash>).
+	// the sources a push triggers together; Source.Close gives it back.
+	// Nil gives the source a clone of its own
+	// (StateDir/git/<name>-<hash>).
 	Clones *Clones
 	// Guard, when set, keeps the fetch from addresses it refuses (checked
 	// on every dial, for https, http and ssh alike), follows no redirect

@@ -39,8 +39,9 @@ type Source struct {
 	urlUser     *url.Userinfo
 	path        string
 	// c is the persistent clone: the source's own, or one it shares
-	// (Config.Clones).
-	c *clone
+	// (Config.Clones); release gives a shared one back (Close).
+	c       *clone
+	release func()
 	// local is set for a repository on this machine (file transport),
 	// ssh for an SSH remote.
 	local, ssh bool
@@ -75,7 +76,7 @@ func New(cfg Config) (*Source, error) {
 	if err := checkGuarded(cfg, ep); err != nil {
 		return nil, fmt.Errorf("git source %q: %w", cfg.Name, err)
 	}
-	return &Source{
+	src := &Source{
 		sshAdvLimit: sshAdvertisementLimit,
 		local:       ep.Protocol == "file",
 		ssh:         ep.Protocol == "ssh",
@@ -84,8 +85,20 @@ func New(cfg Config) (*Source, error) {
 		display:     sources.Redact(endpoint),
 		urlUser:     user,
 		path:        p,
-		c:           cfg.Clones.of(cfg, endpoint, user),
-	}, nil
+	}
+	src.c, src.release = cfg.Clones.of(cfg, endpoint, user)
+	return src, nil
+}
+
+// Close gives the source's shared clone back: the clone is removed when its
+// last source is closed, once the fetch using it ends. A source with a
+// clone of its own keeps it on disk (the next source of the same name
+// reuses it). A closed source must not fetch again.
+func (s *Source) Close() error {
+	if s.release != nil {
+		s.release()
+	}
+	return nil
 }
 
 var unsafeChars = regexp.MustCompile(`[^A-Za-z0-9._-]+`)
@@ -309,15 +322,7 @@ func cloneStorage(dir string, q *quota) *filesystem.Storage {
 
 // closeRepo forgets the opened clone, closing its pack files, so that the
 // next fetch opens the directory again.
-func (s *Source) closeRepo() {
-	if s.c.repo == nil {
-		return
-	}
-	if st, ok := s.c.repo.Storer.(*filesystem.Storage); ok {
-		_ = st.Close() // read-only descriptors: nothing to lose
-	}
-	s.c.repo = nil
-}
+func (s *Source) closeRepo() { s.c.close() }
 
 func hasCommit(repo *gogit.Repository, sha string) bool {
 	_, err := repo.CommitObject(plumbing.NewHash(sha))
