@@ -74,30 +74,9 @@ func TestSourcesOfOneRepositoryShareItsClone(t *testing.T) {
 	// A push triggers the three together (what a webhook does): one
 	// listing and one fetch serve them all.
 	v2 := m.commit("v2", dirs)
-	c.turn <- struct{}{} // held, so that all three are waiting when it is given
-	results := make(map[string]*sources.Result)
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, len(dirs))
+	results := fetchTogether(t, m.srcs["a"], m.srcs["b"], m.srcs["c"])
 	for _, d := range dirs {
-		wg.Go(func() {
-			res, err := m.srcs[d].Fetch(ctx)
-			errs <- err
-			mu.Lock()
-			results[d] = res
-			mu.Unlock()
-		})
-	}
-	require.Eventually(t, func() bool { return c.waiting.Load() == int32(len(dirs)) }, 10*time.Second, time.Millisecond,
-		"the three fetches wait for the clone")
-	c.give()
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		require.NoError(t, err)
-	}
-	for _, d := range dirs {
-		res := results[d]
+		res := results[m.srcs[d]]
 		assert.Equal(t, v2, res.Origin.Commit, d)
 		assert.Equal(t, d, res.Origin.Source, d)
 		assert.True(t, res.Changed, d)
@@ -261,4 +240,35 @@ func TestASharedCloneTakenUpAgainIsKept(t *testing.T) {
 	_, packs2 := m.requests()
 	assert.Equal(t, packs, packs2, "the clone was kept: nothing fetched again")
 	assert.DirExists(t, again.Dir())
+}
+
+// fetchTogether fetches srcs, which share a clone, as a push webhook
+// triggers them: all have asked before the first one's listing begins (the
+// clone's turn is held until every one waits for it).
+func fetchTogether(t *testing.T, srcs ...*Source) map[*Source]*sources.Result {
+	t.Helper()
+	c := srcs[0].c
+	c.turn <- struct{}{}
+	results := make(map[*Source]*sources.Result, len(srcs))
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, len(srcs))
+	for _, src := range srcs {
+		wg.Go(func() {
+			res, err := src.Fetch(context.Background())
+			errs <- err
+			mu.Lock()
+			results[src] = res
+			mu.Unlock()
+		})
+	}
+	require.Eventually(t, func() bool { return c.waiting.Load() == int32(len(srcs)) }, 10*time.Second, time.Millisecond,
+		"every fetch waits for the clone")
+	c.give()
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		require.NoError(t, err)
+	}
+	return results
 }

@@ -2,6 +2,7 @@ package git
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -115,4 +116,24 @@ func TestPollAndFetchRequestsToGitea(t *testing.T) {
 	assert.Equal(t, c2, res.Origin.Commit)
 	assert.Equal(t, "a: 2", readAll(t, res.Files)["a.yaml"])
 	assert.Equal(t, []string{listing, uploadPack}, requests(), "a fetch of one new commit is one listing and one upload-pack")
+
+	// Three sources of the repository sharing a clone (a monorepo): a push
+	// that triggers them together is one listing and one upload-pack.
+	clones, state := NewClones(""), t.TempDir()
+	var shared []*Source
+	for i := range 3 {
+		shared = append(shared, mustNew(t, Config{Name: fmt.Sprintf("part-%d", i), URL: proxy.URL + clone.Path, Path: "envoy", StateDir: state, Clones: clones,
+			Auth: Auth{Username: gitea.AdminUser, Password: sources.Secret{File: tokFile}}}))
+	}
+	for _, s := range shared {
+		_, err := s.Fetch(ctx)
+		require.NoError(t, err)
+	}
+	assert.Equal(t, []string{listing, uploadPack, listing, listing}, requests(), "cloned once; the others list, one after the other")
+	c3 := local.commit("third", map[string]string{"envoy/a.yaml": "a: 3"})
+	local.git("push", "-q", srv.PushURL(&repo), "main")
+	for s, res := range fetchTogether(t, shared...) {
+		assert.Equal(t, c3, res.Origin.Commit, s.Name())
+	}
+	assert.Equal(t, []string{listing, uploadPack}, requests(), "three sources a push triggers: one listing and one upload-pack")
 }
