@@ -122,8 +122,9 @@ func TestPollAndFetchRequestsToGitea(t *testing.T) {
 	clones, state := NewClones(""), t.TempDir()
 	var shared []*Source
 	for i := range 3 {
-		shared = append(shared, mustNew(t, Config{Name: fmt.Sprintf("part-%d", i), URL: proxy.URL + clone.Path, Path: "envoy", StateDir: state, Clones: clones,
-			Auth: Auth{Username: gitea.AdminUser, Password: sources.Secret{File: tokFile}}}))
+		cfg := Config{Name: fmt.Sprintf("part-%d", i), URL: proxy.URL + clone.Path, Path: "envoy", StateDir: state, Clones: clones}
+		cfg.Auth = Auth{Username: gitea.AdminUser, Password: sources.Secret{File: tokFile}}
+		shared = append(shared, mustNew(t, cfg))
 	}
 	for _, s := range shared {
 		_, err := s.Fetch(ctx)
