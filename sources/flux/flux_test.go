@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -72,7 +73,10 @@ func newFixture(t testing.TB, kind string) *fixture {
 	f.obj.SetNamespace("team-a")
 	f.obj.SetName("envoy")
 	require.NoError(t, unstructured.SetNestedField(f.obj.Object, "https://user:pass@git.example/team/envoy", "spec", "url"))
-	f.reader = fake.NewClientBuilder().WithObjects(f.obj).Build()
+	// A scheme of its own: the fake client adds the unstructured Flux
+	// kinds to its scheme, and client-go's shared one would race between
+	// the package's parallel tests.
+	f.reader = fake.NewClientBuilder().WithScheme(runtime.NewScheme()).WithObjects(f.obj).Build()
 	return f
 }
 
@@ -210,6 +214,6 @@ func TestArtifactsRefused(t *testing.T) {
 			assert.NotContains(t, err.Error(), "hunter2pw", "a password in the URL is never quoted")
 		})
 	}
-	_, err := flux.New(flux.Config{Name: "x", Kind: "Bucket", Reader: fake.NewClientBuilder().Build(), Key: types.NamespacedName{Name: "b"}})
+	_, err := flux.New(flux.Config{Name: "x", Kind: "Bucket", Reader: fake.NewClientBuilder().WithScheme(runtime.NewScheme()).Build(), Key: types.NamespacedName{Name: "b"}})
 	assert.ErrorContains(t, err, `kind "Bucket" is not GitRepository or OCIRepository`)
 }
