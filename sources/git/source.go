@@ -313,16 +313,12 @@ const clonePacksOpen = 8
 
 // cloneStorage is the on-disk storage of a bare clone with a small object
 // cache and a few packs kept open, its writes counted against q. The open
-// packs are closed by closeRepo, or by the os.File finalizers once a
+// packs are closed by clone.close, or by the os.File finalizers once a
 // dropped Source is collected.
 func cloneStorage(dir string, q *quota) *filesystem.Storage {
 	return filesystem.NewStorageWithOptions(quotaFS{Filesystem: osfs.New(dir), q: q}, cache.NewObjectLRU(cloneObjectCache),
 		filesystem.Options{MaxOpenDescriptors: clonePacksOpen})
 }
-
-// closeRepo forgets the opened clone, closing its pack files, so that the
-// next fetch opens the directory again.
-func (s *Source) closeRepo() { s.c.close() }
 
 func hasCommit(repo *gogit.Repository, sha string) bool {
 	_, err := repo.CommitObject(plumbing.NewHash(sha))
@@ -354,7 +350,7 @@ func (s *Source) fetchRef(ctx context.Context, repo *gogit.Repository, sess tran
 	err := s.download(ctx, repo, sess, ar, wanted(tgt, adv))
 	if err != nil && (errors.Is(err, errOverQuota) || strings.Contains(err.Error(), errOverQuota.Error())) {
 		// The partial pack is of no use: start the clone again next time.
-		s.closeRepo()
+		s.c.close()
 		if rerr := os.RemoveAll(s.c.dir); rerr != nil {
 			return fmt.Errorf("%w; and removing the partial clone failed: %w", overQuota(s.cfg.MaxRepoSize), rerr)
 		}
