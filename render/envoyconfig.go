@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/legate-dev/legate/render/jsonparse"
 )
 
 // envoyConfig takes an EnvoyConfig document, legate.dev/v1alpha1 or
@@ -259,7 +261,7 @@ type parsedValue struct {
 func (r *renderer) parseEmbedded(v *yaml.Node, ser string) (*yaml.Node, error) {
 	var root *yaml.Node
 	if ser == "json" {
-		n, err := parseJSON([]byte(v.Value))
+		n, err := jsonparse.Parse([]byte(v.Value))
 		if err != nil {
 			return nil, err
 		}

@@ -11,13 +11,15 @@ import (
 	"unicode/utf8"
 
 	yaml "go.yaml.in/yaml/v3"
+
+	"github.com/legate-dev/legate/render/jsonparse"
 )
 
 // parseDocuments parses every YAML document of data (JSON is parsed as YAML
 // too, so both keep line and column positions). Empty documents are dropped.
 func parseDocuments(data []byte) ([]*yaml.Node, error) {
 	if looksLikeJSON(data) {
-		root, err := parseJSON(data)
+		root, err := jsonparse.Parse(data)
 		if err == nil {
 			return []*yaml.Node{root}, nil
 		}

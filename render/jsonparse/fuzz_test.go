@@ -1,4 +1,4 @@
-package render
+package jsonparse
 
 import (
 	"encoding/json"
@@ -29,7 +29,7 @@ func FuzzParseJSON(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		n, err := parseJSON(data)
+		n, err := Parse(data)
 		if err != nil {
 			return
 		}

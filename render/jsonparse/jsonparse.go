@@ -1,4 +1,9 @@
-package render
+// Package jsonparse parses JSON into the node tree go.yaml.in/yaml/v3
+// builds, with the lines and columns the renderer's diagnostics name. It
+// is the renderer's fast path for .json files and JSON-shaped documents,
+// and a package of its own so that it is fuzzed without compiling the
+// renderer (hack/fuzz-targets.sh, docs/testing.md).
+package jsonparse
 
 import (
 	"fmt"
@@ -9,12 +14,11 @@ import (
 	yaml "go.yaml.in/yaml/v3"
 )
 
-// parseJSON parses one JSON value into the same node tree the YAML parser
-// builds, with 1-based lines and columns. It is a fast path for .json
-// files and JSON-shaped documents; anything it rejects is handed to the
-// YAML parser, which accepts every JSON text.
-func parseJSON(data []byte) (*yaml.Node, error) {
-	p := &jsonParser{data: data, line: 1, colVal: 1}
+// Parse parses one JSON value into the same node tree the YAML parser
+// builds, with 1-based lines and columns. Anything it rejects the
+// renderer hands to the YAML parser, which accepts every JSON text.
+func Parse(data []byte) (*yaml.Node, error) {
+	p := &parser{data: data, line: 1, colVal: 1}
 	p.skipSpace()
 	n, err := p.value()
 	if err != nil {
@@ -27,7 +31,7 @@ func parseJSON(data []byte) (*yaml.Node, error) {
 	return n, nil
 }
 
-type jsonParser struct {
+type parser struct {
 	data      []byte
 	pos       int
 	line      int
@@ -40,20 +44,20 @@ type jsonParser struct {
 }
 
 // collect moves the children pushed since mark into an exact-size slice.
-func (p *jsonParser) collect(mark int) []*yaml.Node {
+func (p *parser) collect(mark int) []*yaml.Node {
 	c := make([]*yaml.Node, len(p.stack)-mark)
 	copy(c, p.stack[mark:])
 	p.stack = p.stack[:mark]
 	return c
 }
 
-func (p *jsonParser) errorf(format string, args ...any) error {
+func (p *parser) errorf(format string, args ...any) error {
 	return fmt.Errorf("line %d: %s", p.line, fmt.Sprintf(format, args...))
 }
 
 // column counts runes since the start of the line, resuming from the last
 // call so that long single-line documents stay linear.
-func (p *jsonParser) column() int {
+func (p *parser) column() int {
 	if p.colPos < p.lineStart {
 		p.colPos, p.colVal = p.lineStart, 1
 	}
@@ -66,7 +70,7 @@ func (p *jsonParser) column() int {
 	return p.colVal
 }
 
-func (p *jsonParser) node(kind yaml.Kind, tag string) *yaml.Node {
+func (p *parser) node(kind yaml.Kind, tag string) *yaml.Node {
 	if len(p.slab) == 0 {
 		p.slab = make([]yaml.Node, 256)
 	}
@@ -76,7 +80,7 @@ func (p *jsonParser) node(kind yaml.Kind, tag string) *yaml.Node {
 	return n
 }
 
-func (p *jsonParser) skipSpace() {
+func (p *parser) skipSpace() {
 	for p.pos < len(p.data) {
 		switch p.data[p.pos] {
 		case '\n':
@@ -91,11 +95,11 @@ func (p *jsonParser) skipSpace() {
 	}
 }
 
-// maxJSONDepth bounds how deep objects and arrays may nest, as
+// MaxDepth bounds how deep objects and arrays may nest, as
 // encoding/json does (no Envoy resource comes near it).
-const maxJSONDepth = 10000
+const MaxDepth = 10000
 
-func (p *jsonParser) value() (*yaml.Node, error) {
+func (p *parser) value() (*yaml.Node, error) {
 	if p.pos >= len(p.data) {
 		return nil, p.errorf("unexpected end of input")
 	}
@@ -103,8 +107,8 @@ func (p *jsonParser) value() (*yaml.Node, error) {
 	case c == '{' || c == '[':
 		// Objects and arrays recurse: bound the depth so that a file of
 		// nested brackets is an error, not a stack overflow.
-		if p.depth >= maxJSONDepth {
-			return nil, p.errorf("nesting deeper than %d levels", maxJSONDepth)
+		if p.depth >= MaxDepth {
+			return nil, p.errorf("nesting deeper than %d levels", MaxDepth)
 		}
 		p.depth++
 		defer func() { p.depth-- }()
@@ -135,7 +139,7 @@ func (p *jsonParser) value() (*yaml.Node, error) {
 	}
 }
 
-func (p *jsonParser) object() (*yaml.Node, error) {
+func (p *parser) object() (*yaml.Node, error) {
 	n := p.node(yaml.MappingNode, "!!map")
 	mark := len(p.stack)
 	p.pos++
@@ -183,7 +187,7 @@ func (p *jsonParser) object() (*yaml.Node, error) {
 	}
 }
 
-func (p *jsonParser) array() (*yaml.Node, error) {
+func (p *parser) array() (*yaml.Node, error) {
 	n := p.node(yaml.SequenceNode, "!!seq")
 	mark := len(p.stack)
 	p.pos++
@@ -216,7 +220,7 @@ func (p *jsonParser) array() (*yaml.Node, error) {
 	}
 }
 
-func (p *jsonParser) number() (*yaml.Node, error) {
+func (p *parser) number() (*yaml.Node, error) {
 	start := p.pos
 	tag := "!!int"
 	for p.pos < len(p.data) {
@@ -280,7 +284,7 @@ func jsonNumber(text string) bool {
 }
 
 // str reads a JSON string starting at the opening quote.
-func (p *jsonParser) str() (string, error) {
+func (p *parser) str() (string, error) {
 	p.pos++
 	start := p.pos
 	// Fast path: no escapes.
@@ -353,7 +357,7 @@ func (p *jsonParser) str() (string, error) {
 	return "", p.errorf("unterminated string")
 }
 
-func (p *jsonParser) hex4() (rune, bool) {
+func (p *parser) hex4() (rune, bool) {
 	if p.pos+4 > len(p.data) {
 		return 0, false
 	}
