@@ -106,6 +106,25 @@ func (a *Authority) EnsureProxy(ctx context.Context, namespace, secretName, node
 	return fmt.Errorf("the proxy Secret %s kept changing while its certificate was issued; try again", key)
 }
 
+// CreateProxy issues nodeID's certificate into a new Secret
+// namespace/secretName, for a caller that knows of no such Secret (the
+// Pod reconciler's cache): a new node costs one write, not a read that
+// finds nothing and then the write. When the Secret exists after all (the
+// cache was behind, or another replica wrote it first), it decides as
+// EnsureProxy does: the Secret is read, and one of another node or that
+// legate did not issue is refused.
+func (a *Authority) CreateProxy(ctx context.Context, namespace, secretName, nodeID string) error {
+	ca, err := newSigner(a.CA)
+	if err != nil {
+		return err
+	}
+	err = a.createProxy(ctx, ca, types.NamespacedName{Namespace: namespace, Name: secretName}, nodeID)
+	if apierrors.IsAlreadyExists(err) {
+		return a.EnsureProxy(ctx, namespace, secretName, nodeID, false)
+	}
+	return err
+}
+
 func proxyWant(nodeID string) want {
 	return want{names: []string{nodeID}, usage: x509.ExtKeyUsageClientAuth, keys: proxyKeys}
 }

@@ -150,28 +150,48 @@ func (p *ProxyCertificates) Reconcile(ctx context.Context, req reconcile.Request
 		p.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, EventProxyCertificateRefused, "IssueCertificate", "%v", err)
 		return reconcile.Result{}, nil
 	}
-	if p.issued(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: s.SecretName()}, s.NodeID) {
+	switch p.cached(ctx, types.NamespacedName{Namespace: pod.Namespace, Name: s.SecretName()}, s.NodeID) {
+	case secretCurrent:
 		return reconcile.Result{}, nil
+	case secretMissing:
+		err = p.Authority.CreateProxy(ctx, pod.Namespace, s.SecretName(), s.NodeID)
+	default:
+		err = p.Authority.EnsureProxy(ctx, pod.Namespace, s.SecretName(), s.NodeID, false)
 	}
-	if err := p.Authority.EnsureProxy(ctx, pod.Namespace, s.SecretName(), s.NodeID, false); err != nil {
+	if err != nil {
 		p.Recorder.Eventf(&pod, nil, corev1.EventTypeWarning, EventProxyCertificateFailed, "IssueCertificate", "%v", err)
 		return reconcile.Result{}, err
 	}
 	return reconcile.Result{}, nil
 }
 
-// issued reports whether the cache's metadata of Secret key says it holds
-// a certificate legate issued for nodeID that is not yet due
-// (stampedCurrent): then the Pod needs nothing, and no Secret is read from
+// What the cache's metadata says of a proxy's Secret (cached).
+const (
+	secretMissing = iota // no such Secret
+	secretCurrent        // legate's certificate of the node, not yet due
+	secretToCheck        // anything else: read and decide
+)
+
+// cached says what the cache's metadata of Secret key tells of nodeID's
+// certificate. A Secret stamped as legate's certificate of the node and
+// not yet due (stampedCurrent) needs nothing, and no Secret is read from
 // the API server (a Pod of a node that has its certificate, and every Pod
-// again when a new leader starts). Anything else, a Secret not in the
-// cache yet included, goes to EnsureProxy, which reads it and checks its
-// data. The data of a Secret that looks current is checked by the
-// renewal passes (Run).
-func (p *ProxyCertificates) issued(ctx context.Context, key types.NamespacedName, nodeID string) bool {
+// again when a new leader starts); its data is checked by the renewal
+// passes (Run). A Secret the cache does not hold is created at once
+// (CreateProxy), without a read that would find nothing: a new node costs
+// one request. Anything else goes to EnsureProxy, which reads the Secret
+// and checks its data.
+func (p *ProxyCertificates) cached(ctx context.Context, key types.NamespacedName, nodeID string) int {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
-	return p.Pods.Get(ctx, key, meta) == nil && stampedCurrent(meta, nodeID, p.Authority.now())
+	switch err := p.Pods.Get(ctx, key, meta); {
+	case apierrors.IsNotFound(err):
+		return secretMissing
+	case err == nil && stampedCurrent(meta, nodeID, p.Authority.now()):
+		return secretCurrent
+	default:
+		return secretToCheck
+	}
 }
 
 // PodMetadata is a cache transform that keeps of a Pod its metadata (the

@@ -134,15 +134,75 @@ func TestAPodOfANodeWithItsCertificateReadsNoSecret(t *testing.T) {
 	}
 
 	reconcileIt()
-	require.Equal(t, 1, reads, "a new node: its Secret is read once, then created")
+	require.Equal(t, 0, reads, "a new node: its Secret is created without a read")
 	first := due()
 	reconcileIt()
-	assert.Equal(t, 1, reads, "its certificate is there and not due: nothing read")
+	assert.Equal(t, 0, reads, "its certificate is there and not due: nothing read")
 
 	clk.SetTime(t0.Add(21 * time.Hour))
 	reconcileIt()
-	assert.Equal(t, 2, reads, "due: read and checked")
+	assert.Equal(t, 1, reads, "due: read and checked")
 	assert.NotEqual(t, first, due(), "and renewed")
+}
+
+// A Secret the cache does not hold yet (it is behind the API server, or
+// another replica wrote the Secret first) is created at once; the create
+// finds it there, and it is then read and decided on as any other:
+// legate's current certificate of the node is kept as it is, anything
+// else is refused and left alone.
+func TestASecretTheCacheMissedIsReadAndDecided(t *testing.T) {
+	key := types.NamespacedName{Namespace: "team-a", Name: pki.ProxySecretName("edge")}
+	ca := testSigner(t).ca
+	clk := clocktesting.NewFakePassiveClock(t0)
+	for _, tc := range []struct {
+		name    string
+		secret  func(t *testing.T, api client.Client) // writes the Secret the cache misses
+		failure string                                // "" when the reconcile succeeds
+	}{
+		{name: "legate's certificate of the node", secret: func(t *testing.T, api client.Client) {
+			a := &Authority{CA: ca, Client: api, Clock: clk, Log: logr.Discard()}
+			require.NoError(t, a.EnsureProxy(t.Context(), key.Namespace, key.Name, "edge", false))
+		}},
+		{name: "legate's certificate of another node", secret: func(t *testing.T, api client.Client) {
+			a := &Authority{CA: ca, Client: api, Clock: clk, Log: logr.Discard()}
+			require.NoError(t, a.EnsureProxy(t.Context(), key.Namespace, key.Name, "core", false))
+		}, failure: `holds the certificate of node ID "core", not of node ID "edge"`},
+		{name: "a Secret legate did not issue", secret: func(t *testing.T, api client.Client) {
+			require.NoError(t, api.Create(t.Context(), &corev1.Secret{
+				ObjectMeta: metav1.ObjectMeta{Namespace: key.Namespace, Name: key.Name},
+				Type:       corev1.SecretTypeTLS, Data: map[string][]byte{"tls.key": []byte("theirs")},
+			}))
+		}, failure: "exists and was not issued by legate"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pod := injectedPod("team-a", "p", "edge")
+			api := fake.NewClientBuilder().WithObjects(pod).Build()
+			tc.secret(t, api)
+			var before corev1.Secret
+			require.NoError(t, api.Get(t.Context(), key, &before))
+
+			rec := events.NewFakeRecorder(4)
+			r := &ProxyCertificates{
+				Issuer:   Issuer{Authority: &Authority{CA: ca, Client: api, Clock: clk, Log: logr.Discard()}, MayServe: onlyTeamA},
+				Pods:     fake.NewClientBuilder().WithObjects(pod).Build(), // a cache without the Secret
+				Recorder: rec,
+			}
+			_, err := r.Reconcile(t.Context(), reconcile.Request{NamespacedName: client.ObjectKeyFromObject(pod)})
+
+			var after corev1.Secret
+			require.NoError(t, api.Get(t.Context(), key, &after))
+			assert.Equal(t, before.ResourceVersion, after.ResourceVersion, "the Secret is left as it was")
+			assert.Equal(t, before.Data, after.Data)
+			if tc.failure == "" {
+				require.NoError(t, err)
+				assert.Empty(t, rec.Events)
+				return
+			}
+			require.ErrorContains(t, err, tc.failure)
+			require.Len(t, rec.Events, 1)
+			assert.Contains(t, <-rec.Events, tc.failure)
+		})
+	}
 }
 
 // A namespace that may not hold a node is refused even when it wrote a
