@@ -165,11 +165,14 @@ func (p *ProxyCertificates) Reconcile(ctx context.Context, req reconcile.Request
 	return reconcile.Result{}, nil
 }
 
-// What the cache's metadata says of a proxy's Secret (cached).
+// secretState is what the cache's metadata says of a proxy's Secret
+// (cached).
+type secretState int
+
 const (
-	secretMissing = iota // no such Secret
-	secretCurrent        // legate's certificate of the node, not yet due
-	secretToCheck        // anything else: read and decide
+	secretMissing secretState = iota // no such Secret
+	secretCurrent                    // legate's certificate of the node, not yet due
+	secretToCheck                    // anything else: read and decide
 )
 
 // cached says what the cache's metadata of Secret key tells of nodeID's
@@ -181,7 +184,7 @@ const (
 // (CreateProxy), without a read that would find nothing: a new node costs
 // one request. Anything else goes to EnsureProxy, which reads the Secret
 // and checks its data.
-func (p *ProxyCertificates) cached(ctx context.Context, key types.NamespacedName, nodeID string) int {
+func (p *ProxyCertificates) cached(ctx context.Context, key types.NamespacedName, nodeID string) secretState {
 	meta := &metav1.PartialObjectMetadata{}
 	meta.SetGroupVersionKind(corev1.SchemeGroupVersion.WithKind("Secret"))
 	switch err := p.Pods.Get(ctx, key, meta); {
