@@ -204,8 +204,23 @@ func TestRolloutWithTwentyGRPCClients(t *testing.T) {
 			}
 		}
 	}
-	assert.Eventually(t, allOn(canaries, cv), waitFor, pollEvery, "the canaries are back on the last good revision")
-	st, _ = engine.Node("fleet")
-	assert.Equal(t, revisions.StateRollback, st.State)
+	// The rollout reads Failed as soon as it is decided; the node says
+	// Rollback once the taint is stored and the canaries are put back.
+	require.Eventually(t, func() bool {
+		st, _ = engine.Node("fleet")
+		return st.State == revisions.StateRollback
+	}, waitFor, pollEvery, "the node rolls back")
 	assert.True(t, st.History[0].Tainted)
+	// A NACK leaves a canary's ACKed clusters where they were, so that
+	// alone would hold from the start: each canary's stream has also
+	// compared the stable snapshot it is served again.
+	assert.Eventually(t, func() bool {
+		a := ackedCDS()
+		for _, p := range srv.Proxies("fleet") {
+			if slices.Contains(canaries, p.Proxy) && (p.Compared != st.Published.Version || a[p.Proxy] != cv) {
+				return false
+			}
+		}
+		return true
+	}, waitFor, pollEvery, "the canaries are back on the last good revision")
 }
