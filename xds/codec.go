@@ -15,6 +15,10 @@ type wireMsg struct {
 	parts [][]byte
 }
 
+// WireParts gives the parts to the lean transport (xds/transport), which
+// writes them as they are.
+func (m *wireMsg) WireParts() [][]byte { return m.parts }
+
 func nonceField(num protowire.Number, nonce string) []byte {
 	return appendStringField(make([]byte, 0, len(nonce)+2), num, nonce)
 }

@@ -53,6 +53,10 @@ type boundConn struct {
 	ready *readyRead
 }
 
+// NetConn is the connection under the bound, which the lean transport
+// writes to with writev.
+func (c *boundConn) NetConn() net.Conn { return c.Conn }
+
 func (c *boundConn) Close() error {
 	if c.closed.CompareAndSwap(false, true) {
 		c.release()

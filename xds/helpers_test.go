@@ -81,7 +81,7 @@ func startServer(t *testing.T, opts Options) *testServer {
 	opts.Registerer = reg
 	s, err := New(opts)
 	require.NoError(t, err)
-	gs := s.NewGRPCServer()
+	gs := s.NewTransport(nil)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	// Through the bound listener, as both homes serve (core.ListenXDS).

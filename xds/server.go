@@ -2,6 +2,7 @@ package xds
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"sort"
 	"strconv"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/legate-dev/legate/render"
 	"github.com/legate-dev/legate/rollout"
+	"github.com/legate-dev/legate/xds/transport"
 )
 
 // Authorizer decides whether a stream may act as nodeID. It is called once
@@ -208,6 +210,28 @@ func (s *Server) NewGRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 	gs := grpc.NewServer(opts...)
 	discoveryv3.RegisterAggregatedDiscoveryServiceServer(gs, adsService{s: s})
 	return gs
+}
+
+// NewTransport returns the lean transport (xds/transport) with the ADS
+// service registered: one goroutine per connection and one per stream,
+// responses written to the socket by whoever sends them, with the same
+// limits as NewGRPCServer's. tlsConfig nil serves cleartext HTTP/2.
+// Stop it with Stop.
+func (s *Server) NewTransport(tlsConfig *tls.Config) *transport.Server {
+	ts := transport.New(transport.Config{
+		TLS:                  tlsConfig,
+		MaxConcurrentStreams: maxStreamsPerConn,
+		MaxRecvMsgSize:       maxRequestBytes,
+		ReceiveWindow:        receiveWindow,
+		HandshakeTimeout:     handshakeTimeout,
+		WriteTimeout:         s.sendTimeout,
+		PingAfter:            pingAfter,
+		PingTimeout:          pingTimeout,
+		MinPingInterval:      minPingInterval,
+		Log:                  s.opts.Log,
+	})
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(ts, adsService{s: s})
+	return ts
 }
 
 // SetSnapshot makes snap the configuration served to node and pushes the
