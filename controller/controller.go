@@ -13,7 +13,6 @@ import (
 
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
-	"google.golang.org/grpc"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/events"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -46,7 +45,7 @@ type Controller struct {
 	log    logr.Logger
 	mgr    manager.Manager
 	client client.Client // direct: reads what it writes
-	grpc   *grpc.Server
+	grpc   core.XDSServer
 	// core owns the engine, pipeline, xDS and SDS servers and the
 	// commit-status feedback; the controller reads them from it.
 	core     *core.Core
@@ -101,13 +100,9 @@ func New(opts Options) (*Controller, error) {
 		return nil, err
 	}
 	// errors name the field and flag as in legate serve (core.XDSTLSFiles)
-	tlsOpt, err := core.XDSTLSFiles{Cert: opts.XDSTLSCert, Key: opts.XDSTLSKey, ClientCA: opts.XDSClientCA}.ServerOption()
+	xdsTLS, err := core.XDSTLSFiles{Cert: opts.XDSTLSCert, Key: opts.XDSTLSKey, ClientCA: opts.XDSClientCA}.TLSConfig()
 	if err != nil {
 		return nil, err
-	}
-	var grpcOpts []grpc.ServerOption
-	if tlsOpt != nil {
-		grpcOpts = append(grpcOpts, tlsOpt)
 	}
 	if opts.StateDir == "" {
 		opts.StateDir = filepath.Join(os.TempDir(), "legate-controller")
@@ -161,10 +156,10 @@ func New(opts Options) (*Controller, error) {
 	c.tenancy.Owner = c.ownerOf
 	c.http = &httpAPI{c: c, reg: prometheus.NewRegistry(), readTokens: readTokens}
 	if opts.PKI != nil {
-		if grpcOpts != nil {
+		if xdsTLS != nil {
 			return nil, errors.New("xDS certificates come from files (--xds-tls-cert, --xds-tls-key, --xds-client-ca) or from legate's PKI (--pki-ca-secret), not both")
 		}
-		if grpcOpts, err = c.startPKI(direct); err != nil {
+		if xdsTLS, err = c.startPKI(direct); err != nil {
 			return nil, fmt.Errorf("legate's PKI: %w", err)
 		}
 	}
@@ -250,7 +245,7 @@ func New(opts Options) (*Controller, error) {
 	if c.xdsLis, err = c.core.ListenXDS(opts.XDSAddr, "--xds-addr"); err != nil {
 		return nil, err
 	}
-	c.grpc = c.core.XDS().NewGRPCServer(grpcOpts...)
+	c.grpc = c.core.NewXDSServer(xdsTLS)
 	if warning := core.XDSExposureWarning(c.xdsLis.Addr(), xdsSec); warning != "" {
 		c.log.Info("WARNING: " + warning)
 	}

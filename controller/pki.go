@@ -2,9 +2,8 @@ package controller
 
 import (
 	"context"
+	"crypto/tls"
 
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/legate-dev/legate/pki/kubepki"
@@ -19,9 +18,9 @@ import (
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 
 // startPKI starts legate's PKI (pki/kubepki) behind the controller's
-// tenancy decision (kubetenancy.Checker.MayServe). It returns the gRPC option of xDS over
-// mutual TLS.
-func (c *Controller) startPKI(direct client.Client) ([]grpc.ServerOption, error) {
+// tenancy decision (kubetenancy.Checker.MayServe). It returns the TLS
+// configuration of xDS over mutual TLS.
+func (c *Controller) startPKI(direct client.Client) (*tls.Config, error) {
 	if err := kubetenancy.IndexNodes(context.Background(), c.mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
@@ -37,5 +36,5 @@ func (c *Controller) startPKI(direct client.Client) ([]grpc.ServerOption, error)
 	if p.Webhooks != nil {
 		c.webhookTLS = p.Webhooks
 	}
-	return []grpc.ServerOption{grpc.Creds(credentials.NewTLS(xds.ServerTLS(p.XDS)))}, nil
+	return xds.ServerTLS(p.XDS), nil
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -12,6 +13,7 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 
 	"github.com/legate-dev/legate/forge"
 	"github.com/legate-dev/legate/netguard"
@@ -288,9 +290,30 @@ func (c *Core) ListenXDS(addr, setting string) (net.Listener, error) {
 	return c.xds.BoundListener(lis), nil
 }
 
+// XDSServer serves ADS on a listener until stopped: legate's lean
+// transport (xds.Server.NewTransport) or grpc-go's server
+// (xds.Server.NewGRPCServer).
+type XDSServer interface {
+	Serve(net.Listener) error
+	Stop()
+}
+
+// NewXDSServer returns the ADS server Tuning.XDSTransport names, over TLS
+// with tlsConfig when it is not nil (ServerTLS).
+func (c *Core) NewXDSServer(tlsConfig *tls.Config) XDSServer {
+	if c.tuning.XDSTransport == XDSTransportGRPC {
+		var opts []grpc.ServerOption
+		if tlsConfig != nil {
+			opts = append(opts, grpc.Creds(credentials.NewTLS(tlsConfig)))
+		}
+		return c.xds.NewGRPCServer(opts...)
+	}
+	return c.xds.NewTransport(tlsConfig)
+}
+
 // ServeGRPC serves gs on lis until gs stops. It returns nil when gs was
 // stopped, and the reason otherwise (a listener that failed).
-func ServeGRPC(gs *grpc.Server, lis net.Listener) error {
+func ServeGRPC(gs XDSServer, lis net.Listener) error {
 	if err := gs.Serve(lis); err != nil && !errors.Is(err, grpc.ErrServerStopped) {
 		return fmt.Errorf("serve xDS on %s: %w", lis.Addr(), err)
 	}

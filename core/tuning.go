@@ -59,7 +59,17 @@ type Tuning struct {
 	// XDSMaxConnections bounds the client connections the xDS listener
 	// holds open; one more is reset at accept (see ListenXDS).
 	XDSMaxConnections int
+	// XDSTransport is what carries ADS: XDSTransportLean (legate's own,
+	// the default) or XDSTransportGRPC (grpc-go's server), see
+	// NewXDSServer.
+	XDSTransport string
 }
+
+// The transports of XDSTransport.
+const (
+	XDSTransportLean = "lean"
+	XDSTransportGRPC = "grpc"
+)
 
 // Defaults is the Tuning both homes run with unless told otherwise.
 func Defaults() Tuning {
@@ -71,6 +81,7 @@ func Defaults() Tuning {
 		LogFormat:         "text",
 		LogLevel:          "info",
 		XDSMaxConnections: xds.DefaultMaxConnections,
+		XDSTransport:      XDSTransportLean,
 	}
 }
 
@@ -88,10 +99,11 @@ var (
 	KnobLogLevel          = Knob{"log-level", "logLevel"}
 	KnobReadTokenFile     = Knob{"read-token-file", "readTokenFile"}
 	KnobXDSMaxConnections = Knob{"xds-max-connections", "xdsMaxConnections"}
+	KnobXDSTransport      = Knob{"xds-transport", "xdsTransport"}
 )
 
 // Knobs lists every knob of Tuning.
-var Knobs = []Knob{KnobHistory, KnobTaintThreshold, KnobAnswerTimeout, KnobStatusMaxBackoff, KnobXDSInsecure, KnobLogFormat, KnobLogLevel, KnobReadTokenFile, KnobXDSMaxConnections}
+var Knobs = []Knob{KnobHistory, KnobTaintThreshold, KnobAnswerTimeout, KnobStatusMaxBackoff, KnobXDSInsecure, KnobLogFormat, KnobLogLevel, KnobReadTokenFile, KnobXDSMaxConnections, KnobXDSTransport}
 
 // String names the knob both ways, so that an error reads right whether
 // the value came from a flag or the config file.
@@ -111,6 +123,7 @@ func (t *Tuning) AddFlags(fs *pflag.FlagSet) {
 	fs.StringVar(&t.LogLevel, KnobLogLevel.Flag, d.LogLevel, "least severe level logged: "+strings.Join(logging.Levels, ", ")+" (debug adds per-proxy and per-webhook detail)")
 	fs.StringVar(&t.ReadTokenFile, KnobReadTokenFile.Flag, "", "file holding a token every read (status page, API, metrics) must carry; the health probes stay open (default: reads are open)")
 	fs.IntVar(&t.XDSMaxConnections, KnobXDSMaxConnections.Flag, d.XDSMaxConnections, "most client connections the xDS listener holds open; one more is reset at once and counted in legate_xds_connections_refused_total")
+	fs.StringVar(&t.XDSTransport, KnobXDSTransport.Flag, d.XDSTransport, "what carries xDS: lean (legate's own HTTP/2 transport: one goroutine a connection, responses written by their sender) or grpc (grpc-go's server)")
 }
 
 // Override sets each field of t whose knob changed says was given to the
@@ -130,6 +143,7 @@ func (t *Tuning) Override(from Tuning, changed func(flag string) bool) {
 		{KnobLogLevel, func() { t.LogLevel = from.LogLevel }},
 		{KnobReadTokenFile, func() { t.ReadTokenFile = from.ReadTokenFile }},
 		{KnobXDSMaxConnections, func() { t.XDSMaxConnections = from.XDSMaxConnections }},
+		{KnobXDSTransport, func() { t.XDSTransport = from.XDSTransport }},
 	} {
 		if changed(o.k.Flag) {
 			o.set()
@@ -154,6 +168,9 @@ func (t Tuning) withDefaults() Tuning {
 	}
 	if t.XDSMaxConnections == 0 {
 		t.XDSMaxConnections = d.XDSMaxConnections
+	}
+	if t.XDSTransport == "" {
+		t.XDSTransport = d.XDSTransport
 	}
 	return t
 }
@@ -180,6 +197,9 @@ func (t Tuning) Problems() []error {
 	}
 	if t.XDSMaxConnections < 0 {
 		add(KnobXDSMaxConnections, "must be at least 1, got %d", t.XDSMaxConnections)
+	}
+	if t.XDSTransport != "" && t.XDSTransport != XDSTransportLean && t.XDSTransport != XDSTransportGRPC {
+		add(KnobXDSTransport, "must be %q or %q, got %q", XDSTransportLean, XDSTransportGRPC, t.XDSTransport)
 	}
 	// logging's own words, so that both homes and the logger agree
 	if _, err := logging.New(io.Discard, "", t.LogFormat); err != nil {

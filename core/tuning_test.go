@@ -25,6 +25,7 @@ func TestTuningProblemsNameFieldAndFlag(t *testing.T) {
 		{Tuning{LogFormat: "xml"}, `logFormat (--log-format): log format "xml": want one of text, json`},
 		{Tuning{LogLevel: "loud"}, `logLevel (--log-level): log level "loud": want one of debug, info, warn, error`},
 		{Tuning{XDSMaxConnections: -1}, "xdsMaxConnections (--xds-max-connections): must be at least 1, got -1"},
+		{Tuning{XDSTransport: "h3"}, `xdsTransport (--xds-transport): must be "lean" or "grpc", got "h3"`},
 	} {
 		err := tc.tuning.Validate()
 		require.Error(t, err, "%+v", tc.tuning)

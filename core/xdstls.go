@@ -1,11 +1,9 @@
 package core
 
 import (
+	"crypto/tls"
 	"errors"
 	"fmt"
-
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
 
 	"github.com/legate-dev/legate/pki"
 	"github.com/legate-dev/legate/xds"
@@ -78,9 +76,9 @@ func (f XDSTLSFiles) Load() (*pki.KeyPairFiles, error) {
 	return certs, nil
 }
 
-// ServerOption is the gRPC option of xDS over TLS from the files; nil when
-// none is named.
-func (f XDSTLSFiles) ServerOption() (grpc.ServerOption, error) {
+// TLSConfig is the TLS configuration of xDS from the files
+// (xds.ServerTLS); nil when none is named.
+func (f XDSTLSFiles) TLSConfig() (*tls.Config, error) {
 	if !f.Set() {
 		return nil, nil
 	}
@@ -88,5 +86,5 @@ func (f XDSTLSFiles) ServerOption() (grpc.ServerOption, error) {
 	if err != nil {
 		return nil, err
 	}
-	return grpc.Creds(credentials.NewTLS(xds.ServerTLS(certs))), nil
+	return xds.ServerTLS(certs), nil
 }

@@ -11,7 +11,7 @@ func TestXDSTLSFiles(t *testing.T) {
 	none := XDSTLSFiles{}
 	assert.False(t, none.Set())
 	assert.Empty(t, none.Problems())
-	opt, err := none.ServerOption()
+	opt, err := none.TLSConfig()
 	require.NoError(t, err)
 	assert.Nil(t, opt, "no file, no TLS")
 	assert.Equal(t, XDSSecurity{Addr: ":1"}, none.Security(":1"))
@@ -26,6 +26,6 @@ func TestXDSTLSFiles(t *testing.T) {
 	assert.Equal(t, XDSSecurity{Addr: ":1", TLS: true}, XDSTLSFiles{Cert: "c", Key: "k"}.Security(":1"))
 	assert.Equal(t, XDSSecurity{Addr: ":1", TLS: true, MutualTLS: true}, XDSTLSFiles{Cert: "c", Key: "k", ClientCA: "ca"}.Security(":1"))
 
-	_, err = XDSTLSFiles{Cert: "/nonexistent/tls.crt", Key: "/nonexistent/tls.key"}.ServerOption()
+	_, err = XDSTLSFiles{Cert: "/nonexistent/tls.crt", Key: "/nonexistent/tls.key"}.TLSConfig()
 	assert.ErrorContains(t, err, "xdsTLS.certFile (--xds-tls-cert): stat /nonexistent/tls.crt")
 }

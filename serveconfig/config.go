@@ -73,7 +73,8 @@ type Config struct {
 	// StateDir holds the embedded store and the sources' clones.
 	StateDir string `json:"stateDir,omitempty"`
 	// History, TaintThreshold, AnswerTimeout, StatusMaxBackoff,
-	// XDSInsecure, LogFormat, LogLevel and XDSMaxConnections are the
+	// XDSInsecure, LogFormat, LogLevel, XDSMaxConnections and
+	// XDSTransport are the
 	// knobs both homes share (core.Tuning, docs/tuning.md), spelled here
 	// as the config file spells them; Tuning maps them onto core.Tuning.
 	//
@@ -95,6 +96,9 @@ type Config struct {
 	// XDSMaxConnections bounds the client connections the xDS listener
 	// holds open (default 50000); one more is reset at accept.
 	XDSMaxConnections int `json:"xdsMaxConnections,omitempty"`
+	// XDSTransport is what carries xDS: lean (legate's own HTTP/2
+	// transport, the default) or grpc (grpc-go's server).
+	XDSTransport string `json:"xdsTransport,omitempty"`
 	// AdminTokenFile holds the bearer token every mutating API call
 	// (fetch triggers, clearing taints) must carry. Without it legate
 	// makes one on its first start in <StateDir>/admin-token.
@@ -420,6 +424,7 @@ func (c Config) Tuning() core.Tuning {
 		LogLevel:          c.LogLevel,
 		ReadTokenFile:     c.ReadTokenFile,
 		XDSMaxConnections: c.XDSMaxConnections,
+		XDSTransport:      c.XDSTransport,
 	}
 }
 
@@ -431,6 +436,7 @@ func (c *Config) SetTuning(t core.Tuning) {
 	c.LogFormat, c.LogLevel = t.LogFormat, t.LogLevel
 	c.ReadTokenFile = t.ReadTokenFile
 	c.XDSMaxConnections = t.XDSMaxConnections
+	c.XDSTransport = t.XDSTransport
 }
 
 // WithDefaults fills unset fields.

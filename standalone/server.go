@@ -14,7 +14,6 @@ import (
 	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-	"google.golang.org/grpc"
 
 	"github.com/legate-dev/legate/core"
 	"github.com/legate-dev/legate/forge"
@@ -62,7 +61,7 @@ type Server struct {
 	engine   *revisions.Engine
 	pipeline *pipeline.Pipeline
 	xds      *xds.Server
-	grpc     *grpc.Server
+	grpc     core.XDSServer
 	http     *http.Server
 	api      *readapi.API
 	xdsLis   net.Listener
@@ -133,11 +132,9 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 		return nil, err
 	}
 	xdsSec := cfg.XDSSecurity()
-	var grpcOpts []grpc.ServerOption
-	if tlsOpt, err := cfg.XDSTLS.Files().ServerOption(); err != nil {
+	xdsTLS, err := cfg.XDSTLS.Files().TLSConfig()
+	if err != nil {
 		return nil, err
-	} else if tlsOpt != nil {
-		grpcOpts = append(grpcOpts, tlsOpt)
 	}
 	var authorizer xds.Authorizer
 	if xdsSec.MutualTLS {
@@ -226,7 +223,7 @@ func New(cfg serveconfig.Config, opts Options) (s *Server, err error) {
 		return nil, err
 	}
 	s.httpLis = netguard.Bound(s.httpLis, "the status API", s.log)
-	s.grpc = s.xds.NewGRPCServer(grpcOpts...)
+	s.grpc = s.core.NewXDSServer(xdsTLS)
 	if s.http, err = s.newHTTPServer(reg, secrets, opts.httpTimeouts); err != nil {
 		return nil, err
 	}

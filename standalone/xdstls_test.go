@@ -214,7 +214,7 @@ func TestXDSOverTLSReloadsTheServerCertificate(t *testing.T) {
 func TestXDSTLSFilesErrors(t *testing.T) {
 	pki := newTestPKI(t)
 	serverOption := func(c serveconfig.XDSTLSConfig) error {
-		_, err := c.Files().ServerOption()
+		_, err := c.Files().TLSConfig()
 		return err
 	}
 	err := serverOption(serveconfig.XDSTLSConfig{CertFile: pki.certFile, KeyFile: filepath.Join(pki.dir, "missing.key")})

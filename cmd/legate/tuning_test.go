@@ -18,7 +18,7 @@ import (
 var tuningArgs = []string{
 	"--history", "4", "--taint-threshold", "0.5", "--answer-timeout", "12s",
 	"--status-max-backoff", "45s", "--xds-insecure", "--log-format", "json", "--log-level", "warn",
-	"--xds-max-connections", "60000",
+	"--xds-max-connections", "60000", "--xds-transport", "grpc",
 }
 
 // Both homes accept the same tuning flags, with the same defaults, help
@@ -59,7 +59,7 @@ func TestServeTuningFlagsOverTheConfigFile(t *testing.T) {
 	require.NoError(t, gl.Parse(append([]string{"--source", "name=a,git=/r"}, tuningArgs...)))
 	cfg, err = g.config(gl)
 	require.NoError(t, err)
-	assert.Equal(t, core.Tuning{History: 4, TaintThreshold: 0.5, AnswerTimeout: 12 * time.Second, StatusMaxBackoff: 45 * time.Second, XDSInsecure: true, LogFormat: "json", LogLevel: "warn", XDSMaxConnections: 60000}, cfg.Tuning())
+	assert.Equal(t, core.Tuning{History: 4, TaintThreshold: 0.5, AnswerTimeout: 12 * time.Second, StatusMaxBackoff: 45 * time.Second, XDSInsecure: true, LogFormat: "json", LogLevel: "warn", XDSMaxConnections: 60000, XDSTransport: "grpc"}, cfg.Tuning())
 }
 
 // A bad knob is refused by both homes, naming the field and the flag.

@@ -47,8 +47,9 @@ type conn struct {
 
 	// wmu is held while writing to rw; werr is the first write error,
 	// after which nothing more is written.
-	wmu  sync.Mutex
-	werr error
+	wmu           sync.Mutex
+	werr          error
+	writeDeadline time.Time
 
 	// mu guards the streams and the windows of what the server sends.
 	mu           sync.Mutex

@@ -107,7 +107,14 @@ func (c *conn) writeBuffersLocked(bufs net.Buffers) error {
 	if c.werr != nil {
 		return c.werr
 	}
-	err := c.raw.SetWriteDeadline(time.Now().Add(c.cfg.WriteTimeout))
+	var err error
+	// The deadline moves only once half of it has passed: a write waits
+	// between half and all of WriteTimeout, and the timer is not reset on
+	// every write of a push to thousands of connections.
+	if now := time.Now(); c.writeDeadline.Sub(now) < c.cfg.WriteTimeout/2 {
+		c.writeDeadline = now.Add(c.cfg.WriteTimeout)
+		err = c.raw.SetWriteDeadline(c.writeDeadline)
+	}
 	if err == nil {
 		if c.wv != nil {
 			_, err = bufs.WriteTo(c.wv)

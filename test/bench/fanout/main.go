@@ -113,7 +113,7 @@ func runDriver(args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("fanout", flag.ContinueOnError)
 	streams := fs.String("streams", "100,1000", "comma-separated stream counts")
 	clusters := fs.String("clusters", "100,1000", "comma-separated cluster counts")
-	impls := fs.String("impls", "gcp,legate", "implementations: legate, gcp, h2 (a lean-transport measurement, h2server.go)")
+	impls := fs.String("impls", "gcp,legate", "implementations: legate (as it ships: its lean transport), legate-grpc (legate through grpc-go's server), gcp, h2 (a bare measurement, h2server.go)")
 	publishes := fs.Int("publishes", 7, "publishes measured per cell")
 	profiles := fs.String("cpuprofile", "", "write each server's CPU profile of the publishes into this directory")
 	perConn := fs.Int("streams-per-conn", 1, "ADS streams sharing one client connection (more than one uses grpc-go's client)")

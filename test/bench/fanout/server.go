@@ -124,7 +124,7 @@ func grpcOptions() []grpc.ServerOption {
 // startLegate starts legate's xDS server; bound is the listener wrapper
 // both homes serve through (connection bound, grpc-go's pooled reads), set
 // so that the cell measures what a user runs.
-func startLegate(gs **grpc.Server, counter *acks, bound *func(net.Listener) net.Listener) (publisher, error) {
+func startLegate(gs *grpcServer, lean bool, counter *acks, bound *func(net.Listener) net.Listener) (publisher, error) {
 	srv, err := xds.New(xds.Options{Observer: xds.ObserverFunc(func(ev xds.Event) {
 		if ev.Kind == xds.ACK {
 			counter.ack(ev.TypeVersion)
@@ -133,7 +133,11 @@ func startLegate(gs **grpc.Server, counter *acks, bound *func(net.Listener) net.
 	if err != nil {
 		return nil, err
 	}
-	*gs = srv.NewGRPCServer(grpcOptions()...)
+	if lean {
+		*gs = srv.NewTransport(nil)
+	} else {
+		*gs = srv.NewGRPCServer(grpcOptions()...)
+	}
 	*bound = srv.BoundListener
 	return func(version string, gen int) error {
 		// The encoding of every resource counts: legate's renderer does it
@@ -153,7 +157,13 @@ func startLegate(gs **grpc.Server, counter *acks, bound *func(net.Listener) net.
 	}, nil
 }
 
-func startGCP(gs **grpc.Server, counter *acks) publisher {
+// grpcServer is grpc-go's server or legate's lean transport.
+type grpcServer interface {
+	Serve(net.Listener) error
+	Stop()
+}
+
+func startGCP(gs *grpcServer, counter *acks) publisher {
 	cache := cachev3.NewSnapshotCache(true, cachev3.IDHash{}, nil)
 	cb := serverv3.CallbackFuncs{StreamRequestFunc: func(_ int64, req *discoveryv3.DiscoveryRequest) error {
 		if req.GetResponseNonce() != "" && req.GetErrorDetail() == nil {
@@ -162,8 +172,9 @@ func startGCP(gs **grpc.Server, counter *acks) publisher {
 		return nil
 	}}
 	srv := serverv3.NewServer(context.Background(), cache, cb)
-	*gs = grpc.NewServer(grpcOptions()...)
-	discoveryv3.RegisterAggregatedDiscoveryServiceServer(*gs, srv)
+	g := grpc.NewServer(grpcOptions()...)
+	discoveryv3.RegisterAggregatedDiscoveryServiceServer(g, srv)
+	*gs = g
 	return func(version string, gen int) error {
 		cs := makeClusters(clusterCount, gen)
 		rs := make([]cachetypes.Resource, len(cs))
@@ -182,7 +193,7 @@ var clusterCount int
 
 func runServer(args []string, stdout io.Writer) error {
 	fs := flag.NewFlagSet("server", flag.ContinueOnError)
-	impl := fs.String("impl", "legate", "legate, gcp or h2")
+	impl := fs.String("impl", "legate", "legate (its lean transport, as it ships), legate-grpc (through grpc-go's server), gcp or h2")
 	streams := fs.Int("streams", 100, "streams to wait for")
 	fs.IntVar(&clusterCount, "clusters", 100, "clusters per snapshot")
 	publishes := fs.Int("publishes", 7, "publishes to measure")
@@ -193,13 +204,13 @@ func runServer(args []string, stdout io.Writer) error {
 	}
 	res := &Result{Impl: *impl, Streams: *streams, Clusters: clusterCount, Publishes: *publishes}
 	counter := &acks{}
-	var gs *grpc.Server
+	var gs grpcServer
 	var publish publisher
 	var bound func(net.Listener) net.Listener
 	var serve func(net.Listener)
 	switch *impl {
-	case "legate":
-		p, err := startLegate(&gs, counter, &bound)
+	case "legate", "legate-grpc":
+		p, err := startLegate(&gs, *impl == "legate", counter, &bound)
 		if err != nil {
 			return err
 		}
@@ -209,7 +220,7 @@ func runServer(args []string, stdout io.Writer) error {
 	case "h2":
 		publish, serve = startH2(counter)
 	default:
-		return fmt.Errorf("unknown -impl %q: use legate, gcp or h2", *impl)
+		return fmt.Errorf("unknown -impl %q: use legate, legate-grpc, gcp or h2", *impl)
 	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
