@@ -50,6 +50,9 @@ type conn struct {
 	wmu           sync.Mutex
 	werr          error
 	writeDeadline time.Time
+	// tableSizeUpdate: the next header block starts with an HPACK
+	// dynamic table size update to 0.
+	tableSizeUpdate bool
 
 	// mu guards the streams and the windows of what the server sends.
 	mu           sync.Mutex
@@ -140,7 +143,6 @@ func (c *conn) readPreface() error {
 
 // serve reads and handles frames until the connection fails or closes.
 func (c *conn) serve() {
-	c.keepalive = time.AfterFunc(c.cfg.PingAfter, c.keepaliveTick)
 	var err error
 	for err == nil {
 		var f http2.Frame
@@ -213,6 +215,7 @@ func (c *conn) handleFrame(f http2.Frame) error {
 }
 
 func (c *conn) handleSettings(f *http2.SettingsFrame) error {
+	smallerTable := false
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
 			return connError{code: http2.ErrCode(err.(http2.ConnectionError)), reason: fmt.Sprintf("invalid %v", s)}
@@ -231,13 +234,23 @@ func (c *conn) handleSettings(f *http2.SettingsFrame) error {
 			c.mu.Lock()
 			c.peerMaxFrame = s.Val
 			c.mu.Unlock()
+		case http2.SettingHeaderTableSize:
+			smallerTable = smallerTable || s.Val < initialHeaderTable
 		}
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	return c.writeControl(c.fr.WriteSettingsAck)
+	return c.writeControl(func() error {
+		if smallerTable {
+			// A decoder whose table shrank expects the next header block
+			// to say so (RFC 7541, 4.2); the server's blocks never index,
+			// so saying 0 once is right for ever after.
+			c.tableSizeUpdate = true
+		}
+		return c.fr.WriteSettingsAck()
+	})
 }
 
 func (c *conn) handlePing(f *http2.PingFrame) error {
@@ -259,8 +272,8 @@ func (c *conn) handlePing(f *http2.PingFrame) error {
 
 func (c *conn) handleWindowUpdate(f *http2.WindowUpdateFrame) error {
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	if f.StreamID == 0 {
+		defer c.mu.Unlock()
 		c.sendWindow += int64(f.Increment)
 		if c.sendWindow > 1<<31-1 {
 			return connError{code: http2.ErrCodeFlowControl, reason: "the connection window overflowed"}
@@ -269,18 +282,21 @@ func (c *conn) handleWindowUpdate(f *http2.WindowUpdateFrame) error {
 		return nil
 	}
 	if f.StreamID > c.lastStreamID {
+		c.mu.Unlock()
 		return connError{code: http2.ErrCodeProtocol, reason: "WINDOW_UPDATE on an idle stream"}
 	}
 	st := c.streams[f.StreamID]
 	if st == nil {
+		c.mu.Unlock()
 		return nil
 	}
 	st.sendWindow += int64(f.Increment)
-	if st.sendWindow > 1<<31-1 {
-		go st.reset(http2.ErrCodeFlowControl)
-		return nil
-	}
+	overflow := st.sendWindow > 1<<31-1
 	c.wakeWritersLocked()
+	c.mu.Unlock()
+	if overflow {
+		st.reset(http2.ErrCodeFlowControl)
+	}
 	return nil
 }
 

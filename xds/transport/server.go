@@ -84,6 +84,8 @@ const (
 	maxFrameSize = 16 << 10
 	// initialWindow is HTTP/2's initial window before SETTINGS.
 	initialWindow = 65535
+	// initialHeaderTable is HPACK's dynamic table size before SETTINGS.
+	initialHeaderTable = 4096
 )
 
 func (c Config) withDefaults() Config {
@@ -273,6 +275,8 @@ func (s *Server) serveConn(nc net.Conn) {
 		c.close(errServerStopped)
 		return
 	}
+	// Set before close can be called (Stop), which stops it.
+	c.keepalive = time.AfterFunc(s.cfg.PingAfter, c.keepaliveTick)
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	defer func() {

@@ -74,9 +74,18 @@ func (c *conn) handleHeaders(f *http2.MetaHeadersFrame) error {
 		st.receive(nil, 0, true)
 		return nil
 	}
-	if id%2 == 0 || id <= c.lastStreamID {
+	if id%2 == 0 {
 		c.mu.Unlock()
-		return connError{code: http2.ErrCodeProtocol, reason: fmt.Sprintf("HEADERS on stream %d, which the client may not open", id)}
+		return connError{code: http2.ErrCodeProtocol, reason: fmt.Sprintf("HEADERS on stream %d: a client's stream IDs are odd", id)}
+	}
+	if id <= c.lastStreamID {
+		c.mu.Unlock()
+		if f.StreamEnded() {
+			// Trailers of a stream that ended here first: the block was
+			// decoded (the HPACK state is kept); nothing else to do.
+			return nil
+		}
+		return connError{code: http2.ErrCodeProtocol, reason: fmt.Sprintf("HEADERS on stream %d, which the client may not open again", id)}
 	}
 	c.lastStreamID = id
 	refuse := c.goingAway || c.closed || c.handlers >= c.cfg.MaxConcurrentStreams

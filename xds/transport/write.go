@@ -229,7 +229,7 @@ func (c *conn) writeMessage(st *stream, parts [][]byte) error {
 			return ctxStatus(st.ctx)
 		}
 		frames := (n + maxFrame - 1) / maxFrame
-		hdrs := make([]byte, 0, 9*(frames+1)+len(responseHeaders)+st.headerLen())
+		hdrs := make([]byte, 0, 9*(frames+1)+len(responseHeaders)+st.headerLen()+1)
 		bufs := make(net.Buffers, 0, 2*frames+len(segs)+1)
 		if !st.headersSent {
 			hdrs = st.appendHeadersFrame(hdrs, false)
@@ -277,9 +277,9 @@ func (st *stream) headerLen() int {
 // appendHeadersFrame appends the response HEADERS frame (and marks the
 // headers sent); under wmu.
 func (st *stream) appendHeadersFrame(b []byte, endStream bool) []byte {
-	block := responseHeaders
+	block := st.c.headerBlock(responseHeaders)
 	if len(st.header) > 0 {
-		block = encodeFields(append([]byte(nil), responseHeaders...), mdFields(st.header))
+		block = encodeFields(append([]byte(nil), block...), mdFields(st.header))
 	}
 	flags := http2.FlagHeadersEndHeaders
 	if endStream {
@@ -329,11 +329,12 @@ func (st *stream) writeStatus(s *status.Status) {
 	}
 	fields = append(fields, mdFields(st.trailer)...)
 	block := encodeFields(nil, fields)
-	if len(block) > maxFrameSize {
+	if len(block) > maxFrameSize-1 {
 		// Metadata set by a handler too large for one frame: the status
 		// alone.
 		block = encodeFields(nil, fields[:len(fields)-len(mdFields(st.trailer))])
 	}
+	block = c.headerBlock(block)
 	b := appendFrameHeader(make([]byte, 0, 9+len(block)+13), len(block), http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, st.id)
 	b = append(b, block...)
 	st.rmu.Lock()
@@ -363,15 +364,27 @@ func (c *conn) refuse(id uint32, open bool, httpStatus int, code codes.Code, msg
 		{Name: "grpc-status", Value: strconv.Itoa(int(code))},
 		{Name: "grpc-message", Value: encodeGRPCMessage(msg)},
 	})
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	block = c.headerBlock(block)
 	b := appendFrameHeader(make([]byte, 0, 9+len(block)+13), len(block), http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, id)
 	b = append(b, block...)
 	if open {
 		b = appendFrameHeader(b, 4, http2.FrameRSTStream, 0, id)
 		b = binary.BigEndian.AppendUint32(b, uint32(http2.ErrCodeNo))
 	}
-	c.wmu.Lock()
 	_ = c.writeBuffersLocked(net.Buffers{b})
-	c.wmu.Unlock()
+}
+
+// headerBlock is block as the next header block of the connection: with
+// the dynamic table size update a shrunk client table asks for first;
+// under wmu.
+func (c *conn) headerBlock(block []byte) []byte {
+	if !c.tableSizeUpdate {
+		return block
+	}
+	c.tableSizeUpdate = false
+	return append([]byte{0x20}, block...) // dynamic table size update: 0
 }
 
 // encodeGRPCMessage percent-encodes a status message as gRPC's HTTP/2

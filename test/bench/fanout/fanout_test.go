@@ -10,7 +10,6 @@ import (
 	resourcev3 "github.com/envoyproxy/go-control-plane/pkg/resource/v3"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/encoding"
 	grpcproto "google.golang.org/grpc/encoding/proto"
 	"google.golang.org/grpc/mem"
@@ -48,20 +47,25 @@ func TestWriteTableAndSVG(t *testing.T) {
 	assert.Error(t, writeSVG(&svg, &Run{}))
 }
 
-// TestRawClientACKs runs the bare HTTP/2 client against legate's server:
-// every publish must come back as an ACK of its version.
+// TestRawClientACKs runs the bare HTTP/2 client against legate's server,
+// through its lean transport and through grpc-go's: every publish must
+// come back as an ACK of its version.
 func TestRawClientACKs(t *testing.T) {
-	clusterCount = 50
-	counter := &acks{}
-	var gs *grpc.Server
-	var bound func(net.Listener) net.Listener
-	publish, err := startLegate(&gs, counter, &bound)
-	require.NoError(t, err)
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	go func() { _ = gs.Serve(bound(lis)) }()
-	t.Cleanup(gs.Stop)
-	expectACKs(t, lis.Addr().String(), counter, publish)
+	for _, lean := range []bool{true, false} {
+		t.Run(map[bool]string{true: "lean", false: "grpc"}[lean], func(t *testing.T) {
+			clusterCount = 50
+			counter := &acks{}
+			var gs grpcServer
+			var bound func(net.Listener) net.Listener
+			publish, err := startLegate(&gs, lean, counter, &bound)
+			require.NoError(t, err)
+			lis, err := net.Listen("tcp", "127.0.0.1:0")
+			require.NoError(t, err)
+			go func() { _ = gs.Serve(bound(lis)) }()
+			t.Cleanup(gs.Stop)
+			expectACKs(t, lis.Addr().String(), counter, publish)
+		})
+	}
 }
 
 // TestH2CellACKs runs the bare HTTP/2 client against the lean-transport
