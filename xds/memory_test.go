@@ -130,15 +130,17 @@ func TestOpenStreamHeapCost(t *testing.T) {
 		require.NoError(t, st.Send(ack(resp)))
 	}
 	waitAllACKed(t, ts.Server, streams+1)
-	perStream := (int64(heapLive()) - int64(before)) / streams
+	perStream := (int64(heapLive()) - int64(before)) / int64(streams)
 	t.Logf("heap per open stream, server and client: %d KiB", perStream/1024)
 	assert.Less(t, perStream, int64(48<<10))
 }
 
-// TestOpenTLSStreamHeapCost is TestOpenStreamHeapCost over TLS, where
-// grpc-go keeps a read buffer per connection (readBuffer): 97 KiB a
-// stream, server and grpc-go client together, where grpc-go's default
-// 32 KiB buffer made it 121 KiB.
+// TestOpenTLSStreamHeapCost is TestOpenStreamHeapCost over TLS, through
+// the lean transport (81 KiB a stream, server and grpc-go client
+// together: crypto/tls keeps its record buffers on each side) and
+// through grpc-go's, which keeps a read buffer per connection
+// (readBuffer): 94–97 KiB, where grpc-go's default 32 KiB buffer made it
+// 121 KiB.
 func TestOpenTLSStreamHeapCost(t *testing.T) {
 	if testing.Short() {
 		t.Skip("100 TLS connections")
@@ -156,9 +158,28 @@ func TestOpenTLSStreamHeapCost(t *testing.T) {
 	require.NoError(t, err)
 	roots := x509.NewCertPool()
 	roots.AddCert(leaf)
+	for _, lean := range []bool{true, false} {
+		t.Run(map[bool]string{true: "lean", false: "grpc"}[lean], func(t *testing.T) {
+			tlsStreamHeapCost(t, streams, lean, &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS13}, roots)
+		})
+	}
+}
+
+// tlsStreamHeapCost opens streams TLS streams to a server through the lean
+// transport or grpc-go's and reports the heap each adds.
+func tlsStreamHeapCost(t *testing.T, streams int, lean bool, serverTLS *tls.Config, roots *x509.CertPool) {
 	s, err := New(Options{Observer: ObserverFunc(func(Event) {})})
 	require.NoError(t, err)
-	gs := s.NewGRPCServer(grpc.Creds(credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: key}}, MinVersion: tls.VersionTLS13})))
+	var gs interface {
+		Serve(net.Listener) error
+		Stop()
+	}
+	if lean {
+		serverTLS.NextProtos = []string{"h2"}
+		gs = s.NewTransport(serverTLS)
+	} else {
+		gs = s.NewGRPCServer(grpc.Creds(credentials.NewTLS(serverTLS)))
+	}
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	go func() { _ = gs.Serve(s.BoundListener(lis)) }()
@@ -183,7 +204,7 @@ func TestOpenTLSStreamHeapCost(t *testing.T) {
 		require.NoError(t, st.Send(ack(resp)))
 	}
 	waitAllACKed(t, s, streams+1)
-	perStream := (int64(heapLive()) - int64(before)) / streams
+	perStream := (int64(heapLive()) - int64(before)) / int64(streams)
 	t.Logf("heap per open TLS stream, server and client: %d KiB", perStream/1024)
 	assert.Less(t, perStream, int64(110<<10))
 }
