@@ -126,17 +126,20 @@ test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2
 # output whole.
 test-plain: ## Run the tests of every package but RACE_ONLY_PKGS (make test's plain pass).
 	pkgs=$$($(GO) list $(SLOW_PKGS) ./... | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
-	$(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
+	LEGATE_XDS_TEST_TRANSPORT=grpc $(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
 
 # The packages where goroutines meet (the xDS server, the engine and its
 # store, the fetch loops, the renderer's parallel decoding) run under the
 # race detector (test-race). Those of RACE_ONLY_PKGS run there only: the
 # plain pass of `make test` skips them, so their tests run once and are
-# linked once (docs/testing.md, "CI time"). xds runs in both: its heap-cost
-# tests measure grpc-go's buffers, which the race detector's runtime
-# changes (a stream's heap with the read guard broken is 67 KiB plain and
-# 43 KiB under -race, under the 48 KiB bound), so they can fail only in
-# the plain pass.
+# linked once (docs/testing.md, "CI time"). xds runs in both, on a
+# transport each: the race pass serves its tests through the lean
+# transport (xds/transport), as both homes do, and the plain pass through
+# grpc-go's server (LEGATE_XDS_TEST_TRANSPORT=grpc), which --xds-transport
+# grpc still offers. Its heap-cost tests measure grpc-go's buffers there,
+# which the race detector's runtime changes (a stream's heap with the read
+# guard broken is 67 KiB plain and 43 KiB under -race, under the 48 KiB
+# bound), so they can fail only in the plain pass.
 RACE_ONLY_PKGS := ./revisions/... ./standalone/... ./sources/... ./render/...
 RACE_PKGS      := ./xds/... $(RACE_ONLY_PKGS)
 # As SLOW_PKGS for the plain pass: the race pass's longest packages first.

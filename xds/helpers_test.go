@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"os"
 	"sync"
 	"testing"
 	"time"
@@ -81,7 +82,7 @@ func startServer(t *testing.T, opts Options) *testServer {
 	opts.Registerer = reg
 	s, err := New(opts)
 	require.NoError(t, err)
-	gs := s.NewTransport(nil)
+	gs := testTransport(s)
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
 	// Through the bound listener, as both homes serve (core.ListenXDS).
@@ -89,6 +90,21 @@ func startServer(t *testing.T, opts Options) *testServer {
 	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	return &testServer{Server: s, addr: lis.Addr().String(), rec: rec, reg: reg}
+}
+
+// testTransport is what startServer serves through: the lean transport,
+// as both homes do, or grpc-go's server with
+// LEGATE_XDS_TEST_TRANSPORT=grpc. make test's race pass runs the package
+// the first way and its plain pass the second, so that every test here
+// runs once on each transport (Makefile, test-plain).
+func testTransport(s *Server) interface {
+	Serve(net.Listener) error
+	Stop()
+} {
+	if os.Getenv("LEGATE_XDS_TEST_TRANSPORT") == "grpc" {
+		return s.NewGRPCServer()
+	}
+	return s.NewTransport(nil)
 }
 
 func dial(t *testing.T, addr string) discoveryv3.AggregatedDiscoveryServiceClient {
