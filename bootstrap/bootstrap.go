@@ -129,6 +129,10 @@ func Envoy(o Options) ([]byte, error) {
 	if o.CAFile != "" {
 		tlsCtx := map[string]any{
 			"validation_context": map[string]any{"trusted_ca": map[string]any{"filename": o.CAFile}},
+			// HTTP/2 over TLS is negotiated by ALPN (RFC 9113, 3.2), and
+			// Envoy offers none unless told: legate's transport and grpc-go's
+			// (since 1.67) refuse a TLS client that does not say h2.
+			"alpn_protocols": []any{"h2"},
 		}
 		if o.CertFile != "" {
 			tlsCtx["tls_certificates"] = []any{map[string]any{

@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	bootstrapv3 "github.com/envoyproxy/go-control-plane/envoy/config/bootstrap/v3"
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3" // the TLS transport socket's type
-	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3"        // HttpProtocolOptions
+	tlsv3 "github.com/envoyproxy/go-control-plane/envoy/extensions/transport_sockets/tls/v3"
+	_ "github.com/envoyproxy/go-control-plane/envoy/extensions/upstreams/http/v3" // HttpProtocolOptions
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -35,6 +35,11 @@ func TestEnvoyBootstrapIsValid(t *testing.T) {
 			sa := cl.GetLoadAssignment().GetEndpoints()[0].GetLbEndpoints()[0].GetEndpoint().GetAddress().GetSocketAddress()
 			assert.EqualValues(t, 18000, sa.GetPortValue())
 			assert.Equal(t, o.CAFile != "", cl.GetTransportSocket() != nil)
+			if o.CAFile != "" {
+				var up tlsv3.UpstreamTlsContext
+				require.NoError(t, cl.GetTransportSocket().GetTypedConfig().UnmarshalTo(&up))
+				assert.Equal(t, []string{"h2"}, up.GetCommonTlsContext().GetAlpnProtocols(), "the xDS server refuses TLS without ALPN h2")
+			}
 		})
 	}
 }
