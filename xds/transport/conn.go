@@ -125,6 +125,9 @@ func (c *conn) readPreface() error {
 		); err != nil {
 			return err
 		}
+		if c.cfg.ReceiveWindow == initialWindow {
+			return nil
+		}
 		return c.fr.WriteWindowUpdate(0, c.cfg.ReceiveWindow-initialWindow)
 	})
 	if err != nil {
@@ -150,10 +153,11 @@ func (c *conn) serve() {
 		if err != nil {
 			var se http2.StreamError
 			if errors.As(err, &se) {
-				err = c.streamFrameError(f, se)
+				err = c.streamFrameError(se)
 				continue
 			}
-			if ce, ok := err.(http2.ConnectionError); ok {
+			var ce http2.ConnectionError
+			if errors.As(err, &ce) {
 				err = connError{code: http2.ErrCode(ce), reason: "malformed frame"}
 			}
 			break
@@ -169,16 +173,24 @@ func (c *conn) serve() {
 }
 
 // streamFrameError handles a frame the framer refused for one stream
-// alone: a request whose headers are invalid, or too large, is refused
-// and the connection goes on.
-func (c *conn) streamFrameError(f http2.Frame, se http2.StreamError) error {
-	if mh, ok := f.(*http2.MetaHeadersFrame); ok && mh.StreamID > c.lastStreamID {
-		if mh.StreamID%2 == 0 {
+// alone (a request whose headers are invalid, a WINDOW_UPDATE of 0): an
+// open stream is reset, its handler cancelled and its place kept until
+// the handler returns; a request refused as it opens counts as opened.
+// The connection goes on.
+func (c *conn) streamFrameError(se http2.StreamError) error {
+	c.mu.Lock()
+	st := c.streams[se.StreamID]
+	if st == nil && se.StreamID > c.lastStreamID {
+		if se.StreamID%2 == 0 {
+			c.mu.Unlock()
 			return connError{code: http2.ErrCodeProtocol, reason: "a client stream ID must be odd"}
 		}
-		c.mu.Lock()
-		c.lastStreamID = mh.StreamID
-		c.mu.Unlock()
+		c.lastStreamID = se.StreamID
+	}
+	c.mu.Unlock()
+	if st != nil {
+		st.reset(se.Code)
+		return nil
 	}
 	c.writeRST(se.StreamID, se.Code)
 	return nil
@@ -218,7 +230,12 @@ func (c *conn) handleSettings(f *http2.SettingsFrame) error {
 	smallerTable := false
 	err := f.ForeachSetting(func(s http2.Setting) error {
 		if err := s.Valid(); err != nil {
-			return connError{code: http2.ErrCode(err.(http2.ConnectionError)), reason: fmt.Sprintf("invalid %v", s)}
+			code := http2.ErrCodeProtocol
+			var ce http2.ConnectionError
+			if errors.As(err, &ce) {
+				code = http2.ErrCode(ce)
+			}
+			return connError{code: code, reason: fmt.Sprintf("invalid %v", s)}
 		}
 		switch s.ID {
 		case http2.SettingInitialWindowSize:
@@ -348,7 +365,8 @@ func (c *conn) handleData(f *http2.DataFrame) error {
 		// alone.
 		return nil
 	}
-	return st.receive(f.Data(), n, f.StreamEnded())
+	st.receive(f.Data(), n, f.StreamEnded())
+	return nil
 }
 
 // keepaliveTick pings a connection that has been silent for PingAfter, and

@@ -318,5 +318,8 @@ func (s *Server) handshake(nc net.Conn) (*conn, error) {
 	if err := nc.SetDeadline(time.Time{}); err != nil {
 		return nil, err
 	}
+	// The SETTINGS written above set a write deadline too, now cleared:
+	// the next write sets its own.
+	c.writeDeadline = time.Time{}
 	return c, nil
 }

@@ -6,10 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strconv"
-	"strings"
 	"sync"
-	"time"
 
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
@@ -60,108 +57,6 @@ type stream struct {
 	trailer     metadata.MD
 }
 
-// handleHeaders opens a stream: a request's headers are checked, the
-// concurrency bound applied, and the method's handler started.
-func (c *conn) handleHeaders(f *http2.MetaHeadersFrame) error {
-	id := f.StreamID
-	c.mu.Lock()
-	if st := c.streams[id]; st != nil {
-		c.mu.Unlock()
-		// Trailers: the client ends its side.
-		if !f.StreamEnded() {
-			return connError{code: http2.ErrCodeProtocol, reason: "trailers without END_STREAM"}
-		}
-		st.receive(nil, 0, true)
-		return nil
-	}
-	if id%2 == 0 {
-		c.mu.Unlock()
-		return connError{code: http2.ErrCodeProtocol, reason: fmt.Sprintf("HEADERS on stream %d: a client's stream IDs are odd", id)}
-	}
-	if id <= c.lastStreamID {
-		c.mu.Unlock()
-		if f.StreamEnded() {
-			// Trailers of a stream that ended here first: the block was
-			// decoded (the HPACK state is kept); nothing else to do.
-			return nil
-		}
-		return connError{code: http2.ErrCodeProtocol, reason: fmt.Sprintf("HEADERS on stream %d, which the client may not open again", id)}
-	}
-	c.lastStreamID = id
-	refuse := c.goingAway || c.closed || c.handlers >= c.cfg.MaxConcurrentStreams
-	c.mu.Unlock()
-	if refuse {
-		// The handlers of reset streams count until they return, so a
-		// client that opens and resets streams fast (rapid reset) is held
-		// to the bound.
-		c.writeRST(id, http2.ErrCodeRefusedStream)
-		return nil
-	}
-	if f.Truncated {
-		c.refuse(id, !f.StreamEnded(), 0, codes.ResourceExhausted, fmt.Sprintf("the request's header list is over %d bytes", c.cfg.MaxHeaderListSize))
-		return nil
-	}
-	var path, contentType, encoding, timeout string
-	md := metadata.MD{}
-	for _, hf := range f.Fields {
-		switch hf.Name {
-		case ":path":
-			path = hf.Value
-		case ":method":
-			if hf.Value != "POST" {
-				c.refuse(id, !f.StreamEnded(), 405, codes.Internal, "gRPC takes POST")
-				return nil
-			}
-		case "content-type":
-			contentType = hf.Value
-		case "grpc-encoding":
-			encoding = hf.Value
-		case "grpc-timeout":
-			timeout = hf.Value
-		case "te", "connection":
-		default:
-			if !strings.HasPrefix(hf.Name, ":") && !strings.HasPrefix(hf.Name, "grpc-") {
-				md[hf.Name] = append(md[hf.Name], hf.Value)
-			}
-		}
-	}
-	if contentType != "application/grpc" && !strings.HasPrefix(contentType, "application/grpc+") && !strings.HasPrefix(contentType, "application/grpc;") {
-		c.refuse(id, !f.StreamEnded(), 415, codes.Unknown, "content-type is not application/grpc")
-		return nil
-	}
-	m, ok := c.srv.methods[path]
-	if !ok {
-		c.refuse(id, !f.StreamEnded(), 0, codes.Unimplemented, "unknown method "+boundedPath(path))
-		return nil
-	}
-	if encoding != "" && encoding != "identity" {
-		c.refuse(id, !f.StreamEnded(), 0, codes.Unimplemented, "compressed requests are not served")
-		return nil
-	}
-	st := &stream{c: c, id: id, method: path, wake: make(chan struct{}, 1)}
-	ctx := metadata.NewIncomingContext(c.ctx, md)
-	if d, ok := parseTimeout(timeout); ok {
-		ctx, st.stopTimer = context.WithTimeout(ctx, d)
-	}
-	st.ctx, st.cancel = context.WithCancelCause(grpc.NewContextWithServerTransportStream(ctx, transportStream{st}))
-	c.mu.Lock()
-	if c.closed {
-		c.mu.Unlock()
-		st.cancel(errConnClosed)
-		return nil
-	}
-	st.sendWindow = c.streamWindow
-	c.streams[id] = st
-	c.handlers++
-	c.mu.Unlock()
-	if f.StreamEnded() {
-		st.receive(nil, 0, true)
-	}
-	c.srv.wg.Add(1)
-	go st.run(m)
-	return nil
-}
-
 // run is the stream's goroutine: the method's handler, then its status.
 func (st *stream) run(m method) {
 	defer st.c.srv.wg.Done()
@@ -194,20 +89,20 @@ func (st *stream) handle(m method) (err error) {
 
 // receive adds what a DATA frame carried (n bytes of window, padding
 // included) to the stream's messages; end is the client's END_STREAM.
-func (st *stream) receive(data []byte, n int64, end bool) error {
+func (st *stream) receive(data []byte, n int64, end bool) {
 	st.rmu.Lock()
 	if st.remoteDone {
 		st.rmu.Unlock()
 		if n > 0 {
 			st.reset(http2.ErrCodeStreamClosed)
 		}
-		return nil
+		return
 	}
 	st.received += n
 	if st.received-st.returned > int64(st.c.cfg.ReceiveWindow) {
 		st.rmu.Unlock()
 		st.reset(http2.ErrCodeFlowControl)
-		return nil
+		return
 	}
 	var failed error
 	if st.recvErr == nil {
@@ -234,12 +129,11 @@ func (st *stream) receive(data []byte, n int64, end bool) error {
 		// the client is told at once.
 		st.writeStatus(status.Convert(failed))
 		st.cancel(failed)
-		return nil
+		return
 	}
 	if credit > 0 {
 		st.c.writeWindowUpdate(st.id, credit)
 	}
-	return nil
 }
 
 // splitLocked moves the complete messages at the start of partial to the
@@ -255,7 +149,7 @@ func (st *stream) splitLocked() error {
 		}
 		end := 5 + int(size)
 		if len(st.partial) < end {
-			return nil
+			break
 		}
 		st.queue = append(st.queue, st.partial[5:end:end])
 		st.held += int64(end)
@@ -263,7 +157,12 @@ func (st *stream) splitLocked() error {
 			st.partial = nil
 			return nil
 		}
-		st.partial = append([]byte(nil), st.partial[end:]...)
+		st.partial = st.partial[end:]
+	}
+	if len(st.partial) > 0 && cap(st.partial) > 2*len(st.partial)+4096 {
+		// What is left starts a message: copied once, so that it does not
+		// keep alive the buffer of the messages queued before it.
+		st.partial = append([]byte(nil), st.partial...)
 	}
 	return nil
 }
@@ -413,31 +312,6 @@ func (st *stream) reset(code http2.ErrCode) {
 	if !ended {
 		st.c.writeRST(st.id, code)
 	}
-}
-
-// parseTimeout reads a grpc-timeout header: up to eight digits and a unit.
-func parseTimeout(v string) (time.Duration, bool) {
-	if len(v) < 2 || len(v) > 9 {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(v[:len(v)-1], 10, 64)
-	if err != nil || n < 0 {
-		return 0, false
-	}
-	unit := map[byte]time.Duration{'H': time.Hour, 'M': time.Minute, 'S': time.Second, 'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond}[v[len(v)-1]]
-	if unit == 0 {
-		return 0, false
-	}
-	return time.Duration(n) * unit, true
-}
-
-// boundedPath is a client's path cut for a status message.
-func boundedPath(p string) string {
-	const limit = 200
-	if len(p) > limit {
-		return strconv.Quote(p[:limit]) + "…"
-	}
-	return strconv.Quote(p)
 }
 
 // ctxStatus is the status of a stream whose context ended: the status

@@ -2,9 +2,11 @@ package transport
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/binary"
 	"net"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -44,10 +46,20 @@ func encodeFields(b []byte, fields []hpack.HeaderField) []byte {
 	return buf.Bytes()
 }
 
+// mdFields are a handler's metadata as header fields: keys in lower case,
+// "-bin" values in unpadded base64 (gRPC's HTTP/2 mapping), and the
+// headers the transport owns left out.
 func mdFields(md metadata.MD) []hpack.HeaderField {
 	var out []hpack.HeaderField
 	for k, vs := range md {
+		k = strings.ToLower(k)
+		if reservedHeader(k) {
+			continue
+		}
 		for _, v := range vs {
+			if strings.HasSuffix(k, "-bin") {
+				v = base64.RawStdEncoding.EncodeToString([]byte(v))
+			}
 			out = append(out, hpack.HeaderField{Name: k, Value: v})
 		}
 	}
