@@ -14,7 +14,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -273,14 +272,5 @@ func TestWriteStatusSendsTheOnlyStatusOfItsStream(t *testing.T) {
 
 func TestAReceiveWindowOfHTTP2sInitialWindowIsServed(t *testing.T) {
 	_, addr := startServer(t, Config{ReceiveWindow: initialWindow}, echo)
-	c := dialRaw(t, addr)
-	c.open(1, false)
-	c.send(1, wrapperspb.String("small window"), true)
-	r := c.response(1)
-	assert.Equal(t, "0", r.header("grpc-status"))
-	msgs := r.messages(t)
-	require.Len(t, msgs, 1)
-	got := new(wrapperspb.StringValue)
-	require.NoError(t, proto.Unmarshal(msgs[0], got))
-	assert.Equal(t, "small window", got.Value)
+	fuzzRoundTrip(t, addr)
 }

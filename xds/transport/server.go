@@ -226,17 +226,7 @@ func (s *Server) Serve(lis net.Listener) error {
 // Stop closes the listeners and every connection, which cancels every
 // stream, and waits until every handler has returned.
 func (s *Server) Stop() {
-	s.mu.Lock()
-	s.stopped = true
-	for lis := range s.listeners {
-		_ = lis.Close()
-	}
-	conns := make([]*conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
-	s.mu.Unlock()
-	for _, c := range conns {
+	for _, c := range s.stopAccepting() {
 		c.close(errServerStopped)
 	}
 	s.wg.Wait()
@@ -246,7 +236,16 @@ func (s *Server) Stop() {
 // new stream (GOAWAY) and waits for the streams open to end; ADS streams
 // rarely do, so the homes call Stop.
 func (s *Server) GracefulStop() {
+	for _, c := range s.stopAccepting() {
+		c.goAway()
+	}
+	s.wg.Wait()
+}
+
+// stopAccepting closes the listeners and returns the open connections.
+func (s *Server) stopAccepting() []*conn {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.stopped = true
 	for lis := range s.listeners {
 		_ = lis.Close()
@@ -255,11 +254,7 @@ func (s *Server) GracefulStop() {
 	for c := range s.conns {
 		conns = append(conns, c)
 	}
-	s.mu.Unlock()
-	for _, c := range conns {
-		c.goAway()
-	}
-	s.wg.Wait()
+	return conns
 }
 
 // serveConn runs one connection: the handshake, then its read loop.
