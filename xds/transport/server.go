@@ -270,8 +270,10 @@ func (s *Server) serveConn(nc net.Conn) {
 		c.close(errServerStopped)
 		return
 	}
-	// Set before close can be called (Stop), which stops it.
-	c.keepalive = time.AfterFunc(s.cfg.PingAfter, c.keepaliveTick)
+	// Set before close can be called (Stop), which stops it, and armed
+	// once set, so that its first tick finds it.
+	c.keepalive = time.AfterFunc(time.Duration(1<<62), c.keepaliveTick)
+	c.keepalive.Reset(s.cfg.PingAfter)
 	s.conns[c] = struct{}{}
 	s.mu.Unlock()
 	defer func() {
