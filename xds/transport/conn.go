@@ -63,6 +63,7 @@ type conn struct {
 	streamWindow int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
 	peerMaxFrame uint32
 	windowWake   chan struct{} // closed when a window grows
+	waiting      int           // senders waiting on windowWake
 	goingAway    bool
 	closed       bool
 
@@ -317,8 +318,12 @@ func (c *conn) handleWindowUpdate(f *http2.WindowUpdateFrame) error {
 	return nil
 }
 
-// wakeWritersLocked wakes every sender waiting for a window.
+// wakeWritersLocked wakes every sender waiting for a window (a window
+// update with none waiting costs nothing more).
 func (c *conn) wakeWritersLocked() {
+	if c.waiting == 0 {
+		return
+	}
 	close(c.windowWake)
 	c.windowWake = make(chan struct{})
 }

@@ -192,12 +192,14 @@ func (c *conn) reserve(st *stream, want int) (int, int, error) {
 			return n, maxFrame, nil
 		}
 		wake := c.windowWake
+		c.waiting++
 		c.mu.Unlock()
 		select {
 		case <-wake:
 		case <-st.ctx.Done():
 		}
 		c.mu.Lock()
+		c.waiting--
 	}
 }
 
