@@ -280,8 +280,10 @@ func (st *stream) SetTrailer(md metadata.MD) {
 // sent again. (grpc-go's transport stream has the same method, which
 // legate's ADS server calls to end a stream from a push worker.)
 func (st *stream) WriteStatus(s *status.Status) error {
-	st.cancel(s.Err())
+	// Written before the context ends: a handler that returns as soon as
+	// it sees the end would otherwise send its own status first.
 	st.writeStatus(s)
+	st.cancel(s.Err())
 	return nil
 }
 
@@ -302,16 +304,17 @@ func (st *stream) clientReset() {
 	st.cancel(status.Error(codes.Canceled, "the client cancelled the stream"))
 }
 
-// reset ends the stream with RST_STREAM code.
+// reset ends the stream with RST_STREAM code, then its context, so that
+// a handler woken by the end writes nothing after the reset.
 func (st *stream) reset(code http2.ErrCode) {
-	st.cancel(status.Errorf(codes.Internal, "stream reset: %v", code))
-	st.c.wmu.Lock()
-	ended := st.ended
-	st.ended = true
-	st.c.wmu.Unlock()
-	if !ended {
-		st.c.writeRST(st.id, code)
+	c := st.c
+	c.wmu.Lock()
+	if !st.ended && c.werr == nil {
+		_ = c.fr.WriteRSTStream(st.id, code)
 	}
+	st.ended = true
+	c.wmu.Unlock()
+	st.cancel(status.Errorf(codes.Internal, "stream reset: %v", code))
 }
 
 // ctxStatus is the status of a stream whose context ended: the status
