@@ -61,6 +61,8 @@ type conn struct {
 	handlers     uint32 // streams whose handlers have not returned
 	sendWindow   int64  // the connection's window for the server's DATA
 	streamWindow int64  // the client's SETTINGS_INITIAL_WINDOW_SIZE
+	// peerMaxFrame is the largest DATA frame written: the client's
+	// SETTINGS_MAX_FRAME_SIZE, but at most maxWriteFrame.
 	peerMaxFrame uint32
 	windowWake   chan struct{} // closed when a window grows
 	waiting      int           // senders waiting on windowWake
@@ -250,7 +252,7 @@ func (c *conn) handleSettings(f *http2.SettingsFrame) error {
 			c.mu.Unlock()
 		case http2.SettingMaxFrameSize:
 			c.mu.Lock()
-			c.peerMaxFrame = s.Val
+			c.peerMaxFrame = min(s.Val, maxWriteFrame)
 			c.mu.Unlock()
 		case http2.SettingHeaderTableSize:
 			smallerTable = smallerTable || s.Val < initialHeaderTable

@@ -141,3 +141,28 @@ func TestAFrameOfManySmallMessagesCostsTheServerMemoryInProportion(t *testing.T)
 	allocated := after.TotalAlloc - before.TotalAlloc
 	assert.Less(t, allocated, 64*sent, "the server allocated %d bytes for %d bytes of messages", allocated, sent)
 }
+
+func TestDataFramesStayAt16KiBWhateverTheClientAllows(t *testing.T) {
+	payload := bytes.Repeat([]byte("legate"), 100<<10/6)
+	_, addr := startServer(t, Config{}, func(st grpc.ServerStream) error {
+		return st.SendMsg(wrapperspb.Bytes(payload))
+	})
+	// A client that reads frames of up to 1 MiB, as the fan-out
+	// benchmark's does: the server still writes 16 KiB ones, so that a
+	// client keeping its read buffer keeps no more per connection.
+	c := dialRaw(t, addr,
+		http2.Setting{ID: http2.SettingMaxFrameSize, Val: 1 << 20},
+		http2.Setting{ID: http2.SettingInitialWindowSize, Val: 1 << 30})
+	require.NoError(t, c.fr.WriteWindowUpdate(0, 1<<30))
+	c.open(1, true)
+	frames := 0
+	c.until("the response's DATA", func(f http2.Frame) bool {
+		if df, ok := f.(*http2.DataFrame); ok && df.StreamID == 1 {
+			frames++
+			assert.LessOrEqual(t, len(df.Data()), 16<<10, "DATA frame %d", frames)
+		}
+		_, end := f.(*http2.MetaHeadersFrame)
+		return end && f.Header().Flags.Has(http2.FlagHeadersEndStream)
+	})
+	assert.GreaterOrEqual(t, frames, len(payload)/(16<<10), "the response in frames of 16 KiB")
+}
