@@ -170,6 +170,7 @@ func (c *conn) serve() {
 	}
 	var ce connError
 	if errors.As(err, &ce) {
+		c.cfg.Log.V(1).Info("xDS connection ended for a protocol error", "peer", c.peer.Addr.String(), "code", ce.code.String(), "reason", ce.reason)
 		c.writeGoAway(ce.code, ce.reason)
 	}
 	c.close(err)

@@ -61,8 +61,10 @@ type Config struct {
 	// sends it nothing, is told "too_many_pings" and disconnected (after
 	// maxPingStrikes), as grpc-go's keepalive enforcement does.
 	MinPingInterval time.Duration
-	// Log receives what a handler's panic was; nothing a client sends is
-	// logged.
+	// Log receives what a handler's panic was, and at V(1) (legate's
+	// --log-level debug) why a connection was refused in its handshake or
+	// ended for a protocol error: the peer's address and the reason, never
+	// what the client sent.
 	Log logr.Logger
 }
 
@@ -269,6 +271,9 @@ func (s *Server) stopAccepting() []*conn {
 func (s *Server) serveConn(nc net.Conn) {
 	c, err := s.handshake(nc)
 	if err != nil {
+		// A proxy whose certificate another CA signed, or that offers no
+		// h2, ends here: said at debug, since anyone may connect.
+		s.cfg.Log.V(1).Info("xDS connection refused in its handshake", "peer", nc.RemoteAddr().String(), "reason", err.Error())
 		_ = nc.Close()
 		return
 	}

@@ -12,9 +12,12 @@ import (
 	"io"
 	"math/big"
 	"net"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/net/http2"
@@ -151,4 +154,39 @@ func TestATLSClientThatDoesNotOfferH2IsRefused(t *testing.T) {
 			assert.Zero(t, n, "bytes from the server")
 		})
 	}
+}
+
+func TestARefusedHandshakeIsLoggedAtDebug(t *testing.T) {
+	pki := newTestPKI(t)
+	var mu sync.Mutex
+	var lines []string
+	log := funcr.New(func(prefix, args string) {
+		mu.Lock()
+		defer mu.Unlock()
+		lines = append(lines, args)
+	}, funcr.Options{Verbosity: 1})
+	_, addr := startServer(t, Config{TLS: pki.serverTLS(), Log: log}, echo)
+
+	// A client with no certificate: the server requires one.
+	noCert := pki.clientTLS("h2")
+	noCert.Certificates = nil
+	nc, err := tls.Dial("tcp", addr, noCert)
+	if err == nil {
+		// Under TLS 1.3 the client's side completes first; the refusal
+		// comes on its first read.
+		require.NoError(t, nc.SetReadDeadline(time.Now().Add(10*time.Second)))
+		_, err = nc.Read(make([]byte, 1))
+		assert.ErrorContains(t, err, "certificate required")
+		_ = nc.Close()
+	}
+	require.Eventually(t, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		for _, l := range lines {
+			if strings.Contains(l, "refused in its handshake") && strings.Contains(l, "certificate") && strings.Contains(l, "127.0.0.1:") {
+				return true
+			}
+		}
+		return false
+	}, 10*time.Second, 10*time.Millisecond, "a debug line naming the peer and the reason")
 }
