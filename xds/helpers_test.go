@@ -92,15 +92,18 @@ func startServer(t *testing.T, opts Options) *testServer {
 	return &testServer{Server: s, addr: lis.Addr().String(), rec: rec, reg: reg}
 }
 
+// serving is either transport's server: grpc-go's or the lean one.
+type serving interface {
+	Serve(net.Listener) error
+	Stop()
+}
+
 // testTransport is what startServer serves through: the lean transport,
 // as both homes do, or grpc-go's server with
 // LEGATE_XDS_TEST_TRANSPORT=grpc. make test's race pass runs the package
 // the first way and its plain pass the second, so that every test here
 // runs once on each transport (Makefile, test-plain).
-func testTransport(s *Server) interface {
-	Serve(net.Listener) error
-	Stop()
-} {
+func testTransport(s *Server) serving {
 	if os.Getenv("LEGATE_XDS_TEST_TRANSPORT") == "grpc" {
 		return s.NewGRPCServer()
 	}

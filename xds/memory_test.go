@@ -170,10 +170,7 @@ func TestOpenTLSStreamHeapCost(t *testing.T) {
 func tlsStreamHeapCost(t *testing.T, streams int, lean bool, serverTLS *tls.Config, roots *x509.CertPool) {
 	s, err := New(Options{Observer: ObserverFunc(func(Event) {})})
 	require.NoError(t, err)
-	var gs interface {
-		Serve(net.Listener) error
-		Stop()
-	}
+	var gs serving
 	if lean {
 		serverTLS.NextProtos = []string{"h2"}
 		gs = s.NewTransport(serverTLS)

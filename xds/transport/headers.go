@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/legate-dev/legate/textbound"
 )
 
 // handleHeaders opens a stream: a request's headers are checked, the
@@ -51,8 +53,9 @@ func (c *conn) handleHeaders(f *http2.MetaHeadersFrame) error {
 		c.writeRST(id, http2.ErrCodeRefusedStream)
 		return nil
 	}
+	open := !f.StreamEnded() // the client may still send on the stream
 	if f.Truncated {
-		c.refuse(id, !f.StreamEnded(), 0, codes.ResourceExhausted, fmt.Sprintf("the request's header list is over %d bytes", c.cfg.MaxHeaderListSize))
+		c.refuse(id, open, 0, codes.ResourceExhausted, fmt.Sprintf("the request's header list is over %d bytes", c.cfg.MaxHeaderListSize))
 		return nil
 	}
 	var path, contentType, encoding, timeout string
@@ -63,7 +66,7 @@ func (c *conn) handleHeaders(f *http2.MetaHeadersFrame) error {
 			path = hf.Value
 		case ":method":
 			if hf.Value != "POST" {
-				c.refuse(id, !f.StreamEnded(), 405, codes.Internal, "gRPC takes POST")
+				c.refuse(id, open, 405, codes.Internal, "gRPC takes POST")
 				return nil
 			}
 		case "content-type":
@@ -72,7 +75,6 @@ func (c *conn) handleHeaders(f *http2.MetaHeadersFrame) error {
 			encoding = hf.Value
 		case "grpc-timeout":
 			timeout = hf.Value
-		case "te", "connection":
 		default:
 			if reservedHeader(hf.Name) {
 				continue
@@ -81,7 +83,7 @@ func (c *conn) handleHeaders(f *http2.MetaHeadersFrame) error {
 			if strings.HasSuffix(hf.Name, "-bin") {
 				b, err := decodeBinary(v)
 				if err != nil {
-					c.refuse(id, !f.StreamEnded(), 0, codes.Internal, "malformed binary metadata "+boundedPath(hf.Name))
+					c.refuse(id, open, 0, codes.Internal, "malformed binary metadata "+boundedPath(hf.Name))
 					return nil
 				}
 				v = string(b)
@@ -90,16 +92,16 @@ func (c *conn) handleHeaders(f *http2.MetaHeadersFrame) error {
 		}
 	}
 	if contentType != "application/grpc" && !strings.HasPrefix(contentType, "application/grpc+") && !strings.HasPrefix(contentType, "application/grpc;") {
-		c.refuse(id, !f.StreamEnded(), 415, codes.Unknown, "content-type is not application/grpc")
+		c.refuse(id, open, 415, codes.Unknown, "content-type is not application/grpc")
 		return nil
 	}
 	m, ok := c.srv.methods[path]
 	if !ok {
-		c.refuse(id, !f.StreamEnded(), 0, codes.Unimplemented, "unknown method "+boundedPath(path))
+		c.refuse(id, open, 0, codes.Unimplemented, "unknown method "+boundedPath(path))
 		return nil
 	}
 	if encoding != "" && encoding != "identity" {
-		c.refuse(id, !f.StreamEnded(), 0, codes.Unimplemented, "compressed requests are not served")
+		c.refuse(id, open, 0, codes.Unimplemented, "compressed requests are not served")
 		return nil
 	}
 	st := &stream{c: c, id: id, method: path, wake: make(chan struct{}, 1)}
@@ -118,7 +120,7 @@ func (c *conn) handleHeaders(f *http2.MetaHeadersFrame) error {
 	c.streams[id] = st
 	c.handlers++
 	c.mu.Unlock()
-	if f.StreamEnded() {
+	if !open {
 		st.receive(nil, 0, true)
 	}
 	c.srv.wg.Add(1)
@@ -154,18 +156,32 @@ func parseTimeout(v string) (time.Duration, bool) {
 	if err != nil || n < 0 {
 		return 0, false
 	}
-	unit := map[byte]time.Duration{'H': time.Hour, 'M': time.Minute, 'S': time.Second, 'm': time.Millisecond, 'u': time.Microsecond, 'n': time.Nanosecond}[v[len(v)-1]]
-	if unit == 0 {
+	var unit time.Duration
+	switch v[len(v)-1] {
+	case 'H':
+		unit = time.Hour
+	case 'M':
+		unit = time.Minute
+	case 'S':
+		unit = time.Second
+	case 'm':
+		unit = time.Millisecond
+	case 'u':
+		unit = time.Microsecond
+	case 'n':
+		unit = time.Nanosecond
+	default:
 		return 0, false
 	}
 	return time.Duration(n) * unit, true
 }
 
-// boundedPath is a client's path cut for a status message.
+// boundedPath is a client's path quoted for a status message, cut (on a
+// rune boundary) past 200 bytes.
 func boundedPath(p string) string {
 	const limit = 200
 	if len(p) > limit {
-		return strconv.Quote(p[:limit]) + "…"
+		return strconv.Quote(textbound.Prefix(p, limit)) + "…"
 	}
 	return strconv.Quote(p)
 }

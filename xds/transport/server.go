@@ -51,8 +51,9 @@ type Config struct {
 	MaxHeaderListSize uint32
 	// HandshakeTimeout bounds the TLS handshake and the HTTP/2 preface.
 	HandshakeTimeout time.Duration
-	// WriteTimeout bounds one write to a connection: a client that reads
-	// nothing for that long loses the connection.
+	// WriteTimeout bounds writes to a connection: a write that makes no
+	// progress ends the connection after between half of WriteTimeout and
+	// all of it (the deadline moves once half of it has passed).
 	WriteTimeout time.Duration
 	// PingAfter and PingTimeout: a connection silent for PingAfter is
 	// pinged, and closed when nothing arrives within PingTimeout.

@@ -99,15 +99,15 @@ func (c *conn) writeRST(id uint32, code http2.ErrCode) {
 	_ = c.writeControl(func() error { return c.fr.WriteRSTStream(id, code) })
 }
 
+// writeWindowUpdate gives stream id inc bytes of window back, unless the
+// stream has ended.
 func (c *conn) writeWindowUpdate(id, inc uint32) {
 	_ = c.writeControl(func() error {
-		if id != 0 {
-			c.mu.Lock()
-			gone := c.streams[id] == nil
-			c.mu.Unlock()
-			if gone {
-				return nil
-			}
+		c.mu.Lock()
+		gone := c.streams[id] == nil
+		c.mu.Unlock()
+		if gone {
+			return nil
 		}
 		return c.fr.WriteWindowUpdate(id, inc)
 	})
@@ -245,10 +245,12 @@ func (c *conn) writeMessage(st *stream, parts [][]byte) error {
 		}
 		frames := (n + maxFrame - 1) / maxFrame
 		ws := writeScratches.Get().(*writeScratch)
-		hdrs := slices.Grow(ws.hdrs[:0], 9*(frames+1)+len(responseHeaders)+st.headerLen()+1)
+		// A capacity hint: a stream's own headers may grow hdrs, and the
+		// slices of it already in bufs keep pointing at what they hold.
+		hdrs := slices.Grow(ws.hdrs[:0], 9*(frames+1)+len(responseHeaders)+1)
 		bufs := slices.Grow(ws.bufs[:0], 2*frames+len(segs)+1)
 		if !st.headersSent {
-			hdrs = st.appendHeadersFrame(hdrs, false)
+			hdrs = st.appendHeadersFrame(hdrs)
 			bufs = append(bufs, hdrs)
 		}
 		for left := n; left > 0; {
@@ -302,30 +304,14 @@ func (ws *writeScratch) put(hdrs []byte, bufs net.Buffers) {
 	writeScratches.Put(ws)
 }
 
-// headerLen is the encoded size of the stream's own response headers;
-// under wmu.
-func (st *stream) headerLen() int {
-	n := 0
-	for k, vs := range st.header {
-		for _, v := range vs {
-			n += len(k) + len(v) + 16
-		}
-	}
-	return n
-}
-
 // appendHeadersFrame appends the response HEADERS frame (and marks the
 // headers sent); under wmu.
-func (st *stream) appendHeadersFrame(b []byte, endStream bool) []byte {
+func (st *stream) appendHeadersFrame(b []byte) []byte {
 	block := st.c.headerBlock(responseHeaders)
 	if len(st.header) > 0 {
 		block = encodeFields(append([]byte(nil), block...), mdFields(st.header))
 	}
-	flags := http2.FlagHeadersEndHeaders
-	if endStream {
-		flags |= http2.FlagHeadersEndStream
-	}
-	b = appendFrameHeader(b, len(block), http2.FrameHeaders, flags, st.id)
+	b = appendFrameHeader(b, len(block), http2.FrameHeaders, http2.FlagHeadersEndHeaders, st.id)
 	st.headersSent = true
 	return append(b, block...)
 }
@@ -337,7 +323,7 @@ func (c *conn) writeHeaders(st *stream) error {
 	if st.headersSent || st.ended {
 		return nil
 	}
-	err := c.writeBuffersLocked(net.Buffers{st.appendHeadersFrame(nil, false)})
+	err := c.writeBuffersLocked(net.Buffers{st.appendHeadersFrame(nil)})
 	c.dataSent.Store(true)
 	return err
 }
@@ -367,27 +353,17 @@ func (st *stream) writeStatus(s *status.Status) {
 		}
 		fields = append(fields, hpack.HeaderField{Name: "grpc-message", Value: encodeGRPCMessage(msg)})
 	}
-	fields = append(fields, mdFields(st.trailer)...)
-	block := encodeFields(nil, fields)
+	block := encodeFields(nil, append(fields, mdFields(st.trailer)...))
 	if len(block) > maxFrameSize-1 {
 		// Metadata set by a handler too large for one frame: the status
 		// alone.
-		block = encodeFields(nil, fields[:len(fields)-len(mdFields(st.trailer))])
+		block = encodeFields(nil, fields)
 	}
-	block = c.headerBlock(block)
-	b := appendFrameHeader(make([]byte, 0, 9+len(block)+13), len(block), http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, st.id)
-	b = append(b, block...)
 	st.rmu.Lock()
 	open := !st.remoteDone
 	st.rmu.Unlock()
-	if open {
-		// The client may still be sending: it is told to stop (gRPC's
-		// HTTP/2 mapping: RST_STREAM with NO_ERROR after the trailers).
-		b = appendFrameHeader(b, 4, http2.FrameRSTStream, 0, st.id)
-		b = binary.BigEndian.AppendUint32(b, uint32(http2.ErrCodeNo))
-	}
 	st.headersSent = true
-	_ = c.writeBuffersLocked(net.Buffers{b})
+	_ = c.writeBuffersLocked(net.Buffers{c.appendStreamEnd(nil, st.id, block, open)})
 	c.dataSent.Store(true)
 }
 
@@ -406,14 +382,22 @@ func (c *conn) refuse(id uint32, open bool, httpStatus int, code codes.Code, msg
 	})
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	_ = c.writeBuffersLocked(net.Buffers{c.appendStreamEnd(nil, id, block, open)})
+}
+
+// appendStreamEnd appends the last frames the server writes on stream id:
+// a HEADERS frame of block that ends it and, when the client may still be
+// sending (open), RST_STREAM with NO_ERROR, which tells it to stop (gRPC's
+// HTTP/2 mapping); under wmu.
+func (c *conn) appendStreamEnd(b []byte, id uint32, block []byte, open bool) []byte {
 	block = c.headerBlock(block)
-	b := appendFrameHeader(make([]byte, 0, 9+len(block)+13), len(block), http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, id)
+	b = appendFrameHeader(b, len(block), http2.FrameHeaders, http2.FlagHeadersEndHeaders|http2.FlagHeadersEndStream, id)
 	b = append(b, block...)
 	if open {
 		b = appendFrameHeader(b, 4, http2.FrameRSTStream, 0, id)
 		b = binary.BigEndian.AppendUint32(b, uint32(http2.ErrCodeNo))
 	}
-	_ = c.writeBuffersLocked(net.Buffers{b})
+	return b
 }
 
 // headerBlock is block as the next header block of the connection: with
