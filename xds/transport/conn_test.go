@@ -233,6 +233,7 @@ func TestWriteStatusSendsTheOnlyStatusOfItsStream(t *testing.T) {
 	// done with; every frame of stream 1 comes before the one served.
 	var ofFirst []http2.FrameHeader
 	var trailers [][]hpack.HeaderField
+	var firstRST *http2.ErrCode
 	deadline := time.Now().Add(waitFor)
 	for id := uint32(3); ; id += 2 {
 		c.open(id, true)
@@ -243,6 +244,9 @@ func TestWriteStatusSendsTheOnlyStatusOfItsStream(t *testing.T) {
 				ofFirst = append(ofFirst, h)
 				if mh, ok := f.(*http2.MetaHeadersFrame); ok {
 					trailers = append(trailers, mh.Fields)
+				}
+				if rf, ok := f.(*http2.RSTStreamFrame); ok {
+					firstRST = &rf.ErrCode
 				}
 			case id:
 				switch f := f.(type) {
@@ -268,6 +272,31 @@ func TestWriteStatusSendsTheOnlyStatusOfItsStream(t *testing.T) {
 	for _, h := range ofFirst {
 		assert.Contains(t, []http2.FrameType{http2.FrameHeaders, http2.FrameRSTStream}, h.Type, "stream 1")
 	}
+	// The client had not ended its side of stream 1: after the trailers it
+	// is told to stop sending (gRPC's HTTP/2 mapping).
+	require.NotNil(t, firstRST, "stream 1's RST_STREAM after its trailers: %v", ofFirst)
+	assert.Equal(t, http2.ErrCodeNo, *firstRST)
+}
+
+func TestAClientsShrunkHeaderTableIsToldSoInTheNextHeaderBlock(t *testing.T) {
+	_, addr := startServer(t, Config{}, echo)
+	c := dialRaw(t, addr, http2.Setting{ID: http2.SettingHeaderTableSize, Val: 0})
+	// The raw header blocks are read: a decoder whose table shrank
+	// expects the next block to begin with a size update (RFC 7541, 4.2).
+	c.fr.ReadMetaHeaders = nil
+	c.open(1, false)
+	c.send(1, wrapperspb.String("table"), true)
+	hf := c.until("the response HEADERS", func(f http2.Frame) bool {
+		_, ok := f.(*http2.HeadersFrame)
+		return ok && f.Header().StreamID == 1
+	}).(*http2.HeadersFrame)
+	block := hf.HeaderBlockFragment()
+	require.NotEmpty(t, block)
+	assert.Equal(t, byte(0x20), block[0], "a dynamic table size update to 0 first")
+	dec := hpack.NewDecoder(0, nil)
+	fields, err := dec.DecodeFull(block)
+	require.NoError(t, err)
+	assert.Equal(t, "200", response{headers: fields}.header(":status"))
 }
 
 func TestAReceiveWindowOfHTTP2sInitialWindowIsServed(t *testing.T) {
