@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -248,4 +249,125 @@ func TestConcurrentAppliesToOneNodeStayInOrder(t *testing.T) {
 	assert.Equal(t, last.Version, s.Published.Version)
 	p, _ := pub.lastOf(node)
 	assert.Equal(t, last.Version, p.Version)
+}
+
+// heldStore is a bolt store whose commits, once held is set, each wait at
+// a gate until the test opens it, as an API server that answers late would.
+type heldStore struct {
+	*boltstore.Store
+	held    atomic.Bool
+	entered chan string   // receives the node of each held commit
+	open    chan struct{} // closed to let the held commits through
+}
+
+func (s *heldStore) Commit(ctx context.Context, u revisions.Update) error {
+	if s.held.Load() {
+		s.entered <- u.Record.Node
+		<-s.open
+	}
+	return s.Store.Commit(ctx, u)
+}
+
+// When the proxies of many nodes reject their publications together, or
+// fall silent past the answer timeout together, the taints are written
+// side by side: a fleet rolls back in a few store round trips, not one
+// round trip per node after the other (1 000 nodes behind an API server
+// that takes 200 ms a write took over three minutes).
+func TestTaintsOfManyNodesAreStoredSideBySide(t *testing.T) {
+	const nodes = 8
+	// Every node has two proxies; at the threshold of one half, one
+	// rejection taints a publication once the other proxy's answer is
+	// in or overdue.
+	for _, tt := range []struct {
+		name string
+		// rejectFirst: pod-N rejects before the store is held.
+		rejectFirst bool
+		// judge has the engine judge the bad publications (by node): a
+		// drain of rejections or a Tick past the answer timeout. It
+		// returns once every node's taint is stored.
+		judge func(e *revisions.Engine, clock *fakeClock, bad map[string]revisions.Publication)
+	}{
+		{"rejected", false, func(e *revisions.Engine, _ *fakeClock, bad map[string]revisions.Publication) {
+			for id, p := range bad {
+				for _, proxy := range []string{"pod-", "quiet-"} {
+					ev := nack(proxy+id, p, "refused")
+					ev.Node = id
+					e.ObserveProxy(ev)
+				}
+			}
+			revisions.Drain(e)
+		}},
+		{"timed out", true, func(e *revisions.Engine, clock *fakeClock, _ map[string]revisions.Publication) {
+			e.Tick(context.Background(), clock.Step(time.Minute))
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := boltstore.Open(t.TempDir())
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = st.Close() })
+			held := &heldStore{Store: st, entered: make(chan string, nodes), open: make(chan struct{})}
+			pub := &recordingPublisher{}
+			clock := newFakeClock(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+			e, err := revisions.New(revisions.Options{Store: held, Publisher: pub, Clock: clock, Timeout: 30 * time.Second, Threshold: 0.5})
+			require.NoError(t, err)
+			require.NoError(t, e.Restore(context.Background()))
+			ctx := context.Background()
+
+			observe := func(id string, evs ...revisions.ProxyEvent) {
+				for _, ev := range evs {
+					ev.Node = id
+					e.ObserveProxy(ev)
+				}
+				revisions.Drain(e)
+			}
+			bad := map[string]revisions.Publication{}
+			for i := range nodes {
+				id := fmt.Sprintf("n%d", i)
+				require.NoError(t, e.Apply(ctx, id, configOf(id, "l", "good"), gitOrigin("sha-good")))
+				good, _ := pub.lastOf(id)
+				observe(id, connect("pod-"+id), ack("pod-"+id, good), connect("quiet-"+id), ack("quiet-"+id, good))
+				require.NoError(t, e.Apply(ctx, id, configOf(id, "l", "bad"), gitOrigin("sha-bad")))
+				bad[id], _ = pub.lastOf(id)
+				if tt.rejectFirst {
+					observe(id, nack("pod-"+id, bad[id], "refused"))
+					s, _ := e.Node(id)
+					require.Equal(t, revisions.StatePending, s.State, "%s waits for its quiet proxy", id)
+				}
+			}
+
+			held.held.Store(true)
+			judged := make(chan struct{})
+			go func() { tt.judge(e, clock, bad); close(judged) }()
+
+			// Every node's taint reaches the store while none has been
+			// answered.
+			in := map[string]bool{}
+			deadline := time.After(10 * time.Second)
+			for len(in) < nodes {
+				select {
+				case id := <-held.entered:
+					in[id] = true
+				case <-deadline:
+					held.held.Store(false)
+					close(held.open)
+					<-judged
+					t.Fatalf("only %d of %d nodes' taints reached the store while the first was unanswered: %v", len(in), nodes, in)
+				}
+			}
+			held.held.Store(false)
+			close(held.open)
+			select {
+			case <-judged:
+			case <-time.After(10 * time.Second):
+				t.Fatal("the taints were not applied once the store answered")
+			}
+			for id := range bad {
+				s, ok := e.Node(id)
+				require.True(t, ok, id)
+				assert.Equal(t, revisions.StateRollback, s.State, id)
+				require.NotNil(t, s.Published, id)
+				assert.Equal(t, "sha-good", s.Published.Commit, id)
+			}
+		})
+	}
 }

@@ -3,6 +3,7 @@ package revisions
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/legate-dev/legate/render"
@@ -73,14 +74,14 @@ func (e *Engine) Tick(ctx context.Context, now time.Time) {
 		nodes = append(nodes, n)
 	}
 	e.mu.Unlock()
-	for _, n := range nodes {
+	eachNode(nodes, func(n *nodeState) {
 		if ctx.Err() != nil {
 			return
 		}
 		e.mu.Lock()
 		if !e.tryLockNode(n) {
 			e.mu.Unlock()
-			continue
+			return
 		}
 		if e.following {
 			e.retryMirror(n)
@@ -89,7 +90,34 @@ func (e *Engine) Tick(ctx context.Context, now time.Time) {
 			e.retryWaiting(ctx, n, now)
 		}
 		e.releaseNode(ctx, n)
+	})
+}
+
+// nodeWorkers bounds the nodes that drain and Tick decide at once. A
+// decision may write to the store (a taint before its rollback, the
+// rollback's record) with only the node's op lock held, so when the
+// proxies of many nodes reject their publications together, the rollbacks
+// take about nodes/nodeWorkers store round trips rather than one round
+// trip per node, one after the other.
+const nodeWorkers = 16
+
+// eachNode calls fn for every node, on up to nodeWorkers goroutines, and
+// returns when every call has. fn takes the node's locks itself.
+func eachNode(nodes []*nodeState, fn func(*nodeState)) {
+	if len(nodes) == 1 {
+		fn(nodes[0])
+		return
 	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range min(len(nodes), nodeWorkers) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(nodes)); i = next.Add(1) - 1 {
+				fn(nodes[i])
+			}
+		})
+	}
+	wg.Wait()
 }
 
 // drain applies every queued event, then judges the nodes they touched.
@@ -114,24 +142,25 @@ func (e *Engine) drain(ctx context.Context) {
 		byNode[n] = append(byNode[n], ev)
 	}
 	e.mu.Unlock()
-	for _, n := range order {
+	eachNode(order, func(n *nodeState) {
 		e.mu.Lock()
+		evs := byNode[n]
 		if e.nodes[n.rec.Node] != n || !n.op.TryLock() {
 			// Busy: its holder applies the events before it lets go. (A
 			// node dropped meanwhile had no proxy, so its events are
 			// reports of streams it no longer has.)
 			if e.nodes[n.rec.Node] == n {
-				n.deferred = append(n.deferred, byNode[n]...)
+				n.deferred = append(n.deferred, evs...)
 			}
 			e.mu.Unlock()
-			continue
+			return
 		}
-		e.observe(ctx, n, byNode[n])
+		e.observe(ctx, n, evs)
 		if len(n.rec.History) == 0 && len(n.track.proxies) == 0 && len(n.deferred) == 0 {
 			delete(e.nodes, n.rec.Node)
 		}
 		e.releaseNode(ctx, n)
-	}
+	})
 }
 
 // observe applies one node's events in order and judges the node again.
