@@ -49,11 +49,22 @@ func newEnvoyConfigReconciler(s *shared) *envoyConfigReconciler {
 	return &envoyConfigReconciler{shared: s, sources: map[types.NamespacedName]*kubesrc.EnvoyConfigSource{}}
 }
 
+// envoyConfigWorkers is how many EnvoyConfigs are reconciled at once
+// (controller-runtime never hands two workers the same object). A
+// reconcile mostly waits on the API server: the revision it stores and
+// the status it writes. With one worker, a change to many objects at
+// once (a kubectl apply of a directory, a rollback across a fleet, whose
+// statuses are written by these reconciles) took one object's round trips
+// after the other. It matches the EnvoySources' fetch workers
+// (sources.DefaultFetchWorkers), so renders at once stay bounded the
+// same way.
+const envoyConfigWorkers = 4
+
 // setup registers r with mgr, fed by the objects' changes and by the
 // requests legate raises (engine outcomes, renders to do again).
 func (r *envoyConfigReconciler) setup(mgr manager.Manager, raised *requests, skipNameValidation bool) error {
 	err := ctrl.NewControllerManagedBy(mgr).For(&v1alpha1.EnvoyConfig{}).
-		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation}).
+		WithOptions(crcontroller.Options{SkipNameValidation: &skipNameValidation, MaxConcurrentReconciles: envoyConfigWorkers}).
 		WatchesRawSource(raised).
 		Complete(r)
 	if err != nil {
