@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -144,4 +145,21 @@ func BenchmarkMemoryAfter1000Revisions(b *testing.B) {
 			runtime.KeepAlive(keep)
 		}
 	})
+}
+
+// BenchmarkTickIdleNodes measures one Tick over 10 000 published nodes
+// with nothing to judge: what the engine pays every second to look at a
+// fleet at rest.
+func BenchmarkTickIdleNodes(b *testing.B) {
+	e := newBenchEngine(b, memStore{})
+	ctx := context.Background()
+	origin := sources.Origin{Kind: sources.KindGit, Ref: "main", Commit: "0123456789abcdef0123456789abcdef01234567"}
+	for i := range 10000 {
+		id := fmt.Sprintf("node-%05d", i)
+		require.NoError(b, e.Apply(ctx, id, benchConfig(id, i, 1), origin))
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		e.Tick(ctx, time.Now())
+	}
 }

@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -109,8 +110,27 @@ func Start(t testing.TB, opts Options) *Server {
 		"--username", AdminUser, "--password", AdminPassword, "--email", adminEmail,
 		"--must-change-password=false")
 
-	s.Start()
+	// The port was free when freePort looked, but the tests start API
+	// servers, etcds and proxies beside Gitea, and one of them may take it
+	// first: Gitea then logs the bind error and never serves. Try another
+	// port, a few times.
 	t.Cleanup(s.Stop)
+	for attempt := 1; ; attempt++ {
+		err := s.start()
+		if err == nil {
+			break
+		}
+		if !errors.Is(err, errPortTaken) || attempt == maxPortAttempts {
+			t.Fatalf("start gitea: %v", err)
+		}
+		t.Logf("gitea: %v; trying another port", err)
+		if port, err = freePort(); err != nil {
+			t.Fatalf("find a free port for gitea: %v", err)
+		}
+		if err := s.usePort(port); err != nil {
+			t.Fatal(err)
+		}
+	}
 
 	s.Token = s.createToken()
 	return s
@@ -224,14 +244,28 @@ func (s *Server) run(args ...string) {
 	}
 }
 
+// errPortTaken is a web server that could not bind its port.
+var errPortTaken = errors.New("its port was taken by another process")
+
+// maxPortAttempts bounds the ports the first start tries.
+const maxPortAttempts = 5
+
 // Start starts (or restarts after Stop) the web server and waits until its
 // API answers.
 func (s *Server) Start() {
 	s.t.Helper()
+	if err := s.start(); err != nil {
+		s.t.Fatalf("start gitea on %s: %v", s.addr, err)
+	}
+}
+
+// start starts the web server and waits until its API answers; a server
+// that cannot bind its port is stopped and errPortTaken returned.
+func (s *Server) start() error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.cmd != nil {
-		return
+		return nil
 	}
 	cmd := exec.Command(s.binary, "web", "--config", s.config)
 	cmd.Dir = s.workDir
@@ -241,7 +275,7 @@ func (s *Server) Start() {
 	cmd.Stdout = s.logs
 	cmd.Stderr = s.logs
 	if err := cmd.Start(); err != nil {
-		s.t.Fatalf("start gitea web: %v", err)
+		return fmt.Errorf("start gitea web: %w", err)
 	}
 	done := make(chan struct{})
 	go func() {
@@ -255,28 +289,63 @@ func (s *Server) Start() {
 		select {
 		case <-done:
 			s.cmd = nil
-			s.t.Fatalf("gitea exited while starting:\n%s", s.logs.String())
+			return fmt.Errorf("gitea exited while starting:\n%s", s.logs.String())
 		default:
 		}
-		resp, err := http.Get(s.URL + "api/v1/version")
+		if strings.Contains(s.logs.String(), "address already in use") {
+			s.stopLocked()
+			return fmt.Errorf("gitea on %s: %w", s.addr, errPortTaken)
+		}
+		resp, err := startClient.Get(s.URL + "api/v1/version")
 		if err == nil {
 			_ = resp.Body.Close()
 			if resp.StatusCode == http.StatusOK {
-				return
+				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			s.t.Fatalf("gitea did not answer on %s within %s:\n%s", s.URL, startTimeout, s.logs.String())
+			s.stopLocked()
+			return fmt.Errorf("gitea did not answer on %s within %s:\n%s", s.URL, startTimeout, s.logs.String())
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 }
+
+// usePort moves the instance, stopped, to another port.
+func (s *Server) usePort(port int) error {
+	data, err := os.ReadFile(s.config)
+	if err != nil {
+		return err
+	}
+	ini := httpPort.ReplaceAllString(string(data), "${1}"+strconv.Itoa(port))
+	ini = rootURL.ReplaceAllString(ini, "${1}"+strconv.Itoa(port)+"/")
+	if err := os.WriteFile(s.config, []byte(ini), 0o600); err != nil {
+		return err
+	}
+	s.addr = net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
+	s.URL = "http://" + s.addr + "/"
+	return nil
+}
+
+// startClient asks whether Gitea answers; a process that took its port
+// may never answer at all.
+var startClient = &http.Client{Timeout: 2 * time.Second}
+
+var (
+	httpPort = regexp.MustCompile(`(?m)^(HTTP_PORT = )\d+`)
+	rootURL  = regexp.MustCompile(`(?m)^(ROOT_URL = http://127\.0\.0\.1:)\d+/`)
+)
 
 // Stop terminates the web server (SIGTERM, then SIGKILL of its process
 // group) and waits for it to exit. The data stays; Start serves it again.
 func (s *Server) Stop() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.stopLocked()
+}
+
+// stopLocked is Stop with s.mu held.
+func (s *Server) stopLocked() {
 	if s.cmd == nil {
 		return
 	}
@@ -436,7 +505,9 @@ func IsNotFound(err error) bool {
 	return errors.As(err, &apiErr) && apiErr.Status == http.StatusNotFound
 }
 
-func freePort() (int, error) {
+// freePort is a loopback port nobody listened on a moment ago (a variable:
+// a test hands out a taken one).
+var freePort = func() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, err

@@ -1,10 +1,12 @@
 package gitea
 
 import (
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -67,4 +69,34 @@ func git(t *testing.T, dir string, args ...string) string {
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "git %s: %s", strings.Join(args, " "), out)
 	return string(out)
+}
+
+// A port another process takes between freePort and Gitea's bind (the
+// tests start API servers and proxies beside Gitea) does not fail the
+// test: Gitea, which logs the bind error and never serves, is stopped and
+// started on another port.
+func TestStartMovesOffATakenPort(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = taken.Close() })
+	takenPort := taken.Addr().(*net.TCPAddr).Port
+	real := freePort
+	handed := false
+	freePort = func() (int, error) {
+		if !handed {
+			handed = true
+			return takenPort, nil
+		}
+		return real()
+	}
+	t.Cleanup(func() { freePort = real })
+
+	srv := Start(t, Options{})
+	assert.True(t, handed, "Start was handed the taken port")
+	assert.NotContains(t, srv.URL, ":"+strconv.Itoa(takenPort)+"/")
+	var version struct {
+		Version string `json:"version"`
+	}
+	require.NoError(t, srv.API(http.MethodGet, "api/v1/version", nil, &version))
+	assert.NotEmpty(t, version.Version)
 }
