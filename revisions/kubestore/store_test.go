@@ -356,3 +356,61 @@ func TestOutboxConcurrentWritersAndBound(t *testing.T) {
 	_, err = s.OutboxPut(ctx, "w0/0", []byte("replaced"))
 	assert.NoError(t, err, "replacing a queued entry needs no room")
 }
+
+// The proxies of many nodes reject their publications at once: the engine
+// stores the taints and rollbacks of several nodes side by side on the
+// API server (its nodes' commits run concurrently, which the race pass
+// checks), and every node ends rolled back in the engine and in the store.
+func TestManyNodesRollBackTogetherOnTheAPIServer(t *testing.T) {
+	t.Parallel()
+	c := newClient(t)
+	ctx := context.Background()
+	e, pub := start(t, c)
+	of := func(id, body string) *render.NodeConfig {
+		cfg := config(body)
+		cfg.NodeID = id
+		return cfg
+	}
+
+	const nodes = 12
+	ids := make([]string, nodes)
+	good := make(map[string]string, nodes)
+	for i := range ids {
+		id := fmt.Sprintf("fleet-%02d", i)
+		ids[i] = id
+		require.NoError(t, e.Apply(ctx, id, of(id, "good"), origin("sha1")))
+		good[id] = of(id, "good").Hash
+		require.NoError(t, e.Apply(ctx, id, of(id, "bad"), origin("sha2")))
+		p := pub.last()
+		e.ObserveProxy(revisions.ProxyEvent{Kind: revisions.ProxyConnected, Node: id, Proxy: "p-" + id})
+		e.ObserveProxy(revisions.ProxyEvent{Kind: revisions.ProxyNACK, Node: id, Proxy: "p-" + id, SnapshotVersion: p.Version, Error: "cluster c: bad"})
+	}
+	runCtx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() { defer close(done); _ = e.Run(runCtx) }()
+	defer func() { cancel(); <-done }()
+
+	var last string
+	require.Eventually(t, func() bool {
+		data, err := kubestore.Store{Client: c, Namespace: "default"}.Load(ctx)
+		if err != nil {
+			last = err.Error()
+			return false
+		}
+		rolledBack := 0
+		for _, d := range data {
+			if d.Record.Published == good[d.Record.Node] {
+				rolledBack++
+			}
+		}
+		last = fmt.Sprintf("%d of %d nodes' stored records serve their good revision", rolledBack, nodes)
+		return rolledBack == nodes
+	}, 60*time.Second, 20*time.Millisecond, "every node's rollback is stored: %s", &last)
+	for _, id := range ids {
+		n, ok := e.Node(id)
+		require.True(t, ok, id)
+		assert.Equal(t, revisions.StateRollback, n.State, id)
+		require.NotNil(t, n.History[0].Taint, id)
+		assert.Contains(t, n.History[0].Taint.Message, "cluster c: bad", id)
+	}
+}
