@@ -109,9 +109,15 @@ func (r *envoyConfigReconciler) Reconcile(ctx context.Context, req ctrl.Request)
 	ro := readiness.RolloutStatus(kuberollout.Views(r.core.Engine(), src.Name(), []string{node}))
 
 	var ec v1alpha1.EnvoyConfig
+	write := r.status.update
+	if read := src.Read(); read != nil {
+		// Fetch read the object from the API server a moment ago: the
+		// status is written from it, and read again only on a conflict.
+		ec, write = *read, r.status.updateRead
+	}
 	var was, now *metav1.Condition
 	var wasRO *v1alpha1.RolloutStatus
-	wrote, err := r.status.update(ctx, req.NamespacedName, &ec, func() bool {
+	wrote, err := write(ctx, req.NamespacedName, &ec, func() bool {
 		before := ec.Status.DeepCopy()
 		readiness.EnvoyConfigStatus(&ec, synced, r.nodeOf(&ec), r.home)
 		ec.Status.Rollout = ro.DeepCopy()

@@ -35,15 +35,31 @@ type statusWriter struct {
 // and what it captured: it may run several times. It reports whether it
 // wrote; an object that does not exist is not an error (nothing written).
 func (w *statusWriter) update(ctx context.Context, key types.NamespacedName, obj client.Object, mutate func() (changed bool)) (bool, error) {
+	return w.write(ctx, key, obj, false, mutate)
+}
+
+// updateRead is update for an obj the caller has just read from the API
+// server itself (not from a cache): the first attempt starts from it, and
+// its resourceVersion guards the write, so a reconcile that read the
+// object to render it does not read it again to write its status. A
+// conflict (the object changed since) reads it as update does.
+func (w *statusWriter) updateRead(ctx context.Context, key types.NamespacedName, obj client.Object, mutate func() (changed bool)) (bool, error) {
+	return w.write(ctx, key, obj, true, mutate)
+}
+
+func (w *statusWriter) write(ctx context.Context, key types.NamespacedName, obj client.Object, read bool, mutate func() (changed bool)) (bool, error) {
 	if !w.leading() {
 		return false, errNotLeading
 	}
 	wrote := false
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		wrote = false
-		if err := w.client.Get(ctx, key, obj); err != nil {
-			return err
+		if !read {
+			if err := w.client.Get(ctx, key, obj); err != nil {
+				return err
+			}
 		}
+		read = false
 		if !mutate() {
 			return nil
 		}

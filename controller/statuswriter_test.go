@@ -112,3 +112,64 @@ func TestStatusWriterOfAFollowerWritesNothing(t *testing.T) {
 	require.ErrorIs(t, err, errNotLeading)
 	assert.Zero(t, writes)
 }
+
+// countGets has c's reads of key counted in *n.
+func countGets(c client.Client, key types.NamespacedName, n *int) client.Client {
+	return interceptor.NewClient(c.(client.WithWatch), interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, k client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if k == key {
+				*n++
+			}
+			return c.Get(ctx, k, obj, opts...)
+		},
+	})
+}
+
+// A status written from the object the reconcile has just read (to render
+// it) does not read it again; when it changed meanwhile, the write is a
+// conflict and the writer reads the newer object and writes on top of it.
+func TestStatusWriterWritesFromTheObjectJustRead(t *testing.T) {
+	ctx := context.Background()
+	for _, tt := range []struct {
+		name      string
+		changed   bool // someone writes the object between the read and the write
+		wantGets  int
+		wantRuns  int
+		wantTheir bool
+	}{
+		{"unchanged since read", false, 0, 1, false},
+		{"changed since read", true, 1, 2, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			other := tt.changed
+			w, c := writerOn(t, true, func(ctx context.Context, c client.Client) error {
+				if !other {
+					return nil
+				}
+				other = false
+				var ec v1alpha1.EnvoyConfig
+				require.NoError(t, c.Get(ctx, edge, &ec))
+				ec.Status.Commit = "theirs"
+				return c.Status().Update(ctx, &ec)
+			})
+			var ec v1alpha1.EnvoyConfig
+			require.NoError(t, c.Get(ctx, edge, &ec)) // the reconcile's read
+			gets := 0
+			w.client = countGets(c, edge, &gets)
+			runs := 0
+			wrote, err := w.updateRead(ctx, edge, &ec, func() bool {
+				runs++
+				ec.Status.ObservedGeneration = 1
+				return true
+			})
+			require.NoError(t, err)
+			assert.True(t, wrote)
+			assert.Equal(t, tt.wantGets, gets, "reads of the object by the writer")
+			assert.Equal(t, tt.wantRuns, runs)
+			var got v1alpha1.EnvoyConfig
+			require.NoError(t, c.Get(ctx, edge, &got))
+			assert.Equal(t, int64(1), got.Status.ObservedGeneration)
+			assert.Equal(t, tt.wantTheir, got.Status.Commit == "theirs", "the other write is kept")
+		})
+	}
+}

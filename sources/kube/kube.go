@@ -33,6 +33,7 @@ var ErrGone = fmt.Errorf("the EnvoyConfig no longer exists")
 type EnvoyConfigSource struct {
 	client  client.Reader
 	key     client.ObjectKey
+	read    *v1alpha1.EnvoyConfig // the last fetch's object, until Read takes it
 	last    string
 	rollout *v1alpha1.RolloutSpec
 	node    string
@@ -45,6 +46,15 @@ type EnvoyConfigSource struct {
 // copy that may still lag the event that asked for the fetch.
 func NewEnvoyConfigSource(c client.Reader, key client.ObjectKey) *EnvoyConfigSource {
 	return &EnvoyConfigSource{client: c, key: key}
+}
+
+// Read returns the object as the last Fetch read it, once (nil after
+// that, or before a Fetch), so that its home may write the object's status
+// without reading it again; the source keeps no copy.
+func (s *EnvoyConfigSource) Read() *v1alpha1.EnvoyConfig {
+	ec := s.read
+	s.read = nil
+	return ec
 }
 
 // Name is the pipeline's name of the object: sources.EnvoyConfigRef's
@@ -78,6 +88,7 @@ func (s *EnvoyConfigSource) Fetch(ctx context.Context) (*sources.Result, error) 
 		Changed: content != s.last,
 	}
 	s.last, s.rollout, s.node, s.command = content, ec.Spec.Rollout, ec.Spec.NodeID, ec.Annotations[v1alpha1.RolloutAnnotation]
+	s.read = &ec
 	return res, nil
 }
 

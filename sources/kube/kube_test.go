@@ -76,6 +76,13 @@ func TestEnvoyConfigObjectRenders(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, changed.Changed)
 	assert.Equal(t, "default/edge@2", changed.Origin.Revision())
+	// The object the fetch read is handed over once, as the API server
+	// held it: its home writes the status from it.
+	read := src.Read()
+	require.NotNil(t, read)
+	assert.Equal(t, int64(2), read.Generation)
+	assert.Equal(t, ec.ResourceVersion, read.ResourceVersion)
+	assert.Nil(t, src.Read(), "the source keeps no copy")
 
 	require.NoError(t, c.Delete(ctx, &ec))
 	_, err = src.Fetch(ctx)

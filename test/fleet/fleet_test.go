@@ -3,8 +3,12 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"maps"
+	"net/http"
 	"os"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -108,6 +112,77 @@ func sameResources(a, b *discoveryv3.DiscoveryResponse) bool {
 	return true
 }
 
+// apiCalls counts the requests a client makes, by verb and resource.
+type apiCalls struct {
+	mu     sync.Mutex
+	byKind map[string]int
+}
+
+func (a *apiCalls) wrap(rt http.RoundTripper) http.RoundTripper {
+	return roundTripper(func(req *http.Request) (*http.Response, error) {
+		kind := req.Method + " " + resourceOf(req.URL.Path)
+		if req.URL.Query().Get("watch") == "true" {
+			kind = "WATCH " + resourceOf(req.URL.Path)
+		}
+		a.mu.Lock()
+		a.byKind[kind]++
+		a.mu.Unlock()
+		return rt.RoundTrip(req)
+	})
+}
+
+func (a *apiCalls) reset() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.byKind)
+}
+
+// perObject is the requests counted since the last reset, per object,
+// the most frequent first.
+func (a *apiCalls) perObject(objects int) string {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	kinds := slices.Collect(maps.Keys(a.byKind))
+	slices.SortFunc(kinds, func(x, y string) int { return a.byKind[y] - a.byKind[x] })
+	total := 0
+	parts := make([]string, 0, len(kinds))
+	for _, k := range kinds {
+		total += a.byKind[k]
+		if a.byKind[k]*100 >= objects { // 0.01 a object or more
+			parts = append(parts, fmt.Sprintf("%s %.2f", k, float64(a.byKind[k])/float64(objects)))
+		}
+	}
+	return fmt.Sprintf("%.2f (%s)", float64(total)/float64(objects), strings.Join(parts, ", "))
+}
+
+// resourceOf is the resource (and subresource) a request path names:
+// /apis/legate.dev/v1alpha1/namespaces/default/envoyconfigs/x/status is
+// envoyconfigs/status.
+func resourceOf(path string) string {
+	parts := strings.Split(strings.Trim(path, "/"), "/")
+	for i := 0; i+1 < len(parts); i++ {
+		if parts[i] == "namespaces" {
+			parts = parts[i+2:]
+			break
+		}
+	}
+	if len(parts) > 0 && (parts[0] == "api" || parts[0] == "apis") {
+		return path // a cluster-wide list or discovery
+	}
+	switch len(parts) {
+	case 0:
+		return path
+	case 1, 2:
+		return parts[0]
+	default:
+		return parts[0] + "/" + parts[2]
+	}
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
 // A fleet of EnvoyConfigs whose new revisions every proxy rejects at once
 // all end up saying Rollback: no object's status is left stale, however
 // many roll back together.
@@ -118,7 +193,10 @@ func TestFleetRollbackReachesEveryStatus(t *testing.T) {
 	fast := rest.CopyConfig(cluster.Config)
 	fast.QPS, fast.Burst = 1000, 2000
 	c := ctltest.Client(t, fast)
-	ctl := ctltest.Start(t, ctltest.Options(t, fast))
+	calls := &apiCalls{byKind: map[string]int{}}
+	counted := rest.CopyConfig(fast)
+	counted.WrapTransport = calls.wrap
+	ctl := ctltest.Start(t, ctltest.Options(t, counted))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 
@@ -166,13 +244,15 @@ func TestFleetRollbackReachesEveryStatus(t *testing.T) {
 	}
 
 	began := time.Now()
+	calls.reset()
 	parallel(func(i int) error { return c.Create(ctx, ecOf(i, 1000)) })
 	var last map[string]int
 	require.Eventually(t, func() bool { last = states(); return last[v1alpha1.CacheInSync] == fleetSize },
 		10*time.Minute, time.Second, "every object is published")
 	published := time.Since(began)
 
-	t.Logf("%d EnvoyConfigs created and published in %s", fleetSize, published.Round(time.Millisecond))
+	t.Logf("%d EnvoyConfigs created and published in %s; the controller's API requests per object: %s",
+		fleetSize, published.Round(time.Millisecond), calls.perObject(fleetSize))
 
 	// The xDS server takes 16 streams per connection (xds/bound.go).
 	const streamsPerConn = 16
@@ -196,6 +276,7 @@ func TestFleetRollbackReachesEveryStatus(t *testing.T) {
 	}
 
 	began = time.Now()
+	calls.reset()
 	parallel(func(i int) error {
 		cur := &v1alpha1.EnvoyConfig{}
 		if err := c.Get(ctx, client.ObjectKeyFromObject(ecOf(i, 0)), cur); err != nil {
@@ -211,8 +292,8 @@ func TestFleetRollbackReachesEveryStatus(t *testing.T) {
 		t.Fatalf("objects by the cache state their status says, of this generation: %v", last)
 	}
 	rolledBack := time.Since(began)
-	t.Logf("%d EnvoyConfigs updated in %s; every status says Rollback %s after the first update",
-		fleetSize, updated.Round(time.Millisecond), rolledBack.Round(time.Millisecond))
+	t.Logf("%d EnvoyConfigs updated in %s; every status says Rollback %s after the first update; the controller's API requests per object: %s",
+		fleetSize, updated.Round(time.Millisecond), rolledBack.Round(time.Millisecond), calls.perObject(fleetSize))
 
 	var list v1alpha1.EnvoyConfigList
 	require.NoError(t, c.List(ctx, &list, client.InNamespace("default")))
