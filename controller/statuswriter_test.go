@@ -41,13 +41,11 @@ func writerOn(t *testing.T, leading bool, before func(ctx context.Context, c cli
 
 var edge = types.NamespacedName{Namespace: "default", Name: "edge"}
 
-// Someone else writes the status between the writer's read and its
-// write: the writer reads again, applies its change on top of theirs and
-// writes, keeping both.
-func TestStatusWriterRetriesOnConflict(t *testing.T) {
-	ctx := context.Background()
-	other := true
-	w, c := writerOn(t, true, func(ctx context.Context, c client.Client) error {
+// theirsOnce is a writerOn hook by which someone else writes the status
+// (commit "theirs") before the writer's first write, when other is set:
+// the writer's copy is then stale.
+func theirsOnce(t *testing.T, other bool) func(ctx context.Context, c client.Client) error {
+	return func(ctx context.Context, c client.Client) error {
 		if !other {
 			return nil
 		}
@@ -55,8 +53,16 @@ func TestStatusWriterRetriesOnConflict(t *testing.T) {
 		var ec v1alpha1.EnvoyConfig
 		require.NoError(t, c.Get(ctx, edge, &ec))
 		ec.Status.Commit = "theirs"
-		return c.Status().Update(ctx, &ec) // the writer's copy is now stale
-	})
+		return c.Status().Update(ctx, &ec)
+	}
+}
+
+// Someone else writes the status between the writer's read and its
+// write: the writer reads again, applies its change on top of theirs and
+// writes, keeping both.
+func TestStatusWriterRetriesOnConflict(t *testing.T) {
+	ctx := context.Background()
+	w, c := writerOn(t, true, theirsOnce(t, true))
 	var ec v1alpha1.EnvoyConfig
 	runs := 0
 	wrote, err := w.update(ctx, edge, &ec, func() bool {
@@ -141,17 +147,7 @@ func TestStatusWriterWritesFromTheObjectJustRead(t *testing.T) {
 		{"changed since read", true, 1, 2, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			other := tt.changed
-			w, c := writerOn(t, true, func(ctx context.Context, c client.Client) error {
-				if !other {
-					return nil
-				}
-				other = false
-				var ec v1alpha1.EnvoyConfig
-				require.NoError(t, c.Get(ctx, edge, &ec))
-				ec.Status.Commit = "theirs"
-				return c.Status().Update(ctx, &ec)
-			})
+			w, c := writerOn(t, true, theirsOnce(t, tt.changed))
 			var ec v1alpha1.EnvoyConfig
 			require.NoError(t, c.Get(ctx, edge, &ec)) // the reconcile's read
 			gets := 0
