@@ -49,8 +49,9 @@ func NewEnvoyConfigSource(c client.Reader, key client.ObjectKey) *EnvoyConfigSou
 }
 
 // Read returns the object as the last Fetch read it, once (nil after
-// that, or before a Fetch), so that its home may write the object's status
-// without reading it again; the source keeps no copy.
+// that, before a Fetch, or after one that failed), so that its home may
+// write the object's status without reading it again; the source keeps
+// no copy once it is taken.
 func (s *EnvoyConfigSource) Read() *v1alpha1.EnvoyConfig {
 	ec := s.read
 	s.read = nil
@@ -66,6 +67,7 @@ func (s *EnvoyConfigSource) Name() string {
 // Fetch reads the object and returns it as one document,
 // <namespace>/<name>.yaml.
 func (s *EnvoyConfigSource) Fetch(ctx context.Context) (*sources.Result, error) {
+	s.read = nil
 	var ec v1alpha1.EnvoyConfig
 	if err := s.client.Get(ctx, s.key, &ec); err != nil {
 		if apierrors.IsNotFound(err) {

@@ -84,8 +84,11 @@ func TestEnvoyConfigObjectRenders(t *testing.T) {
 	assert.Equal(t, ec.ResourceVersion, read.ResourceVersion)
 	assert.Nil(t, src.Read(), "the source keeps no copy")
 
+	_, err = src.Fetch(ctx) // read, and not taken
+	require.NoError(t, err)
 	require.NoError(t, c.Delete(ctx, &ec))
 	_, err = src.Fetch(ctx)
 	require.ErrorIs(t, err, kube.ErrGone)
 	assert.ErrorContains(t, err, "default/edge")
+	assert.Nil(t, src.Read(), "a failed fetch leaves no object to write a status from")
 }
