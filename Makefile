@@ -38,6 +38,10 @@ TEST_TIMEOUT ?= 20m
 # runtime's own tables), and linking the 68 test binaries takes a quarter
 # less CPU (341 -> 258 s; docs/testing.md).
 TEST_LINK    := -ldflags=-s
+# go test's own vet pass is off in make test: make lint runs govet (all of
+# go test's checks and more) over the same packages and their tests, and
+# the test passes' vet type-checked each package again, once per pass.
+TEST_VET     := -vet=off
 FUZZTIME     ?= 10s
 TEST_FLAGS   ?=
 
@@ -126,7 +130,7 @@ test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2
 # output whole.
 test-plain: ## Run the tests of every package but RACE_ONLY_PKGS (make test's plain pass).
 	pkgs=$$($(GO) list $(SLOW_PKGS) ./... | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
-	LEGATE_XDS_TEST_TRANSPORT=grpc $(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
+	LEGATE_XDS_TEST_TRANSPORT=grpc $(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) $(TEST_VET) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
 
 # The packages where goroutines meet (the xDS server, the engine and its
 # store, the fetch loops, the renderer's parallel decoding) run under the
@@ -147,7 +151,7 @@ RACE_SLOW_PKGS := ./revisions/kubestore ./sources/flux ./standalone
 
 .PHONY: test-race
 test-race: ## Run the concurrent packages' tests under the race detector.
-	$(TEST_ENV) $(GO) test -race $(TEST_LINK) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $(RACE_SLOW_PKGS) $(RACE_PKGS)
+	$(TEST_ENV) $(GO) test -race $(TEST_LINK) $(TEST_VET) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $(RACE_SLOW_PKGS) $(RACE_PKGS)
 
 .PHONY: fuzz
 fuzz-long: ## Run each fuzz target for minutes (FUZZTIME=5m by default); not part of make test or CI.
@@ -264,11 +268,22 @@ $(BIN)/etcd: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
 # compiling the copy go-sqlite3 bundles is about 50 s of CPU on an empty
 # build cache. Without the header, or when that link fails, the bundled
 # copy is built.
+#
+# Gitea's own modules (every package outside the standard library, named
+# by the first element of its path) are compiled without optimisation or
+# inlining (-N -l): it is a test fixture serving a few repositories, and
+# this takes about a quarter off its compile on an empty build cache
+# (docs/testing.md, "Gitea compiled unoptimised"). The standard library
+# keeps the flags of the other builds, so the packages Gitea shares with
+# them are still compiled once.
 GITEA_TAGS := sqlite sqlite_unlock_notify
 $(BIN)/gitea: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum
-	cd $(GITEA_TOOLS) && { { test -f /usr/include/sqlite3.h && \
-		$(GO) build $(TOOLS_BUILD) -tags '$(GITEA_TAGS) libsqlite3' -o $@ code.gitea.io/gitea; } || \
-		$(GO) build $(TOOLS_BUILD) -tags '$(GITEA_TAGS)' -o $@ code.gitea.io/gitea; }
+	cd $(GITEA_TOOLS) && unoptimised=() && \
+	for root in $$($(GO) list -deps -tags '$(GITEA_TAGS)' code.gitea.io/gitea | awk -F/ '$$1 ~ /\./ {print $$1}' | sort -u); do \
+		unoptimised+=("-gcflags=$$root/...=-N -l"); done && \
+	{ { test -f /usr/include/sqlite3.h && \
+		$(GO) build $(TOOLS_BUILD) "$${unoptimised[@]}" -tags '$(GITEA_TAGS) libsqlite3' -o $@ code.gitea.io/gitea; } || \
+		$(GO) build $(TOOLS_BUILD) "$${unoptimised[@]}" -tags '$(GITEA_TAGS)' -o $@ code.gitea.io/gitea; }
 
 # Gitea reads its templates and options from its source tree at run time.
 $(BIN)/gitea.root: $(GITEA_TOOLS)/go.mod $(GITEA_TOOLS)/go.sum

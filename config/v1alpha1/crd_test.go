@@ -18,27 +18,38 @@ import (
 )
 
 // readSample decodes one manifest of config/samples.
-func readSample(t *testing.T, name string) *unstructured.Unstructured {
+func readSample(t *testing.T, ns, name string) *unstructured.Unstructured {
 	t.Helper()
 	data, err := os.ReadFile(filepath.Join("..", "samples", name))
 	require.NoError(t, err)
 	u := &unstructured.Unstructured{}
 	require.NoError(t, yaml.Unmarshal(data, &u.Object), name)
-	u.SetNamespace("default")
+	u.SetNamespace(ns)
 	return u
+}
+
+// apiServer is the package's API server: each test applies its objects
+// in a namespace of its own there.
+var apiServer envtest.Shared
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	apiServer.Stop()
+	os.Exit(code)
 }
 
 // Every sample applies to a real API server with the generated CRDs and
 // reads back as written; the CEL rule of EnvoySource refuses a source that
 // names no place or two.
 func TestSamplesApply(t *testing.T) {
-	c := envtest.Start(t).Client
+	cluster, ns := apiServer.Namespace(t)
+	c := cluster.Client
 	ctx := context.Background()
 	samples, err := filepath.Glob(filepath.Join("..", "samples", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, samples)
 	for _, path := range samples {
-		u := readSample(t, filepath.Base(path))
+		u := readSample(t, ns, filepath.Base(path))
 		require.NoError(t, c.Create(ctx, u), path)
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(u.GroupVersionKind())
@@ -46,21 +57,21 @@ func TestSamplesApply(t *testing.T) {
 		assert.Equal(t, u.Object["spec"], withoutDefaults(got.Object["spec"], u.Object["spec"]), path)
 	}
 
-	both := readSample(t, "envoysource-git.yaml")
+	both := readSample(t, ns, "envoysource-git.yaml")
 	both.SetName("both")
 	both.Object["spec"].(map[string]any)["oci"] = map[string]any{"url": "oci://registry.example.com/x"}
 	err = c.Create(ctx, both)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exactly one of git, oci and sourceRef must be set")
 
-	none := readSample(t, "envoysource-flux.yaml")
+	none := readSample(t, ns, "envoysource-flux.yaml")
 	none.SetName("none")
 	delete(none.Object["spec"].(map[string]any), "sourceRef")
 	err = c.Create(ctx, none)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "exactly one of git, oci and sourceRef must be set")
 
-	bad := readSample(t, "envoyconfig.yaml")
+	bad := readSample(t, ns, "envoyconfig.yaml")
 	bad.SetName("bad-node")
 	bad.Object["spec"].(map[string]any)["nodeID"] = "Not A Node"
 	err = c.Create(ctx, bad)

@@ -12,7 +12,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/legate-dev/legate/config/v1alpha1"
-	"github.com/legate-dev/legate/test/envtest"
 )
 
 // MARIN3R's own EnvoyDeployment manifests, with only their apiVersion
@@ -22,7 +21,8 @@ func TestEnvoyDeploymentSpeaksMARIN3R(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join("testdata", "marin3r", "*.yaml"))
 	require.NoError(t, err)
 	require.Len(t, files, 3)
-	c := envtest.Start(t).Client
+	cluster, ns := apiServer.Namespace(t)
+	c := cluster.Client
 	ctx := context.Background()
 	for _, path := range files {
 		data, err := os.ReadFile(path)
@@ -34,7 +34,7 @@ func TestEnvoyDeploymentSpeaksMARIN3R(t *testing.T) {
 
 		u := &unstructured.Unstructured{}
 		require.NoError(t, yaml.Unmarshal(data, &u.Object), path)
-		u.SetNamespace("default")
+		u.SetNamespace(ns)
 		require.NoError(t, c.Create(ctx, u), path)
 		got := &unstructured.Unstructured{}
 		got.SetGroupVersionKind(u.GroupVersionKind())
@@ -55,7 +55,8 @@ func TestEnvoyDeploymentSpeaksMARIN3R(t *testing.T) {
 // and dynamic replicas together, replicas for a DaemonSet, both PDB
 // bounds, a deployment patch of a DaemonSet.
 func TestEnvoyDeploymentValidation(t *testing.T) {
-	c := envtest.Start(t).Client
+	cluster, ns := apiServer.Namespace(t)
+	c := cluster.Client
 	ctx := context.Background()
 	for name, tc := range map[string]struct {
 		spec string
@@ -72,7 +73,8 @@ func TestEnvoyDeploymentValidation(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			u := &unstructured.Unstructured{}
-			require.NoError(t, yaml.Unmarshal([]byte("apiVersion: legate.dev/v1alpha1\nkind: EnvoyDeployment\nmetadata: {name: bad, namespace: default}\nspec: "+tc.spec), &u.Object))
+			require.NoError(t, yaml.Unmarshal([]byte("apiVersion: legate.dev/v1alpha1\nkind: EnvoyDeployment\nmetadata: {name: bad}\nspec: "+tc.spec), &u.Object))
+			u.SetNamespace(ns)
 			err := c.Create(ctx, u)
 			require.Error(t, err)
 			assert.Contains(t, err.Error(), tc.want)

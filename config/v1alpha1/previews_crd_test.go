@@ -6,15 +6,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-
-	"github.com/legate-dev/legate/test/envtest"
 )
 
 // spec.previews is refused by the API server without what a preview
 // needs: a branch the pull requests target and a forge to ask and tell;
 // its concurrency is bounded.
 func TestPreviewsNeedABranchAndAForge(t *testing.T) {
-	c := envtest.Start(t).Client
+	cluster, ns := apiServer.Namespace(t)
+	c := cluster.Client
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name   string
@@ -30,7 +29,7 @@ func TestPreviewsNeedABranchAndAForge(t *testing.T) {
 		}},
 		{name: "too-many", change: func(s map[string]any) { s["previews"] = map[string]any{"enabled": true, "concurrency": 9} }, refuse: "spec.previews.concurrency"},
 	} {
-		u := readSample(t, "envoysource-git.yaml")
+		u := readSample(t, ns, "envoysource-git.yaml")
 		u.SetName(tc.name)
 		spec := u.Object["spec"].(map[string]any)
 		spec["previews"] = map[string]any{"enabled": true}

@@ -80,10 +80,10 @@ func counting(c client.WithWatch, n *callCounter) client.Client {
 // revision served before (queued: it trails the publication). (A commit that changes 1 000 nodes makes 1 000 of these.)
 func TestAPICallsPerPublication(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
 	n := &callCounter{calls: map[string]int{}}
-	st := kubestore.New(counting(c, n), "default")
+	st := kubestore.New(counting(c, n), ns)
 	e, err := revisions.New(revisions.Options{Store: st, Publisher: &recorder{}})
 	require.NoError(t, err)
 	require.NoError(t, e.Restore(ctx))
@@ -98,7 +98,7 @@ func TestAPICallsPerPublication(t *testing.T) {
 
 	// What kubectl shows is what the record says.
 	var list v1alpha1.EnvoyConfigRevisionList
-	require.NoError(t, c.List(ctx, &list, client.InNamespace("default")))
+	require.NoError(t, c.List(ctx, &list, client.InNamespace(ns)))
 	require.Len(t, list.Items, 4)
 	for _, obj := range list.Items {
 		assert.Equal(t, obj.Spec.Hash == config("v4").Hash, obj.Status.Published, "revision %s marked published", obj.Name)
@@ -111,20 +111,20 @@ func TestAPICallsPerPublication(t *testing.T) {
 // again and writes over it. A change of the record itself does.
 func TestRecordWrittenByOthers(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
-	e, _ := start(t, c)
+	e, _ := start(t, c, ns)
 	require.NoError(t, e.Apply(ctx, node, config("v1"), origin("sha1")))
 
 	var cms corev1.ConfigMapList
-	require.NoError(t, c.List(ctx, &cms, client.InNamespace("default"), client.MatchingLabels{kubestore.LabelComponent: "node-record"}))
+	require.NoError(t, c.List(ctx, &cms, client.InNamespace(ns), client.MatchingLabels{kubestore.LabelComponent: "node-record"}))
 	require.Len(t, cms.Items, 1)
 	cms.Items[0].Labels["team"] = "edge"
 	require.NoError(t, c.Update(ctx, &cms.Items[0]))
 	require.NoError(t, e.Apply(ctx, node, config("v2"), origin("sha2")), "a label changes nothing of the record")
 
 	// Another writer (a second engine that believes it leads) commits.
-	other, _ := start(t, c)
+	other, _ := start(t, c, ns)
 	require.NoError(t, other.Apply(ctx, node, config("v3"), origin("sha3")))
 	err := e.Apply(ctx, node, config("v4"), origin("sha4"))
 	require.ErrorIs(t, err, revisions.ErrConflict)
@@ -137,10 +137,10 @@ func TestRecordWrittenByOthers(t *testing.T) {
 // shows.
 func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
 	n := &callCounter{calls: map[string]int{}}
-	st := kubestore.New(counting(c, n), "default")
+	st := kubestore.New(counting(c, n), ns)
 	rev := func(body string) *revisions.Revision {
 		cfg := config(body)
 		return &revisions.Revision{Node: node, Hash: cfg.Hash, Config: cfg, Origin: origin(body), CreatedAt: time.Date(2026, 11, 26, 18, 0, 0, 0, time.UTC)}
@@ -169,7 +169,7 @@ func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
 		published, tainted bool
 	}{{v1, true, false}, {v2, false, true}} {
 		var obj v1alpha1.EnvoyConfigRevision
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: kubestore.RevisionName(node, want.r.Hash)}, &obj))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubestore.RevisionName(node, want.r.Hash)}, &obj))
 		assert.Equal(t, want.published, obj.Status.Published, "revision %s published", obj.Name)
 		assert.Equal(t, want.tainted, obj.Status.Tainted, "revision %s tainted", obj.Name)
 	}
@@ -181,10 +181,10 @@ func TestRollbackWritesTheTaintedRevisionOnce(t *testing.T) {
 // written too.
 func TestSameContentSameOriginWritesOnlyTheRecord(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
 	n := &callCounter{calls: map[string]int{}}
-	e, err := revisions.New(revisions.Options{Store: kubestore.New(counting(c, n), "default"), Publisher: &recorder{}})
+	e, err := revisions.New(revisions.Options{Store: kubestore.New(counting(c, n), ns), Publisher: &recorder{}})
 	require.NoError(t, err)
 	require.NoError(t, e.Restore(ctx))
 	require.NoError(t, e.Apply(ctx, node, config("v1"), origin("sha1")))
@@ -204,10 +204,10 @@ func TestSameContentSameOriginWritesOnlyTheRecord(t *testing.T) {
 // object once and writes over it, with the generation that write makes.
 func TestConditionsFollowTheGeneration(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
 	n := &callCounter{calls: map[string]int{}}
-	st := kubestore.New(counting(c, n), "default")
+	st := kubestore.New(counting(c, n), ns)
 	e, err := revisions.New(revisions.Options{Store: st, Publisher: &recorder{}})
 	require.NoError(t, err)
 	require.NoError(t, e.Restore(ctx))
@@ -218,7 +218,7 @@ func TestConditionsFollowTheGeneration(t *testing.T) {
 	get := func(body string) *v1alpha1.EnvoyConfigRevision {
 		t.Helper()
 		var obj v1alpha1.EnvoyConfigRevision
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: kubestore.RevisionName(node, config(body).Hash)}, &obj))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubestore.RevisionName(node, config(body).Hash)}, &obj))
 		return &obj
 	}
 	current := func(obj *v1alpha1.EnvoyConfigRevision) {
@@ -257,9 +257,9 @@ func TestConditionsFollowTheGeneration(t *testing.T) {
 // (a rollback) wins: the unmarking finds the record serving it and is
 // dropped, and kubectl shows the revision served as published.
 func TestUnmarkingDroppedWhenServedAgain(t *testing.T) {
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
-	st := kubestore.New(c, "default")
+	st := kubestore.New(c, ns)
 	e, err := revisions.New(revisions.Options{Store: st, Publisher: &recorder{}})
 	require.NoError(t, err)
 	require.NoError(t, e.Restore(ctx))
@@ -285,7 +285,7 @@ func TestUnmarkingDroppedWhenServedAgain(t *testing.T) {
 
 	for body, published := range map[string]bool{"v1": true, "v2": false} {
 		var obj v1alpha1.EnvoyConfigRevision
-		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: kubestore.RevisionName(node, config(body).Hash)}, &obj))
+		require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubestore.RevisionName(node, config(body).Hash)}, &obj))
 		assert.Equal(t, published, obj.Status.Published, "revision %s published", body)
 		for _, cond := range obj.Status.Conditions {
 			assert.Equal(t, obj.Generation, cond.ObservedGeneration, "revision %s, condition %s", body, cond.Type)

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -75,22 +76,34 @@ func origin(commit string) sources.Origin {
 	return sources.Origin{Kind: sources.KindGit, Source: "cfg", URL: "https://git.example/cfg.git", Ref: "main", Path: "envoy", Commit: commit}
 }
 
-// newClient is a client of a fresh API server that knows legate's types.
-func newClient(t *testing.T) client.WithWatch {
+// apiServer is the package's API server: each test stores its revisions
+// in a namespace of its own there.
+var apiServer envtest.Shared
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	apiServer.Stop()
+	os.Exit(code)
+}
+
+// newClient is a client of the package's API server that knows legate's
+// types, and the namespace of the calling test.
+func newClient(t *testing.T) (client.WithWatch, string) {
 	t.Helper()
+	cluster, ns := apiServer.Namespace(t)
 	scheme := runtime.NewScheme()
 	require.NoError(t, clientgoscheme.AddToScheme(scheme))
 	require.NoError(t, v1alpha1.AddToScheme(scheme))
-	c, err := client.NewWithWatch(envtest.Start(t).Config, client.Options{Scheme: scheme})
+	c, err := client.NewWithWatch(cluster.Config, client.Options{Scheme: scheme})
 	require.NoError(t, err)
-	return c
+	return c, ns
 }
 
-func start(t *testing.T, c client.Client) (*revisions.Engine, *recorder) {
+func start(t *testing.T, c client.Client, ns string) (*revisions.Engine, *recorder) {
 	t.Helper()
 	pub := &recorder{}
 	e, err := revisions.New(revisions.Options{
-		Store: kubestore.New(c, "default"), Publisher: pub,
+		Store: kubestore.New(c, ns), Publisher: pub,
 		// the API server keeps times to the second
 		Clock: clocktesting.NewFakePassiveClock(time.Date(2026, 11, 24, 10, 0, 0, 0, time.UTC)),
 	})
@@ -105,10 +118,10 @@ func start(t *testing.T, c client.Client) (*revisions.Engine, *recorder) {
 // follower rebuilds exactly what was published from the objects.
 func TestEngineOnTheAPIServer(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
 
-	e, pub := start(t, c)
+	e, pub := start(t, c, ns)
 	good, bad := config("good"), config("bad")
 	require.NoError(t, e.Apply(ctx, node, good, origin("sha1")))
 	require.NoError(t, e.Apply(ctx, node, bad, origin("sha2")))
@@ -116,7 +129,7 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 	var list v1alpha1.EnvoyConfigRevisionList
 	// The unmarking of the revision served before trails the publication.
 	require.Eventually(t, func() bool {
-		if err := c.List(ctx, &list, client.InNamespace("default")); err != nil || len(list.Items) != 2 {
+		if err := c.List(ctx, &list, client.InNamespace(ns)); err != nil || len(list.Items) != 2 {
 			return false
 		}
 		for _, obj := range list.Items {
@@ -144,13 +157,13 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 		if n.State != revisions.StateRollback {
 			return false
 		}
-		data, err := kubestore.Store{Client: c, Namespace: "default"}.Load(ctx)
+		data, err := kubestore.Store{Client: c, Namespace: ns}.Load(ctx)
 		return err == nil && len(data) == 1 && data[0].Record.Published == good.Hash
 	}, 30*time.Second, 10*time.Millisecond)
 	// The published flags follow the record: kubectl wait for them, under
 	// MARIN3R's names, before stopping the writer.
-	waitCondition(t, c, kubestore.RevisionName(node, good.Hash), v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
-	waitCondition(t, c, kubestore.RevisionName(node, bad.Hash), v1alpha1.MARIN3RRevisionTainted, metav1.ConditionTrue, "ResourcesFailing")
+	waitCondition(t, c, ns, kubestore.RevisionName(node, good.Hash), v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
+	waitCondition(t, c, ns, kubestore.RevisionName(node, bad.Hash), v1alpha1.MARIN3RRevisionTainted, metav1.ConditionTrue, "ResourcesFailing")
 	cancel()
 	<-done
 
@@ -166,7 +179,7 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 	assert.Equal(t, "sha2", badObj.Status.Origin.Commit)
 
 	// A follower reads the objects and serves what the writer published.
-	data, err := kubestore.Store{Client: c, Namespace: "default"}.Load(ctx)
+	data, err := kubestore.Store{Client: c, Namespace: ns}.Load(ctx)
 	require.NoError(t, err)
 	require.Len(t, data, 1)
 	var served *revisions.Revision
@@ -184,7 +197,7 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 	assert.Equal(t, origin("sha1"), served.Origin)
 
 	// A restarted engine serves the last good revision, never the tainted one.
-	e2, pub2 := start(t, c)
+	e2, pub2 := start(t, c, ns)
 	n, ok := e2.Node(node)
 	require.True(t, ok)
 	assert.Equal(t, good.Hash, n.Published.Hash)
@@ -199,34 +212,34 @@ func TestEngineOnTheAPIServer(t *testing.T) {
 	// The conditions, as kubectl wait --for=condition=… sees them, under
 	// legate's names and MARIN3R's.
 	goodName, badName := kubestore.RevisionName(node, good.Hash), kubestore.RevisionName(node, bad.Hash)
-	waitCondition(t, c, badName, v1alpha1.MARIN3RRevisionTainted, metav1.ConditionTrue, "ResourcesFailing")
-	waitCondition(t, c, badName, v1alpha1.ConditionTainted, metav1.ConditionTrue, kubestore.ReasonRejected)
-	waitCondition(t, c, badName, v1alpha1.ConditionPublished, metav1.ConditionFalse, kubestore.ReasonTainted)
-	waitCondition(t, c, goodName, v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
-	waitCondition(t, c, goodName, v1alpha1.ConditionTainted, metav1.ConditionFalse, kubestore.ReasonNotTainted)
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: badName}, &badObj))
+	waitCondition(t, c, ns, badName, v1alpha1.MARIN3RRevisionTainted, metav1.ConditionTrue, "ResourcesFailing")
+	waitCondition(t, c, ns, badName, v1alpha1.ConditionTainted, metav1.ConditionTrue, kubestore.ReasonRejected)
+	waitCondition(t, c, ns, badName, v1alpha1.ConditionPublished, metav1.ConditionFalse, kubestore.ReasonTainted)
+	waitCondition(t, c, ns, goodName, v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
+	waitCondition(t, c, ns, goodName, v1alpha1.ConditionTainted, metav1.ConditionFalse, kubestore.ReasonNotTainted)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: badName}, &badObj))
 	taintedAt := meta.FindStatusCondition(badObj.Status.Conditions, v1alpha1.ConditionTainted).LastTransitionTime
 	assert.Contains(t, meta.FindStatusCondition(badObj.Status.Conditions, v1alpha1.ConditionTainted).Message, "cluster c: bad")
 	assert.Equal(t, badObj.Generation, meta.FindStatusCondition(badObj.Status.Conditions, v1alpha1.ConditionTainted).ObservedGeneration)
 
 	// Clearing the taint publishes the newer revision again.
 	require.NoError(t, e2.ClearTaint(ctx, node, bad.Hash))
-	waitCondition(t, c, badName, v1alpha1.MARIN3RRevisionTainted, metav1.ConditionFalse, kubestore.ReasonUntainted)
-	waitCondition(t, c, badName, v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
-	waitCondition(t, c, goodName, v1alpha1.ConditionPublished, metav1.ConditionFalse, kubestore.ReasonSuperseded)
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: badName}, &badObj))
+	waitCondition(t, c, ns, badName, v1alpha1.MARIN3RRevisionTainted, metav1.ConditionFalse, kubestore.ReasonUntainted)
+	waitCondition(t, c, ns, badName, v1alpha1.MARIN3RRevisionPublished, metav1.ConditionTrue, "VersionPublished")
+	waitCondition(t, c, ns, goodName, v1alpha1.ConditionPublished, metav1.ConditionFalse, kubestore.ReasonSuperseded)
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: badName}, &badObj))
 	assert.False(t, meta.FindStatusCondition(badObj.Status.Conditions, v1alpha1.ConditionTainted).LastTransitionTime.Before(&taintedAt), "the transition back is later")
 }
 
 // waitCondition is kubectl wait --for=condition=typ on an
 // EnvoyConfigRevision: it polls until the condition has status and reason,
 // with a deadline.
-func waitCondition(t *testing.T, c client.Client, name, typ string, status metav1.ConditionStatus, reason string) {
+func waitCondition(t *testing.T, c client.Client, ns, name, typ string, status metav1.ConditionStatus, reason string) {
 	t.Helper()
 	var last *metav1.Condition
 	ok := assert.Eventually(t, func() bool {
 		var obj v1alpha1.EnvoyConfigRevision
-		if err := c.Get(context.Background(), client.ObjectKey{Namespace: "default", Name: name}, &obj); err != nil {
+		if err := c.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, &obj); err != nil {
 			return false
 		}
 		cond := meta.FindStatusCondition(obj.Status.Conditions, typ)
@@ -245,8 +258,8 @@ func waitCondition(t *testing.T, c client.Client, name, typ string, status metav
 // served.
 func TestRevisionsLargerThanAnObjectAreRefused(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
-	e, pub := start(t, c)
+	c, ns := newClient(t)
+	e, pub := start(t, c, ns)
 	noise := make([]byte, kubestore.MaxRevisionBytes) // random: compression does not help
 	_, _ = cryptorand.Read(noise)
 	err := e.Apply(context.Background(), node, config(string(noise)), origin("sha1"))
@@ -296,9 +309,9 @@ func tenThousandRoutes(t *testing.T, n int) *render.NodeConfig {
 // engine serves it again from the object.
 func TestTenThousandRoutesFitOneRevision(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
-	e, _ := start(t, c)
+	e, _ := start(t, c, ns)
 	big := tenThousandRoutes(t, 10000)
 	size, limit := kubestore.Store{}.RevisionSize(big)
 	t.Logf("10 000 routes: %d bytes as they are, %d bytes stored, limit %d", revisions.EncodedSize(big), size, limit)
@@ -306,11 +319,11 @@ func TestTenThousandRoutesFitOneRevision(t *testing.T) {
 	require.NoError(t, e.Apply(ctx, node, big, origin("sha-big")))
 
 	var obj v1alpha1.EnvoyConfigRevision
-	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: "default", Name: kubestore.RevisionName(node, big.Hash)}, &obj))
+	require.NoError(t, c.Get(ctx, client.ObjectKey{Namespace: ns, Name: kubestore.RevisionName(node, big.Hash)}, &obj))
 	assert.Empty(t, obj.Spec.Resources)
 	assert.NotEmpty(t, obj.Spec.CompressedResources)
 
-	e2, pub2 := start(t, c)
+	e2, pub2 := start(t, c, ns)
 	n, ok := e2.Node(node)
 	require.True(t, ok)
 	assert.Equal(t, big.Hash, n.Published.Hash)
@@ -322,16 +335,16 @@ func TestTenThousandRoutesFitOneRevision(t *testing.T) {
 // it survives a controller restart (a new Store on the same cluster).
 func TestOutboxInTheAPIServer(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
-	outboxtest.Run(t, func(*testing.T) revisions.Outbox { return kubestore.Store{Client: c, Namespace: "default"} })
+	c, ns := newClient(t)
+	outboxtest.Run(t, func(*testing.T) revisions.Outbox { return kubestore.Store{Client: c, Namespace: ns} })
 }
 
 // Writers that race on the outbox lose none of each other's entries, and
 // the bound refuses more than MaxOutboxEntries with an error.
 func TestOutboxConcurrentWritersAndBound(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
-	s := kubestore.Store{Client: c, Namespace: "default"}
+	c, ns := newClient(t)
+	s := kubestore.Store{Client: c, Namespace: ns}
 	ctx := context.Background()
 	var wg sync.WaitGroup
 	for i := range 4 {
@@ -363,9 +376,9 @@ func TestOutboxConcurrentWritersAndBound(t *testing.T) {
 // checks), and every node ends rolled back in the engine and in the store.
 func TestManyNodesRollBackTogetherOnTheAPIServer(t *testing.T) {
 	t.Parallel()
-	c := newClient(t)
+	c, ns := newClient(t)
 	ctx := context.Background()
-	e, pub := start(t, c)
+	e, pub := start(t, c, ns)
 	of := func(id, body string) *render.NodeConfig {
 		cfg := config(body)
 		cfg.NodeID = id
@@ -392,7 +405,7 @@ func TestManyNodesRollBackTogetherOnTheAPIServer(t *testing.T) {
 
 	var last string
 	require.Eventually(t, func() bool {
-		data, err := kubestore.Store{Client: c, Namespace: "default"}.Load(ctx)
+		data, err := kubestore.Store{Client: c, Namespace: ns}.Load(ctx)
 		if err != nil {
 			last = err.Error()
 			return false

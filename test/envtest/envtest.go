@@ -4,12 +4,17 @@
 package envtest
 
 import (
+	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	crenvtest "sigs.k8s.io/controller-runtime/pkg/envtest"
@@ -83,18 +88,41 @@ func StartWithWebhooks(t testing.TB, crdDirs ...string) *Cluster {
 
 func start(t testing.TB, webhooks bool, crdDirs []string) *Cluster {
 	t.Helper()
+	requireBinaries(t)
+	cluster, env, err := launch(webhooks, crdDirs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Stop(); err != nil {
+			t.Errorf("stop envtest API server: %v", err)
+		}
+	})
+	return cluster
+}
+
+// requireBinaries fails (or skips, see tooling.Missing) a test when
+// kube-apiserver or etcd is not there to start.
+func requireBinaries(t testing.TB) {
+	t.Helper()
 	dir := assetsDir()
 	for _, bin := range []string{"kube-apiserver", "etcd"} {
 		if st, err := os.Stat(filepath.Join(dir, bin)); err != nil || st.IsDir() {
 			tooling.Missing(t, bin, "not found in "+dir)
 		}
 	}
+}
+
+// launch starts an API server with legate's CRDs and those of crdDirs
+// installed, and legate's webhook configurations when webhooks is set.
+func launch(webhooks bool, crdDirs []string) (*Cluster, *crenvtest.Environment, error) {
+	dir := assetsDir()
 	env := &crenvtest.Environment{BinaryAssetsDirectory: dir}
 	// legate's CRDs, generated into config/crd by make generate, are
 	// installed in every API server started.
 	root, err := tooling.RepoRoot()
 	if err != nil {
-		t.Fatalf("find the repository root for config/crd: %v", err)
+		return nil, nil, fmt.Errorf("find the repository root for config/crd: %w", err)
 	}
 	env.CRDDirectoryPaths = append([]string{filepath.Join(root, "config", "crd")}, crdDirs...)
 	env.ErrorIfCRDPathMissing = true
@@ -106,16 +134,12 @@ func start(t testing.TB, webhooks bool, crdDirs []string) *Cluster {
 	}
 	cfg, err := env.Start()
 	if err != nil {
-		t.Fatalf("start envtest API server from %s: %v", dir, err)
+		return nil, nil, fmt.Errorf("start envtest API server from %s: %w", dir, err)
 	}
-	t.Cleanup(func() {
-		if err := env.Stop(); err != nil {
-			t.Errorf("stop envtest API server: %v", err)
-		}
-	})
 	c, err := client.New(cfg, client.Options{})
 	if err != nil {
-		t.Fatalf("client for envtest API server: %v", err)
+		_ = env.Stop()
+		return nil, nil, fmt.Errorf("client for envtest API server: %w", err)
 	}
 	cluster := &Cluster{Config: cfg, Client: c, KubeConfig: env.KubeConfig}
 	if webhooks {
@@ -125,5 +149,65 @@ func start(t testing.TB, webhooks bool, crdDirs []string) *Cluster {
 			CertDir: w.LocalServingCertDir, CAPEM: w.LocalServingCAData,
 		}
 	}
-	return cluster
+	return cluster, env, nil
+}
+
+// Shared is one API server for the tests of a package that each need no
+// more than a namespace of their own: an API server costs about 3 s of
+// CPU to start (docs/testing.md), and a package that started one per
+// test paid that for each. It starts on the first Namespace and runs
+// until Stop, which the package's TestMain calls after m.Run:
+//
+//	var apiServer envtest.Shared
+//
+//	func TestMain(m *testing.M) {
+//		code := m.Run()
+//		apiServer.Stop()
+//		os.Exit(code)
+//	}
+//
+// Only legate's CRDs are installed. A test that starts a controller, or
+// reads or writes anything cluster-scoped, starts its own with Start.
+type Shared struct {
+	mu      sync.Mutex
+	cluster *Cluster
+	env     *crenvtest.Environment
+	err     error
+	created int
+}
+
+// Namespace returns the shared API server, started on first use, and
+// the name of a namespace created in it for this test alone.
+func (s *Shared) Namespace(t testing.TB) (*Cluster, string) {
+	t.Helper()
+	requireBinaries(t)
+	s.mu.Lock()
+	if s.cluster == nil && s.err == nil {
+		s.cluster, s.env, s.err = launch(false, nil)
+	}
+	cluster, err := s.cluster, s.err
+	s.created++
+	name := fmt.Sprintf("test-%d", s.created)
+	s.mu.Unlock()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if err := cluster.Client.Create(context.Background(), ns); err != nil {
+		t.Fatalf("create namespace %s: %v", name, err)
+	}
+	t.Logf("namespace %s of the package's API server", name)
+	return cluster, name
+}
+
+// Stop stops the shared API server, if one was started.
+func (s *Shared) Stop() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.env != nil {
+		if err := s.env.Stop(); err != nil {
+			fmt.Fprintf(os.Stderr, "stop the shared envtest API server: %v\n", err)
+		}
+		s.cluster, s.env = nil, nil
+	}
 }

@@ -38,3 +38,24 @@ func TestNamespaceRoundTrip(t *testing.T) {
 	assert.Contains(t, names, "legate-envtest")
 	assert.Contains(t, names, "kube-system", "namespaces created by the API server itself")
 }
+
+// Tests that share a package's API server each get a namespace of their
+// own in the one server, and Stop ends it.
+func TestSharedStartsOneAPIServer(t *testing.T) {
+	var shared Shared
+	defer shared.Stop()
+	ctx := context.Background()
+
+	first, ns1 := shared.Namespace(t)
+	second, ns2 := shared.Namespace(t)
+	assert.Same(t, first, second, "one API server for both")
+	assert.NotEqual(t, ns1, ns2)
+	for _, name := range []string{ns1, ns2} {
+		var ns corev1.Namespace
+		require.NoError(t, first.Client.Get(ctx, client.ObjectKey{Name: name}, &ns), "namespace %s", name)
+	}
+
+	shared.Stop()
+	var ns corev1.Namespace
+	assert.Error(t, first.Client.Get(ctx, client.ObjectKey{Name: ns1}, &ns), "the API server is gone after Stop")
+}
