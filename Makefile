@@ -273,7 +273,7 @@ $(BIN)/etcd: $(K8S_TOOLS)/go.mod $(K8S_TOOLS)/go.sum
 # by the first element of its path) are compiled without optimisation or
 # inlining (-N -l): it is a test fixture serving a few repositories, and
 # this takes about a quarter off its compile on an empty build cache
-# (docs/testing.md, "Gitea compiled unoptimised"). The standard library
+# (docs/testing.md, "Where a cold run's CPU goes"). The standard library
 # keeps the flags of the other builds, so the packages Gitea shares with
 # them are still compiled once.
 GITEA_TAGS := sqlite sqlite_unlock_notify

@@ -32,11 +32,7 @@ func readSample(t *testing.T, ns, name string) *unstructured.Unstructured {
 // in a namespace of its own there.
 var apiServer envtest.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	apiServer.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(apiServer.Run(m)) }
 
 // Every sample applies to a real API server with the generated CRDs and
 // reads back as written; the CEL rule of EnvoySource refuses a source that

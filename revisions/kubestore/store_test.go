@@ -80,11 +80,7 @@ func origin(commit string) sources.Origin {
 // in a namespace of its own there.
 var apiServer envtest.Shared
 
-func TestMain(m *testing.M) {
-	code := m.Run()
-	apiServer.Stop()
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(apiServer.Run(m)) }
 
 // newClient is a client of the package's API server that knows legate's
 // types, and the namespace of the calling test.

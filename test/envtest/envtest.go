@@ -156,15 +156,11 @@ func launch(webhooks bool, crdDirs []string) (*Cluster, *crenvtest.Environment, 
 // more than a namespace of their own: an API server costs about 3 s of
 // CPU to start (docs/testing.md), and a package that started one per
 // test paid that for each. It starts on the first Namespace and runs
-// until Stop, which the package's TestMain calls after m.Run:
+// until the package's tests end:
 //
 //	var apiServer envtest.Shared
 //
-//	func TestMain(m *testing.M) {
-//		code := m.Run()
-//		apiServer.Stop()
-//		os.Exit(code)
-//	}
+//	func TestMain(m *testing.M) { os.Exit(apiServer.Run(m)) }
 //
 // Only legate's CRDs are installed. A test that starts a controller, or
 // reads or writes anything cluster-scoped, starts its own with Start.
@@ -198,6 +194,13 @@ func (s *Shared) Namespace(t testing.TB) (*Cluster, string) {
 	}
 	t.Logf("namespace %s of the package's API server", name)
 	return cluster, name
+}
+
+// Run runs the package's tests, then stops the API server if they
+// started it, and returns m.Run's exit code.
+func (s *Shared) Run(m *testing.M) int {
+	defer s.Stop()
+	return m.Run()
 }
 
 // Stop stops the shared API server, if one was started.
