@@ -118,6 +118,12 @@ run: build ## Run legate serve on the embedded store, serving examples/quickstar
 # go list and go test keep the patterns' order and name a package matched
 # twice once.
 SLOW_PKGS := ./test/controller ./test/fleet ./test/e2e
+# The packages under test/bench whose tests are all benchmarks
+# (test/bench/kube, test/bench/push): the plain pass would compile and
+# link each, Kubernetes-sized, to run nothing. lint still type-checks them
+# and make bench-* runs them. A package there with a Test, Fuzz or Example
+# function is tested as any other.
+BENCH_ONLY_PKGS := $(foreach d,$(wildcard test/bench/*/),$(if $(shell grep -lE '^func (Test|Fuzz|Example)' $(d)*_test.go 2>/dev/null),,./$(d:/=)))
 
 test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2e) and a short fuzz pass.
 	@$(MAKE) --no-print-directory -j2 --output-sync=target test-plain test-race
@@ -128,8 +134,8 @@ test: tools ## Build the test tools, then run every test (envtest, Gitea, xDS e2
 # waiting on the API servers they start) overlap the race pass's compiles
 # and runs (docs/testing.md, "CI time"). --output-sync keeps each pass's
 # output whole.
-test-plain: ## Run the tests of every package but RACE_ONLY_PKGS (make test's plain pass).
-	pkgs=$$($(GO) list $(SLOW_PKGS) ./... | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS))); \
+test-plain: ## Run the tests of every package but RACE_ONLY_PKGS and BENCH_ONLY_PKGS (make test's plain pass).
+	pkgs=$$($(GO) list $(SLOW_PKGS) ./... | grep -vxF -f <($(GO) list $(RACE_ONLY_PKGS) $(BENCH_ONLY_PKGS))); \
 	LEGATE_XDS_TEST_TRANSPORT=grpc $(TEST_ENV) $(STATIC) $(GO) test $(TEST_LINK) $(TEST_VET) -timeout $(TEST_TIMEOUT) -count=1 $(TEST_FLAGS) $$pkgs
 
 # The packages where goroutines meet (the xDS server, the engine and its
