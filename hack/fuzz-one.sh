@@ -11,10 +11,13 @@
 # (-fuzzminimizetime 60s), uncounted: one minimization could eat the whole
 # short window (FuzzExtract stalled at a few dozen executions), so it is
 # bounded to 2 s; failing inputs are still written, minimized or not.
+#
+# FUZZ_PARALLEL, when set, is the number of fuzzing workers (go test
+# -parallel; GOMAXPROCS otherwise).
 set -uo pipefail
 pkg=$1 fn=$2 fuzztime=$3
 for attempt in 1 2; do
-  out=$("${GO:-go}" test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s "$pkg" 2>&1)
+  out=$("${GO:-go}" test -run '^$' -fuzz "^${fn}\$" -fuzztime "$fuzztime" -fuzzminimizetime 2s ${FUZZ_PARALLEL:+-parallel "$FUZZ_PARALLEL"} "$pkg" 2>&1)
   rc=$?
   printf '%s\n' "$out"
   if [ "$rc" -eq 0 ]; then
